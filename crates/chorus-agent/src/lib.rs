@@ -1,0 +1,1 @@
+//! Model clients, tools, human confirmation, agents and flows.

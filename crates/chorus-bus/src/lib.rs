@@ -1,0 +1,1 @@
+//! Hub, pipelines, routing and durable delivery of chorus messages and handoffs.

@@ -1,0 +1,1 @@
+//! Token counting, media cost models, data-part assembly and trimming.

@@ -1,0 +1,1 @@
+//! The chorus message model, handoff packets, data parts, JSON Schemas and validation.

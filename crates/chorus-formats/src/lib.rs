@@ -1,0 +1,1 @@
+//! Codecs between chorus messages and provider formats.

@@ -1,0 +1,1 @@
+//! Harmony chat format of gpt-oss: tokens, rendering, parsing and streaming.

@@ -1,0 +1,1 @@
+//! HTTP API, SSE, auth, metrics and web UI over the chorus bus.
