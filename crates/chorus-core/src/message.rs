@@ -87,11 +87,16 @@ pub struct Message {
         skip_serializing_if = "Option::is_none",
         with = "crate::nullable"
     )]
-    #[schemars(with = "Option<Content>")]
+    #[schemars(schema_with = "crate::nullable::schema::<Content>")]
     pub content: Option<Option<Content>>,
-    /// Calls the assistant asks for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_calls: Option<Vec<ToolCall>>,
+    /// Calls the assistant asks for; `null` (as SDKs write it) and absent are kept apart.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::nullable"
+    )]
+    #[schemars(schema_with = "crate::nullable::schema::<Vec<ToolCall>>")]
+    pub tool_calls: Option<Option<Vec<ToolCall>>>,
     /// The call a tool message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
@@ -165,6 +170,6 @@ impl Message {
 
     /// The tool calls, empty when there are none.
     pub fn calls(&self) -> &[ToolCall] {
-        self.tool_calls.as_deref().unwrap_or_default()
+        self.tool_calls.as_ref().and_then(Option::as_deref).unwrap_or_default()
     }
 }

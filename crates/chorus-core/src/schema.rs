@@ -3,7 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
+use schemars::transform::{Transform, transform_subschemas};
+use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Value, json};
 
 use crate::conversation::Conversation;
@@ -89,7 +90,40 @@ impl FromStr for Kind {
 fn generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12()
         .for_deserialize()
+        .with_transform(NoNullForOptions)
         .into_generator()
+}
+
+/// Optional fields are left out, not `null`: a `null` would not survive a round trip.
+/// Fields that keep `null` apart from absent say so with `{"const": null}`, which stays.
+#[derive(Debug, Clone)]
+struct NoNullForOptions;
+
+impl Transform for NoNullForOptions {
+    fn transform(&mut self, schema: &mut Schema) {
+        transform_subschemas(self, schema);
+        let Some(object) = schema.as_object_mut() else {
+            return;
+        };
+        if let Some(Value::Array(types)) = object.get_mut("type") {
+            types.retain(|t| t != "null");
+            if types.len() == 1 {
+                let single = types.remove(0);
+                object.insert("type".into(), single);
+            }
+        }
+        if let Some(Value::Array(branches)) = object.get_mut("anyOf") {
+            branches.retain(|b| *b != json!({ "type": "null" }));
+            if branches.len() == 1
+                && let Some(Value::Object(single)) = branches.pop()
+            {
+                object.remove("anyOf");
+                for (key, value) in single {
+                    object.entry(key).or_insert(value);
+                }
+            }
+        }
+    }
 }
 
 fn root_schema<T: JsonSchema>() -> Value {

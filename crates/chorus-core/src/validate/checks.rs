@@ -66,7 +66,7 @@ pub(crate) fn check_message(
             .with_hint("copy `id` from the assistant's tool call"),
         );
     }
-    if message.tool_calls.is_some() && message.role != Role::Assistant {
+    if !message.calls().is_empty() && message.role != Role::Assistant {
         problems.push(Problem::error(
             format!("{pointer}/tool_calls"),
             format!(
