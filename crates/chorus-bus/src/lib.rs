@@ -1,1 +1,30 @@
 //! Hub, pipelines, routing and durable delivery of chorus messages and handoffs.
+//!
+//! One [`Bus`] trait with the same guarantees on every backend: [`memory`] (in-process),
+//! [`sqlite`] (the embedded durable default), `nats` (JetStream, feature `nats`) and `redis`
+//! (Streams, feature `redis`). [`hub`] and [`pipeline`] orchestrate [`Agent`]s in process.
+
+pub mod agent;
+pub mod bus;
+pub mod config;
+pub mod delivery;
+pub mod envelope;
+pub mod error;
+pub mod fair;
+pub mod hub;
+pub mod memory;
+pub mod pipeline;
+pub mod routing;
+pub mod sqlite;
+
+pub use agent::{Agent, AgentError};
+pub use bus::{Bus, handle_once};
+pub use config::{BusConfig, Validator, now_ms};
+pub use delivery::{
+    DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
+};
+pub use envelope::{Envelope, Priority};
+pub use error::{BusError, BusResult, Issue};
+pub use memory::MemoryBus;
+pub use routing::{Binding, Filter, RoutingRule};
+pub use sqlite::SqliteBus;

@@ -1,0 +1,310 @@
+//! The `Bus` trait: the one API every backend implements with the same guarantees.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::config::{BusConfig, now_ms};
+use crate::delivery::{
+    DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
+};
+use crate::envelope::Envelope;
+use crate::error::{BusError, BusResult, Issue};
+use crate::routing::{Binding, resolve};
+
+/// Durable, routed, at-least-once delivery of messages.
+///
+/// Backends implement the primitives; the provided methods (`publish`, `receive`, `replay`, …)
+/// add validation, routing, expiration and retry limits the same way for all of them.
+#[async_trait]
+pub trait Bus: Send + Sync {
+    /// The delivery settings.
+    fn config(&self) -> &BusConfig;
+
+    /// Adds a durable subscription (idempotent).
+    async fn bind(&self, binding: Binding) -> BusResult<()>;
+
+    /// All subscriptions.
+    async fn bindings(&self) -> BusResult<Vec<Binding>>;
+
+    /// Primitive: stores the message durably in `queues` and in the logs; returns false (and
+    /// stores nothing) when its id was stored within the dedupe window and `dedupe` is set.
+    async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool>;
+
+    /// Primitive: claims up to `max` visible messages of `queue`, in fair priority order,
+    /// without waiting; each claim counts as one delivery attempt.
+    async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>>;
+
+    /// Acknowledges: the message is done and will not be delivered again on this queue.
+    async fn ack(&self, delivery: &Delivery) -> BusResult<()>;
+
+    /// Negative acknowledgement: deliver again after `delay`.
+    async fn nack(&self, delivery: &Delivery, delay: Duration) -> BusResult<()>;
+
+    /// Still working: restarts the ack deadline.
+    async fn in_progress(&self, delivery: &Delivery) -> BusResult<()>;
+
+    /// Removes the delivery from its queue and records it as a dead letter, atomically.
+    async fn dead_letter(&self, delivery: &Delivery, reason: DeadReason) -> BusResult<()>;
+
+    /// Primitive: records bytes refused on publish as a dead letter; returns its id.
+    async fn record_rejected(
+        &self,
+        bytes: &[u8],
+        message_id: Option<&str>,
+        reason: DeadReason,
+    ) -> BusResult<String>;
+
+    /// All dead letters, oldest first.
+    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>>;
+
+    /// Primitive: deletes a dead letter (after it was replayed).
+    async fn remove_dead_letter(&self, id: &str) -> BusResult<()>;
+
+    /// Primitive: true when `handler` already committed an effect for `message_id`.
+    async fn already_handled(&self, handler: &str, message_id: &str) -> BusResult<bool>;
+
+    /// Primitive: atomically records `message_id` as handled by `handler` together with the
+    /// effect record and the routed outgoing messages; false when it was already recorded.
+    async fn commit_once(
+        &self,
+        handler: &str,
+        message_id: &str,
+        record: &[u8],
+        outgoing: &[(Envelope, Vec<String>)],
+    ) -> BusResult<bool>;
+
+    /// The committed effects of `handler`, in commit order.
+    async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>>;
+
+    /// Every stored message of a task, in publish order.
+    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>>;
+
+    /// Every stored message of a correlation id, in publish order.
+    async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>>;
+
+    /// The conversation's event log after sequence number `after` (0 for the start).
+    async fn conversation(
+        &self,
+        conversation_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> BusResult<Vec<LogEntry>>;
+
+    /// Waits until messages may be available on `queue`, at most `timeout`.
+    async fn wait_for(&self, _queue: &str, timeout: Duration) {
+        tokio::time::sleep(timeout.min(self.config().poll_interval)).await;
+    }
+
+    /// Publishes a handoff packet (JSON bytes): validates it, routes it, stores it durably.
+    ///
+    /// An invalid packet is refused with [`BusError::Invalid`] and kept as a dead letter.
+    async fn publish(&self, bytes: Vec<u8>) -> BusResult<Receipt> {
+        let document: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                let issue = Issue::new(
+                    "",
+                    "a JSON document",
+                    format!(
+                        "invalid JSON at line {} column {}: {e}",
+                        e.line(),
+                        e.column()
+                    ),
+                );
+                return Err(reject(self, &bytes, None, vec![issue]).await);
+            }
+        };
+        let (env, mut issues) = match Envelope::from_handoff_json(&document, bytes.clone()) {
+            Ok(env) => (Some(env), Vec::new()),
+            Err(issues) => (None, issues),
+        };
+        if let Some(v) = &self.config().validator {
+            issues.extend(v.validate(&document));
+        }
+        match env {
+            Some(env) if issues.is_empty() => self.publish_routed(env, Some(&document)).await,
+            _ => {
+                let id = document
+                    .pointer("/metadata/message_id")
+                    .and_then(Value::as_str);
+                Err(reject(self, &bytes, id, issues).await)
+            }
+        }
+    }
+
+    /// Publishes an envelope built by the caller; its bytes are validated when a validator
+    /// or routing rules need the document.
+    async fn publish_envelope(&self, env: Envelope) -> BusResult<Receipt> {
+        let config = self.config();
+        if config.validator.is_none() && config.rules.is_empty() {
+            return self.publish_routed(env, None).await;
+        }
+        let document: Option<Value> = serde_json::from_slice(&env.bytes).ok();
+        if let Some(v) = &config.validator {
+            let issues = match &document {
+                Some(doc) => v.validate(doc),
+                None => vec![Issue::new("", "a JSON document", "bytes that are not JSON")],
+            };
+            if !issues.is_empty() {
+                return Err(reject(self, &env.bytes, Some(&env.id), issues).await);
+            }
+        }
+        self.publish_routed(env, document.as_ref()).await
+    }
+
+    /// Routes an accepted envelope and stores it; used by `publish` and `publish_envelope`.
+    async fn publish_routed(
+        &self,
+        mut env: Envelope,
+        document: Option<&Value>,
+    ) -> BusResult<Receipt> {
+        let bindings = self.bindings().await?;
+        let queues = resolve(&mut env, document, &self.config().rules, &bindings);
+        if queues.is_empty() {
+            let id = self
+                .record_rejected(&env.bytes, Some(&env.id), DeadReason::NoRoute)
+                .await?;
+            let issue = Issue::new(
+                "/metadata/recipient_id",
+                "a recipient or a binding matching the message",
+                "no route",
+            );
+            return Err(BusError::Invalid {
+                issues: vec![issue],
+                dead_letter_id: id,
+            });
+        }
+        let stored = self.store(&env, &queues, true).await?;
+        Ok(Receipt {
+            id: env.id,
+            duplicate: !stored,
+            queues,
+        })
+    }
+
+    /// Receives up to `max` deliveries from `queue`, waiting up to `wait` for the first.
+    ///
+    /// Expired messages and messages past `max_deliver` never reach the caller: they become
+    /// dead letters here, at delivery time.
+    async fn receive(&self, queue: &str, max: usize, wait: Duration) -> BusResult<Vec<Delivery>> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let now = now_ms();
+            let mut out = Vec::new();
+            for d in self.fetch(queue, max).await? {
+                if let Some(t) = d.envelope.expires_at_ms.filter(|&t| t <= now) {
+                    self.dead_letter(&d, DeadReason::Expired { expired_at_ms: t })
+                        .await?;
+                } else if d.attempt > self.config().max_deliver {
+                    let attempts = d.attempt - 1;
+                    self.dead_letter(&d, DeadReason::MaxDeliver { attempts })
+                        .await?;
+                } else {
+                    out.push(d);
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !out.is_empty() || left.is_zero() {
+                return Ok(out);
+            }
+            self.wait_for(queue, left).await;
+        }
+    }
+
+    /// Stores a dead letter again on its queue (clearing its expiration and delivery count),
+    /// or publishes refused bytes again, then deletes the dead letter.
+    async fn replay(&self, dead_letter_id: &str) -> BusResult<Receipt> {
+        let letter = self
+            .dead_letters()
+            .await?
+            .into_iter()
+            .find(|d| d.id == dead_letter_id)
+            .ok_or_else(|| BusError::UnknownDeadLetter(dead_letter_id.to_owned()))?;
+        let receipt = match (letter.envelope, letter.queue) {
+            (Some(mut env), Some(queue)) => {
+                env.expires_at_ms = None;
+                let queues = vec![queue];
+                self.store(&env, &queues, false).await?;
+                Receipt {
+                    id: env.id,
+                    duplicate: false,
+                    queues,
+                }
+            }
+            (Some(env), None) => self.publish_envelope(env).await?,
+            (None, _) => self.publish(letter.bytes).await?,
+        };
+        self.remove_dead_letter(dead_letter_id).await?;
+        Ok(receipt)
+    }
+}
+
+async fn reject<B: Bus + ?Sized>(
+    bus: &B,
+    bytes: &[u8],
+    message_id: Option<&str>,
+    issues: Vec<Issue>,
+) -> BusError {
+    let reason = DeadReason::Invalid {
+        issues: issues.clone(),
+    };
+    match bus.record_rejected(bytes, message_id, reason).await {
+        Ok(dead_letter_id) => BusError::Invalid {
+            issues,
+            dead_letter_id,
+        },
+        Err(e) => e,
+    }
+}
+
+/// Runs `handler` for a delivery at most once per message id (for this handler name): the
+/// id is committed together with the handler's effect, then the delivery is acknowledged.
+///
+/// A redelivery after a crash finds the id recorded, skips the handler and acknowledges.
+/// A handler error nacks the delivery (redelivered at once) and is returned.
+pub async fn handle_once<B, F, Fut>(
+    bus: &B,
+    delivery: &Delivery,
+    handler: &str,
+    f: F,
+) -> BusResult<Handled>
+where
+    B: Bus + ?Sized,
+    F: FnOnce(&Envelope) -> Fut,
+    Fut: Future<Output = Result<Effect, String>>,
+{
+    let id = &delivery.envelope.id;
+    if bus.already_handled(handler, id).await? {
+        bus.ack(delivery).await?;
+        return Ok(Handled::AlreadyDone);
+    }
+    let effect = match f(&delivery.envelope).await {
+        Ok(effect) => effect,
+        Err(e) => {
+            bus.nack(delivery, Duration::ZERO).await?;
+            return Err(BusError::Handler(e));
+        }
+    };
+    let bindings = bus.bindings().await?;
+    let outgoing: Vec<(Envelope, Vec<String>)> = effect
+        .publish
+        .into_iter()
+        .map(|mut env| {
+            let doc = serde_json::from_slice::<Value>(&env.bytes).ok();
+            let queues = resolve(&mut env, doc.as_ref(), &bus.config().rules, &bindings);
+            (env, queues)
+        })
+        .collect();
+    let applied = bus
+        .commit_once(handler, id, &effect.record, &outgoing)
+        .await?;
+    bus.ack(delivery).await?;
+    Ok(if applied {
+        Handled::Applied
+    } else {
+        Handled::AlreadyDone
+    })
+}

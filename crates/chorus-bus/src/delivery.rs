@@ -1,0 +1,122 @@
+//! What the bus hands out and keeps: deliveries, receipts, dead letters, effects, log entries.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::envelope::Envelope;
+use crate::error::Issue;
+
+/// One delivery of a message to a consumer; settle it with ack, nack or dead letter.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The message.
+    pub envelope: Arc<Envelope>,
+    /// The queue it was taken from.
+    pub queue: String,
+    /// 1 on first delivery, 2 on the first redelivery, …
+    pub attempt: u32,
+    /// Backend-specific handle identifying this delivery attempt.
+    pub token: String,
+}
+
+/// The answer to a successful publish: the message is durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    /// The message id.
+    pub id: String,
+    /// True when the id was already published within the dedupe window (nothing was stored).
+    pub duplicate: bool,
+    /// The queues the message was stored in.
+    pub queues: Vec<String>,
+}
+
+/// Why a message became a dead letter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DeadReason {
+    /// Refused on publish.
+    Invalid {
+        /// The validation problems.
+        issues: Vec<Issue>,
+    },
+    /// Its expiration time passed before a handler got it.
+    Expired {
+        /// The expiration time, Unix milliseconds.
+        expired_at_ms: i64,
+    },
+    /// It was delivered `attempts` times without being acknowledged.
+    MaxDeliver {
+        /// Deliveries made.
+        attempts: u32,
+    },
+    /// No recipient and no binding matched.
+    NoRoute,
+}
+
+impl DeadReason {
+    /// A short name: `invalid`, `expired`, `max_deliver`, `no_route`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DeadReason::Invalid { .. } => "invalid",
+            DeadReason::Expired { .. } => "expired",
+            DeadReason::MaxDeliver { .. } => "max_deliver",
+            DeadReason::NoRoute => "no_route",
+        }
+    }
+}
+
+/// A message that could not be delivered, with its original bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    /// Id of the dead letter (backend-assigned).
+    pub id: String,
+    /// The message id, when it could be read.
+    pub message_id: Option<String>,
+    /// The queue the message was taken from (none when refused on publish).
+    pub queue: Option<String>,
+    /// Why.
+    pub reason: DeadReason,
+    /// The bytes exactly as published.
+    pub bytes: Vec<u8>,
+    /// The routing keys, when the message had been accepted.
+    pub envelope: Option<Envelope>,
+}
+
+/// What a `handle_once` handler did, committed together with the message id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Effect {
+    /// A record of the effect (e.g. the state change), kept per handler.
+    pub record: Vec<u8>,
+    /// Messages to publish as part of the effect (an outbox).
+    pub publish: Vec<Envelope>,
+}
+
+/// A committed effect of a handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectRecord {
+    /// The handler name.
+    pub handler: String,
+    /// The message whose handling produced it.
+    pub message_id: String,
+    /// The record the handler returned.
+    pub record: Vec<u8>,
+}
+
+/// One entry of a conversation's event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogEntry {
+    /// Position in the conversation, from 1; a reader resumes after the last one it saw.
+    pub seq: u64,
+    /// The message.
+    pub envelope: Envelope,
+}
+
+/// The outcome of `handle_once`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handled {
+    /// The handler ran and its effect was committed.
+    Applied,
+    /// The message had already been handled; the handler did not run again.
+    AlreadyDone,
+}

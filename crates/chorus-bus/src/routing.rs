@@ -1,0 +1,188 @@
+//! Where a published message goes: recipients, routing rules on payload fields, bindings.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::envelope::Envelope;
+
+/// What a binding matches: the messages a queue receives a copy of, besides those addressed to it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Filter {
+    /// Every message addressed to this recipient (a hub name, for broadcast to its members).
+    Recipient(String),
+    /// Every message of this handoff type (e.g. `"ESCALATION"`).
+    HandoffType(String),
+}
+
+impl Filter {
+    /// True when the envelope matches.
+    pub fn matches(&self, env: &Envelope) -> bool {
+        match self {
+            Filter::Recipient(r) => env.recipients.iter().any(|x| x == r),
+            Filter::HandoffType(t) => env.handoff_type.as_deref() == Some(t.as_str()),
+        }
+    }
+
+    /// The storage form: (kind, value).
+    pub fn parts(&self) -> (&'static str, &str) {
+        match self {
+            Filter::Recipient(r) => ("recipient", r),
+            Filter::HandoffType(t) => ("handoff_type", t),
+        }
+    }
+
+    /// The inverse of [`Filter::parts`].
+    pub fn from_parts(kind: &str, value: &str) -> Option<Filter> {
+        match kind {
+            "recipient" => Some(Filter::Recipient(value.to_owned())),
+            "handoff_type" => Some(Filter::HandoffType(value.to_owned())),
+            _ => None,
+        }
+    }
+}
+
+/// A durable subscription: queue `queue` receives one copy of every message matching `filter`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Binding {
+    /// The receiving queue (an agent id or pool name).
+    pub queue: String,
+    /// Which messages it receives.
+    pub filter: Filter,
+}
+
+impl Binding {
+    /// A binding of `queue` to `filter`.
+    pub fn new(queue: impl Into<String>, filter: Filter) -> Binding {
+        Binding {
+            queue: queue.into(),
+            filter,
+        }
+    }
+}
+
+/// Redirects a message by a payload field: when the value at `pointer` equals `equals`, the
+/// message goes to `route_to` instead of its recipients (seed 003: route by `issue_category`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoutingRule {
+    /// JSON pointer into the message, e.g. `/payload/data/issue_category`.
+    pub pointer: String,
+    /// The value that triggers the rule.
+    pub equals: Value,
+    /// The recipient (usually a pool) that gets the message.
+    pub route_to: String,
+}
+
+impl RoutingRule {
+    /// A rule sending messages whose `pointer` equals `equals` to `route_to`.
+    pub fn new(pointer: impl Into<String>, equals: Value, route_to: impl Into<String>) -> Self {
+        RoutingRule {
+            pointer: pointer.into(),
+            equals,
+            route_to: route_to.into(),
+        }
+    }
+}
+
+/// Applies the first matching rule to the envelope's recipients, then returns the queues the
+/// message is stored in: its recipients plus every bound queue whose filter matches, each once.
+///
+/// A recipient that some binding subscribes to by [`Filter::Recipient`] is a topic (a hub
+/// name): it fans out to the bound queues and is not itself a queue.
+pub fn resolve(
+    env: &mut Envelope,
+    document: Option<&Value>,
+    rules: &[RoutingRule],
+    bindings: &[Binding],
+) -> Vec<String> {
+    if let Some(doc) = document
+        && let Some(rule) = rules
+            .iter()
+            .find(|r| doc.pointer(&r.pointer) == Some(&r.equals))
+    {
+        env.recipients = vec![rule.route_to.clone()];
+    }
+    let is_topic = |r: &String| {
+        bindings
+            .iter()
+            .any(|b| matches!(&b.filter, Filter::Recipient(t) if t == r))
+    };
+    let mut queues: Vec<String> = Vec::with_capacity(env.recipients.len());
+    let direct = env.recipients.iter().filter(|r| !is_topic(r));
+    let bound = bindings
+        .iter()
+        .filter(|b| b.filter.matches(env))
+        .map(|b| &b.queue);
+    for q in direct.chain(bound) {
+        if !queues.contains(q) {
+            queues.push(q.clone());
+        }
+    }
+    queues
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(recipients: &[&str], kind: &str) -> Envelope {
+        let mut e = Envelope::new(
+            "m",
+            recipients.iter().map(|s| s.to_string()).collect(),
+            vec![],
+        );
+        e.handoff_type = Some(kind.into());
+        e
+    }
+
+    #[test]
+    fn recipients_then_bindings_each_once() {
+        let bindings = [
+            Binding::new("auditor", Filter::HandoffType("ESCALATION".into())),
+            Binding::new("bob", Filter::Recipient("room".into())),
+            Binding::new("a", Filter::Recipient("room".into())),
+            Binding::new("x", Filter::HandoffType("NOTIFICATION".into())),
+        ];
+        let mut e = env(&["a", "room"], "ESCALATION");
+        assert_eq!(
+            resolve(&mut e, None, &[], &bindings),
+            ["a", "auditor", "bob"]
+        );
+    }
+
+    #[test]
+    fn first_matching_rule_redirects() {
+        let rules = [
+            RoutingRule::new(
+                "/payload/data/issue_category",
+                json!("BILLING"),
+                "billing_pool",
+            ),
+            RoutingRule::new(
+                "/payload/data/issue_category",
+                json!("NETWORK"),
+                "network_pool",
+            ),
+        ];
+        let doc = json!({"payload": {"data": {"issue_category": "NETWORK"}}});
+        let mut e = env(&["support_pool"], "ESCALATION");
+        assert_eq!(resolve(&mut e, Some(&doc), &rules, &[]), ["network_pool"]);
+        assert_eq!(e.recipients, ["network_pool"]);
+        let other = json!({"payload": {"data": {"issue_category": "OTHER"}}});
+        let mut e = env(&["support_pool"], "ESCALATION");
+        assert_eq!(resolve(&mut e, Some(&other), &rules, &[]), ["support_pool"]);
+    }
+
+    #[test]
+    fn filter_parts_round_trip() {
+        for f in [
+            Filter::Recipient("r".into()),
+            Filter::HandoffType("T".into()),
+        ] {
+            let (k, v) = f.parts();
+            assert_eq!(Filter::from_parts(k, v), Some(f.clone()));
+        }
+        assert_eq!(Filter::from_parts("nope", "x"), None);
+    }
+}

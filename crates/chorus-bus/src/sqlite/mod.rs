@@ -1,0 +1,248 @@
+//! The embedded durable default: one SQLite file in WAL mode, fsync'd group commit.
+
+mod schema;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::Connection;
+use tokio::sync::Notify;
+
+use crate::bus::Bus;
+use crate::config::{BusConfig, millis, now_ms};
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::envelope::Envelope;
+use crate::error::BusResult;
+use crate::fair::FairScheduler;
+use crate::routing::Binding;
+use schema::Key;
+use writer::Writer;
+
+/// Operations committed together at most; 1 gives one fsync per operation.
+pub const DEFAULT_MAX_BATCH: usize = 1024;
+
+/// A bus stored in one SQLite file; several processes may open the same file.
+pub struct SqliteBus {
+    config: BusConfig,
+    writer: Writer,
+    schedulers: Arc<Mutex<HashMap<String, FairScheduler>>>,
+    arrived: Arc<Notify>,
+}
+
+impl SqliteBus {
+    /// Opens (or creates) the bus file, checking it for damage first.
+    pub fn open(path: impl AsRef<Path>, config: BusConfig) -> BusResult<SqliteBus> {
+        SqliteBus::open_with_batch(path, config, DEFAULT_MAX_BATCH)
+    }
+
+    /// Like [`SqliteBus::open`], committing at most `max_batch` operations per fsync.
+    pub fn open_with_batch(
+        path: impl AsRef<Path>,
+        config: BusConfig,
+        max_batch: usize,
+    ) -> BusResult<SqliteBus> {
+        let conn = Connection::open(path).map_err(schema::storage_error)?;
+        schema::open(&conn)?;
+        Ok(SqliteBus {
+            config,
+            writer: Writer::spawn(conn, max_batch)?,
+            schedulers: Arc::default(),
+            arrived: Arc::default(),
+        })
+    }
+
+    async fn write<T, F>(&self, f: F) -> BusResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> BusResult<T> + Send + 'static,
+    {
+        let out = self.writer.call(f).await;
+        if out.is_ok() {
+            self.arrived.notify_waiters();
+        }
+        out
+    }
+}
+
+#[async_trait]
+impl Bus for SqliteBus {
+    fn config(&self) -> &BusConfig {
+        &self.config
+    }
+
+    async fn bind(&self, binding: Binding) -> BusResult<()> {
+        self.writer.call(move |c| schema::bind(c, &binding)).await
+    }
+
+    async fn bindings(&self) -> BusResult<Vec<Binding>> {
+        self.writer.call(schema::bindings).await
+    }
+
+    async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
+        let (env, queues) = (env.clone(), queues.to_vec());
+        let window = millis(self.config.dedupe_window);
+        self.write(move |c| {
+            let now = now_ms();
+            schema::store(c, &env, &queues, dedupe.then(|| now - window), now)
+        })
+        .await
+    }
+
+    async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
+        let queue = queue.to_owned();
+        let ack_wait = millis(self.config.ack_wait);
+        let weights = self.config.weights;
+        let schedulers = self.schedulers.clone();
+        self.writer
+            .call(move |c| {
+                let now = now_ms();
+                let mut all = schedulers.lock().unwrap_or_else(|p| p.into_inner());
+                let scheduler = all
+                    .entry(queue.clone())
+                    .or_insert_with(|| FairScheduler::new(weights));
+                schema::fetch(c, &queue, max, scheduler, now, now + ack_wait)
+            })
+            .await
+    }
+
+    async fn ack(&self, d: &Delivery) -> BusResult<()> {
+        let d = d.clone();
+        self.writer.call(move |c| schema::settle(c, &d)).await
+    }
+
+    async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
+        let d = d.clone();
+        self.write(move |c| schema::postpone(c, &d, now_ms() + millis(delay)))
+            .await
+    }
+
+    async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
+        let d = d.clone();
+        let ack_wait = millis(self.config.ack_wait);
+        self.writer
+            .call(move |c| schema::postpone(c, &d, now_ms() + ack_wait))
+            .await
+    }
+
+    async fn dead_letter(&self, d: &Delivery, reason: DeadReason) -> BusResult<()> {
+        let d = d.clone();
+        self.writer
+            .call(move |c| {
+                schema::settle(c, &d)?;
+                let env = &d.envelope;
+                schema::insert_dead(
+                    c,
+                    Some(&env.id),
+                    Some(&d.queue),
+                    &reason,
+                    &env.bytes,
+                    Some(env),
+                    now_ms(),
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn record_rejected(
+        &self,
+        bytes: &[u8],
+        message_id: Option<&str>,
+        reason: DeadReason,
+    ) -> BusResult<String> {
+        let bytes = bytes.to_vec();
+        let message_id = message_id.map(str::to_owned);
+        self.writer
+            .call(move |c| {
+                schema::insert_dead(
+                    c,
+                    message_id.as_deref(),
+                    None,
+                    &reason,
+                    &bytes,
+                    None,
+                    now_ms(),
+                )
+            })
+            .await
+    }
+
+    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
+        self.writer.call(schema::dead_letters).await
+    }
+
+    async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
+        let id = id.to_owned();
+        self.writer.call(move |c| schema::remove_dead(c, &id)).await
+    }
+
+    async fn already_handled(&self, handler: &str, message_id: &str) -> BusResult<bool> {
+        let (h, m) = (handler.to_owned(), message_id.to_owned());
+        self.writer
+            .call(move |c| schema::is_handled(c, &h, &m))
+            .await
+    }
+
+    async fn commit_once(
+        &self,
+        handler: &str,
+        message_id: &str,
+        record: &[u8],
+        outgoing: &[(Envelope, Vec<String>)],
+    ) -> BusResult<bool> {
+        let (h, m, r) = (handler.to_owned(), message_id.to_owned(), record.to_vec());
+        let outgoing = outgoing.to_vec();
+        let window = millis(self.config.dedupe_window);
+        self.write(move |c| {
+            if !schema::record_handled(c, &h, &m, &r)? {
+                return Ok(false);
+            }
+            let now = now_ms();
+            for (env, queues) in &outgoing {
+                schema::store(c, env, queues, Some(now - window), now)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>> {
+        let h = handler.to_owned();
+        self.writer.call(move |c| schema::effects(c, &h)).await
+    }
+
+    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
+        let v = task_id.to_owned();
+        self.writer
+            .call(move |c| schema::by_key(c, Key::Task, &v))
+            .await
+    }
+
+    async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {
+        let v = correlation_id.to_owned();
+        self.writer
+            .call(move |c| schema::by_key(c, Key::Correlation, &v))
+            .await
+    }
+
+    async fn conversation(
+        &self,
+        conversation_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> BusResult<Vec<LogEntry>> {
+        let v = conversation_id.to_owned();
+        self.writer
+            .call(move |c| schema::conversation(c, &v, after, limit))
+            .await
+    }
+
+    async fn wait_for(&self, _queue: &str, timeout: Duration) {
+        let wake = self.arrived.notified();
+        let _ = tokio::time::timeout(timeout.min(self.config.poll_interval), wake).await;
+    }
+}

@@ -1,0 +1,477 @@
+//! Tables, statements and row mapping of the SQLite backend.
+
+use rusqlite::{Connection, ErrorCode, Row, params};
+
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::envelope::{Envelope, Priority};
+use crate::error::{BusError, BusResult};
+use crate::fair::FairScheduler;
+use crate::routing::{Binding, Filter};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    published_ms INTEGER NOT NULL,
+    recipients TEXT NOT NULL,
+    handoff_type TEXT,
+    priority INTEGER NOT NULL,
+    expires_ms INTEGER,
+    task_id TEXT,
+    correlation_id TEXT,
+    conversation_id TEXT,
+    conv_seq INTEGER,
+    sender TEXT,
+    bytes BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_id ON messages(id, published_ms);
+CREATE INDEX IF NOT EXISTS messages_task ON messages(task_id) WHERE task_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_corr ON messages(correlation_id) WHERE correlation_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_conv ON messages(conversation_id, conv_seq) WHERE conversation_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS deliveries (
+    token INTEGER PRIMARY KEY,
+    queue TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    seq INTEGER NOT NULL REFERENCES messages(seq),
+    attempts INTEGER NOT NULL,
+    visible_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deliveries_ready ON deliveries(queue, priority, token);
+CREATE TABLE IF NOT EXISTS bindings (
+    queue TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (queue, kind, value)
+);
+CREATE TABLE IF NOT EXISTS dead_letters (
+    id INTEGER PRIMARY KEY,
+    message_id TEXT,
+    queue TEXT,
+    reason TEXT NOT NULL,
+    bytes BLOB NOT NULL,
+    envelope TEXT,
+    at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS handled (
+    handler TEXT NOT NULL, message_id TEXT NOT NULL,
+    PRIMARY KEY (handler, message_id)
+);
+CREATE TABLE IF NOT EXISTS effects (
+    id INTEGER PRIMARY KEY, handler TEXT NOT NULL, message_id TEXT NOT NULL, record BLOB NOT NULL
+);
+";
+
+const ENV_COLS: &str = "m.id, m.recipients, m.handoff_type, m.priority, m.expires_ms, m.task_id, \
+     m.correlation_id, m.conversation_id, m.sender, m.bytes";
+
+/// Maps a SQLite error: damage becomes [`BusError::Corrupt`], the rest [`BusError::Storage`].
+pub(crate) fn storage_error(e: rusqlite::Error) -> BusError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+            BusError::Corrupt(e.to_string())
+        }
+        Some(ErrorCode::DiskFull) => BusError::Storage(format!("disk full: {e}")),
+        _ => BusError::Storage(e.to_string()),
+    }
+}
+
+fn json_error(e: serde_json::Error) -> BusError {
+    BusError::Corrupt(format!("a stored JSON column does not parse: {e}"))
+}
+
+/// Sets WAL and full fsync, checks the file for damage and creates the tables.
+pub(crate) fn open(conn: &Connection) -> BusResult<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(storage_error)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(storage_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(BusError::Storage(format!(
+            "the database refused WAL mode (journal_mode is {mode})"
+        )));
+    }
+    conn.execute_batch("PRAGMA synchronous=FULL")
+        .map_err(storage_error)?;
+    let mut stmt = conn.prepare("PRAGMA quick_check").map_err(storage_error)?;
+    let problems: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(storage_error)?
+        .collect::<Result<_, _>>()
+        .map_err(storage_error)?;
+    if problems != ["ok"] {
+        return Err(BusError::Corrupt(problems.join("; ")));
+    }
+    conn.execute_batch(SCHEMA).map_err(storage_error)
+}
+
+fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope> {
+    let recipients: String = row.get(i + 1)?;
+    let rank: u8 = row.get(i + 3)?;
+    Ok(Envelope {
+        id: row.get(i)?,
+        recipients: serde_json::from_str(&recipients).unwrap_or_default(),
+        handoff_type: row.get(i + 2)?,
+        priority: Priority::from_rank(rank).unwrap_or(Priority::Medium),
+        expires_at_ms: row.get(i + 4)?,
+        task_id: row.get(i + 5)?,
+        correlation_id: row.get(i + 6)?,
+        conversation_id: row.get(i + 7)?,
+        sender: row.get(i + 8)?,
+        bytes: row.get(i + 9)?,
+    })
+}
+
+/// Stores a message and one delivery per queue; false when deduplicated.
+pub(crate) fn store(
+    conn: &Connection,
+    env: &Envelope,
+    queues: &[String],
+    dedupe_since: Option<i64>,
+    now: i64,
+) -> BusResult<bool> {
+    if let Some(since) = dedupe_since {
+        let seen = conn
+            .prepare_cached("SELECT 1 FROM messages WHERE id = ?1 AND published_ms >= ?2 LIMIT 1")
+            .and_then(|mut s| s.exists(params![env.id, since]))
+            .map_err(storage_error)?;
+        if seen {
+            return Ok(false);
+        }
+    }
+    let conv_seq: Option<i64> = match &env.conversation_id {
+        None => None,
+        Some(c) => conn
+            .prepare_cached(
+                "SELECT COALESCE(MAX(conv_seq), 0) + 1 FROM messages WHERE conversation_id = ?1",
+            )
+            .and_then(|mut s| s.query_row([c], |r| r.get(0)))
+            .map_err(storage_error)?,
+    };
+    let recipients = serde_json::to_string(&env.recipients).map_err(json_error)?;
+    conn.prepare_cached(
+        "INSERT INTO messages (id, published_ms, recipients, handoff_type, priority, expires_ms, \
+         task_id, correlation_id, conversation_id, conv_seq, sender, bytes) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            env.id,
+            now,
+            recipients,
+            env.handoff_type,
+            env.priority.rank(),
+            env.expires_at_ms,
+            env.task_id,
+            env.correlation_id,
+            env.conversation_id,
+            conv_seq,
+            env.sender,
+            env.bytes
+        ])
+    })
+    .map_err(storage_error)?;
+    let seq = conn.last_insert_rowid();
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO deliveries (queue, priority, seq, attempts, visible_ms) VALUES (?1, ?2, ?3, 0, 0)",
+        )
+        .map_err(storage_error)?;
+    for q in queues {
+        insert
+            .execute(params![q, env.priority.rank(), seq])
+            .map_err(storage_error)?;
+    }
+    Ok(true)
+}
+
+/// Claims up to `max` visible deliveries of `queue` in fair priority order.
+pub(crate) fn fetch(
+    conn: &Connection,
+    queue: &str,
+    max: usize,
+    scheduler: &mut FairScheduler,
+    now: i64,
+    deadline: i64,
+) -> BusResult<Vec<Delivery>> {
+    let sql = format!(
+        "SELECT d.token, d.attempts, {ENV_COLS} FROM deliveries d JOIN messages m ON m.seq = d.seq \
+         WHERE d.queue = ?1 AND d.priority = ?2 AND d.visible_ms <= ?3 ORDER BY d.token LIMIT ?4"
+    );
+    let mut select = conn.prepare_cached(&sql).map_err(storage_error)?;
+    let limit = i64::try_from(max).unwrap_or(i64::MAX);
+    let mut levels: [std::collections::VecDeque<(i64, u32, Envelope)>; 4] = Default::default();
+    for (rank, level) in levels.iter_mut().enumerate() {
+        let rows = select
+            .query_map(params![queue, rank as i64, now, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, envelope_at(r, 2)?))
+            })
+            .map_err(storage_error)?;
+        for row in rows {
+            level.push_back(row.map_err(storage_error)?);
+        }
+    }
+    let plan = scheduler.plan(levels.each_ref().map(|l| l.len()), max);
+    let mut claim = conn
+        .prepare_cached("UPDATE deliveries SET attempts = ?1, visible_ms = ?2 WHERE token = ?3")
+        .map_err(storage_error)?;
+    let mut out = Vec::with_capacity(plan.len());
+    for p in plan {
+        let Some((token, attempts, env)) = levels[p.rank() as usize].pop_front() else {
+            continue;
+        };
+        let attempt = attempts + 1;
+        claim
+            .execute(params![attempt, deadline, token])
+            .map_err(storage_error)?;
+        out.push(Delivery {
+            envelope: std::sync::Arc::new(env),
+            queue: queue.to_owned(),
+            attempt,
+            token: format!("{token}:{attempt}"),
+        });
+    }
+    Ok(out)
+}
+
+fn token_parts(d: &Delivery) -> BusResult<(i64, u32)> {
+    d.token
+        .split_once(':')
+        .and_then(|(t, a)| Some((t.parse().ok()?, a.parse().ok()?)))
+        .ok_or_else(|| stale(d))
+}
+
+fn stale(d: &Delivery) -> BusError {
+    BusError::StaleDelivery {
+        token: d.token.clone(),
+        message_id: d.envelope.id.clone(),
+    }
+}
+
+/// Deletes the delivery (ack) when this attempt still holds it.
+pub(crate) fn settle(conn: &Connection, d: &Delivery) -> BusResult<()> {
+    let (token, attempt) = token_parts(d)?;
+    let n = conn
+        .prepare_cached("DELETE FROM deliveries WHERE token = ?1 AND attempts = ?2")
+        .and_then(|mut s| s.execute(params![token, attempt]))
+        .map_err(storage_error)?;
+    if n == 0 { Err(stale(d)) } else { Ok(()) }
+}
+
+/// Makes the delivery visible again at `visible_ms` when this attempt still holds it.
+pub(crate) fn postpone(conn: &Connection, d: &Delivery, visible_ms: i64) -> BusResult<()> {
+    let (token, attempt) = token_parts(d)?;
+    let n = conn
+        .prepare_cached("UPDATE deliveries SET visible_ms = ?1 WHERE token = ?2 AND attempts = ?3")
+        .and_then(|mut s| s.execute(params![visible_ms, token, attempt]))
+        .map_err(storage_error)?;
+    if n == 0 { Err(stale(d)) } else { Ok(()) }
+}
+
+/// Inserts a dead letter; returns its id.
+pub(crate) fn insert_dead(
+    conn: &Connection,
+    message_id: Option<&str>,
+    queue: Option<&str>,
+    reason: &DeadReason,
+    bytes: &[u8],
+    envelope: Option<&Envelope>,
+    now: i64,
+) -> BusResult<String> {
+    let reason = serde_json::to_string(reason).map_err(json_error)?;
+    let envelope = envelope
+        .map(|e| {
+            let mut keys = e.clone();
+            keys.bytes = Vec::new();
+            serde_json::to_string(&keys)
+        })
+        .transpose()
+        .map_err(json_error)?;
+    conn.execute(
+        "INSERT INTO dead_letters (message_id, queue, reason, bytes, envelope, at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![message_id, queue, reason, bytes, envelope, now],
+    )
+    .map_err(storage_error)?;
+    Ok(conn.last_insert_rowid().to_string())
+}
+
+/// All dead letters, oldest first.
+pub(crate) fn dead_letters(conn: &Connection) -> BusResult<Vec<DeadLetter>> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT id, message_id, queue, reason, bytes, envelope FROM dead_letters ORDER BY id",
+        )
+        .map_err(storage_error)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Vec<u8>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+            ))
+        })
+        .map_err(storage_error)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, message_id, queue, reason, bytes, envelope) = row.map_err(storage_error)?;
+        let envelope = envelope
+            .map(|e| serde_json::from_str::<Envelope>(&e))
+            .transpose()
+            .map_err(json_error)?
+            .map(|mut e| {
+                e.bytes = bytes.clone();
+                e
+            });
+        out.push(DeadLetter {
+            id: id.to_string(),
+            message_id,
+            queue,
+            reason: serde_json::from_str(&reason).map_err(json_error)?,
+            bytes,
+            envelope,
+        });
+    }
+    Ok(out)
+}
+
+/// Records `message_id` as handled with its effect; false when already recorded.
+pub(crate) fn record_handled(
+    conn: &Connection,
+    handler: &str,
+    message_id: &str,
+    record: &[u8],
+) -> BusResult<bool> {
+    let fresh = conn
+        .execute(
+            "INSERT OR IGNORE INTO handled (handler, message_id) VALUES (?1, ?2)",
+            params![handler, message_id],
+        )
+        .map_err(storage_error)?
+        == 1;
+    if fresh {
+        conn.execute(
+            "INSERT INTO effects (handler, message_id, record) VALUES (?1, ?2, ?3)",
+            params![handler, message_id, record],
+        )
+        .map_err(storage_error)?;
+    }
+    Ok(fresh)
+}
+
+/// True when `handler` has handled `message_id`.
+pub(crate) fn is_handled(conn: &Connection, handler: &str, message_id: &str) -> BusResult<bool> {
+    conn.prepare_cached("SELECT 1 FROM handled WHERE handler = ?1 AND message_id = ?2")
+        .and_then(|mut s| s.exists(params![handler, message_id]))
+        .map_err(storage_error)
+}
+
+/// The effects of `handler` in commit order.
+pub(crate) fn effects(conn: &Connection, handler: &str) -> BusResult<Vec<EffectRecord>> {
+    let mut stmt = conn
+        .prepare("SELECT message_id, record FROM effects WHERE handler = ?1 ORDER BY id")
+        .map_err(storage_error)?;
+    let rows = stmt
+        .query_map([handler], |r| {
+            Ok(EffectRecord {
+                handler: handler.to_owned(),
+                message_id: r.get(0)?,
+                record: r.get(1)?,
+            })
+        })
+        .map_err(storage_error)?;
+    rows.collect::<Result<_, _>>().map_err(storage_error)
+}
+
+/// Messages whose `column` (task_id or correlation_id) equals `value`, in publish order.
+pub(crate) fn by_key(conn: &Connection, column: Key, value: &str) -> BusResult<Vec<Envelope>> {
+    let column = match column {
+        Key::Task => "task_id",
+        Key::Correlation => "correlation_id",
+    };
+    let sql = format!("SELECT {ENV_COLS} FROM messages m WHERE m.{column} = ?1 ORDER BY m.seq");
+    let mut stmt = conn.prepare_cached(&sql).map_err(storage_error)?;
+    let rows = stmt
+        .query_map([value], |r| envelope_at(r, 0))
+        .map_err(storage_error)?;
+    rows.collect::<Result<_, _>>().map_err(storage_error)
+}
+
+/// Which tracking key to look up.
+#[derive(Clone, Copy)]
+pub(crate) enum Key {
+    Task,
+    Correlation,
+}
+
+/// The conversation's log entries after `after`.
+pub(crate) fn conversation(
+    conn: &Connection,
+    conversation_id: &str,
+    after: u64,
+    limit: usize,
+) -> BusResult<Vec<LogEntry>> {
+    let sql = format!(
+        "SELECT m.conv_seq, {ENV_COLS} FROM messages m WHERE m.conversation_id = ?1 \
+         AND m.conv_seq > ?2 ORDER BY m.conv_seq LIMIT ?3"
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(storage_error)?;
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt
+        .query_map(params![conversation_id, after, limit], |r| {
+            Ok(LogEntry {
+                seq: r.get::<_, i64>(0)?.unsigned_abs(),
+                envelope: envelope_at(r, 1)?,
+            })
+        })
+        .map_err(storage_error)?;
+    rows.collect::<Result<_, _>>().map_err(storage_error)
+}
+
+/// Adds a binding (idempotent).
+pub(crate) fn bind(conn: &Connection, b: &Binding) -> BusResult<()> {
+    let (kind, value) = b.filter.parts();
+    conn.execute(
+        "INSERT OR IGNORE INTO bindings (queue, kind, value) VALUES (?1, ?2, ?3)",
+        params![b.queue, kind, value],
+    )
+    .map_err(storage_error)?;
+    Ok(())
+}
+
+/// All bindings.
+pub(crate) fn bindings(conn: &Connection) -> BusResult<Vec<Binding>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT queue, kind, value FROM bindings ORDER BY rowid")
+        .map_err(storage_error)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(storage_error)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (queue, kind, value) = row.map_err(storage_error)?;
+        let filter = Filter::from_parts(&kind, &value)
+            .ok_or_else(|| BusError::Corrupt(format!("unknown binding kind {kind:?}")))?;
+        out.push(Binding { queue, filter });
+    }
+    Ok(out)
+}
+
+/// Deletes a dead letter; an error when it does not exist.
+pub(crate) fn remove_dead(conn: &Connection, id: &str) -> BusResult<()> {
+    let n = conn
+        .execute("DELETE FROM dead_letters WHERE id = ?1", [id])
+        .map_err(storage_error)?;
+    if n == 0 {
+        return Err(BusError::UnknownDeadLetter(id.to_owned()));
+    }
+    Ok(())
+}

@@ -1,0 +1,691 @@
+//! The one conformance suite every bus backend must pass.
+//!
+//! A backend's test file builds a [`Fixture`] and invokes `conformance_tests!`, which makes one
+//! test per guarantee. Server backends return `None` from their setup when their URL variable is
+//! unset (after saying so), and every test then returns early.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chorus_bus::{
+    Binding, Bus, BusConfig, BusError, DeadReason, Effect, Envelope, Filter, Handled, Issue,
+    Priority, RoutingRule, handle_once,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+/// Opens a bus; opening twice with the same fixture reaches the same store when durable.
+pub type Opener = Box<dyn Fn(BusConfig) -> BoxFuture<'static, Arc<dyn Bus>> + Send + Sync>;
+
+/// A backend under test.
+pub struct Fixture {
+    /// Opens the store (a fresh, isolated one per fixture).
+    pub open: Opener,
+    /// True when the store survives closing and reopening.
+    pub durable: bool,
+}
+
+/// Makes one test per guarantee; `$setup` is an async fn returning `Option<Fixture>`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($setup:path) => {
+        $crate::conformance_tests!(@each $setup;
+            invalid_is_refused_and_dead_lettered, validator_hook_refuses, durable_before_ack,
+            ack_nack_and_in_progress, redelivery_after_ack_deadline, max_deliver_dead_letters,
+            duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
+            expired_messages_never_reach_handlers, priority_order_and_fairness,
+            route_to_one_id, pool_has_competing_consumers, list_gets_one_copy_each,
+            subscription_by_handoff_type, routing_rule_on_payload_field, hub_broadcast,
+            tracking_by_task_and_correlation, conversation_log_resumes_from_cursor,
+            dead_letters_are_listed_and_replayed);
+    };
+    (@each $setup:path; $($check:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                if let Some(fixture) = $setup().await {
+                    conformance::$check(&fixture).await;
+                }
+            }
+        )*
+    };
+}
+
+/// A unique id for this run.
+pub fn uid(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A fast-retrying configuration for tests.
+pub fn quick() -> BusConfig {
+    BusConfig {
+        ack_wait: Duration::from_millis(400),
+        max_deliver: 3,
+        poll_interval: Duration::from_millis(5),
+        ..BusConfig::default()
+    }
+}
+
+/// A valid seed-003 handoff packet.
+pub fn packet(id: &str, to: Value, priority: &str, kind: &str) -> Value {
+    json!({
+        "metadata": {
+            "message_id": id, "timestamp": "2026-01-01T00:00:00.000Z", "protocol_version": "1.0.0",
+            "sender_id": "sender", "recipient_id": to, "task_id": "task-x", "priority": priority
+        },
+        "context": {"workflow_state": "STARTED", "previous_actions": []},
+        "payload": {"handoff_type": kind, "data": {"issue_category": "GENERAL"}},
+        "instructions": {}
+    })
+}
+
+fn bytes(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap()
+}
+
+const SHORT: Duration = Duration::from_millis(50);
+const LONG: Duration = Duration::from_secs(3);
+
+async fn publish(bus: &Arc<dyn Bus>, v: &Value) {
+    bus.publish(bytes(v)).await.expect("publish");
+}
+
+/// Receives everything on a queue (acknowledging it) until it stays empty for `SHORT`.
+async fn drain(bus: &Arc<dyn Bus>, queue: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    loop {
+        let batch = bus.receive(queue, 16, SHORT).await.expect("receive");
+        if batch.is_empty() {
+            return ids;
+        }
+        for d in batch {
+            bus.ack(&d).await.expect("ack");
+            ids.push(d.envelope.id.clone());
+        }
+    }
+}
+
+async fn one(bus: &Arc<dyn Bus>, queue: &str, wait: Duration) -> Option<chorus_bus::Delivery> {
+    let mut got = bus.receive(queue, 1, wait).await.expect("receive");
+    assert!(got.len() <= 1);
+    got.pop()
+}
+
+pub async fn invalid_is_refused_and_dead_lettered(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let mut bad = packet(&uid("m"), json!("agent"), "high", "ESCALATION");
+    bad["metadata"].as_object_mut().unwrap().remove("task_id");
+    let raw = bytes(&bad);
+    let err = bus.publish(raw.clone()).await.unwrap_err();
+    let BusError::Invalid {
+        issues,
+        dead_letter_id,
+    } = err
+    else {
+        panic!("expected Invalid, got {err}");
+    };
+    let pointers: BTreeSet<_> = issues.iter().map(|i| i.pointer.as_str()).collect();
+    assert_eq!(
+        pointers,
+        BTreeSet::from(["/metadata/task_id", "/metadata/priority"])
+    );
+    let not_json = b"{\"metadata\": ".to_vec();
+    let err = bus.publish(not_json.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("invalid JSON at line 1"), "{err}");
+    let letters = bus.dead_letters().await.unwrap();
+    assert_eq!(letters.len(), 2);
+    assert_eq!(letters[0].id, dead_letter_id);
+    assert_eq!(letters[0].bytes, raw, "original bytes kept");
+    assert_eq!(letters[0].reason, DeadReason::Invalid { issues });
+    assert_eq!(letters[1].bytes, not_json);
+    assert!(
+        drain(&bus, "agent").await.is_empty(),
+        "nothing invalid is delivered"
+    );
+}
+
+pub async fn validator_hook_refuses(f: &Fixture) {
+    let check = |doc: &Value| -> Vec<Issue> {
+        match doc.pointer("/payload/data/severity") {
+            Some(_) => vec![],
+            None => vec![Issue::new(
+                "/payload/data/severity",
+                "a severity",
+                "nothing",
+            )],
+        }
+    };
+    let config = BusConfig {
+        validator: Some(Arc::new(check)),
+        ..quick()
+    };
+    let bus = (f.open)(config).await;
+    let mut ok = packet(&uid("m"), json!("agent"), "LOW", "ESCALATION");
+    ok["payload"]["data"]["severity"] = json!("HIGH");
+    publish(&bus, &ok).await;
+    let missing = packet(&uid("m"), json!("agent"), "LOW", "ESCALATION");
+    let err = bus.publish(bytes(&missing)).await.unwrap_err();
+    assert!(
+        matches!(&err, BusError::Invalid { issues, .. } if issues[0].pointer == "/payload/data/severity"),
+        "{err}"
+    );
+    assert_eq!(
+        drain(&bus, "agent").await,
+        [ok["metadata"]["message_id"].as_str().unwrap()]
+    );
+    assert_eq!(bus.dead_letters().await.unwrap()[0].bytes, bytes(&missing));
+}
+
+pub async fn durable_before_ack(f: &Fixture) {
+    if !f.durable {
+        eprintln!("durable_before_ack: this backend keeps nothing across a reopen; not applicable");
+        return;
+    }
+    let id = uid("m");
+    {
+        let bus = (f.open)(quick()).await;
+        let receipt = bus
+            .publish(bytes(&packet(&id, json!("agent"), "LOW", "NOTIFICATION")))
+            .await
+            .unwrap();
+        assert!(!receipt.duplicate);
+    }
+    let bus = (f.open)(quick()).await;
+    let d = one(&bus, "agent", LONG)
+        .await
+        .expect("the acknowledged publish survived a reopen");
+    assert_eq!(d.envelope.id, id);
+    bus.ack(&d).await.unwrap();
+    drop(bus);
+    let bus = (f.open)(quick()).await;
+    assert!(
+        one(&bus, "agent", Duration::from_millis(600))
+            .await
+            .is_none(),
+        "an acked message stays acked"
+    );
+}
+
+pub async fn ack_nack_and_in_progress(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let id = uid("m");
+    publish(&bus, &packet(&id, json!("agent"), "LOW", "NOTIFICATION")).await;
+    let d = one(&bus, "agent", LONG).await.unwrap();
+    assert_eq!((d.envelope.id.as_str(), d.attempt), (id.as_str(), 1));
+    bus.nack(&d, Duration::from_millis(300)).await.unwrap();
+    assert!(
+        one(&bus, "agent", Duration::from_millis(100))
+            .await
+            .is_none(),
+        "nack delay respected"
+    );
+    let d = one(&bus, "agent", LONG)
+        .await
+        .expect("redelivered after the nack delay");
+    assert_eq!(d.attempt, 2);
+    // ack_wait is 400 ms: keep it alive past that with in_progress.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    bus.in_progress(&d).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    bus.in_progress(&d).await.unwrap();
+    assert!(
+        one(&bus, "agent", Duration::from_millis(200))
+            .await
+            .is_none(),
+        "in_progress extended the deadline"
+    );
+    bus.ack(&d).await.unwrap();
+    assert!(
+        one(&bus, "agent", Duration::from_millis(700))
+            .await
+            .is_none(),
+        "acked is never redelivered"
+    );
+}
+
+pub async fn redelivery_after_ack_deadline(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let id = uid("m");
+    publish(&bus, &packet(&id, json!("agent"), "LOW", "NOTIFICATION")).await;
+    let first = one(&bus, "agent", LONG).await.unwrap();
+    assert!(
+        one(&bus, "agent", Duration::from_millis(150))
+            .await
+            .is_none(),
+        "held during ack_wait"
+    );
+    let again = one(&bus, "agent", LONG)
+        .await
+        .expect("redelivered after the ack deadline");
+    assert_eq!(
+        (again.envelope.id.as_str(), again.attempt),
+        (id.as_str(), 2)
+    );
+    assert_eq!(again.envelope.bytes, first.envelope.bytes);
+    bus.ack(&again).await.unwrap();
+}
+
+pub async fn max_deliver_dead_letters(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let id = uid("m");
+    publish(&bus, &packet(&id, json!("agent"), "LOW", "NOTIFICATION")).await;
+    for attempt in 1..=3 {
+        let d = one(&bus, "agent", LONG)
+            .await
+            .expect("delivered while attempts remain");
+        assert_eq!(d.attempt, attempt);
+        bus.nack(&d, Duration::ZERO).await.unwrap();
+    }
+    assert!(
+        one(&bus, "agent", Duration::from_millis(300))
+            .await
+            .is_none(),
+        "not delivered a 4th time"
+    );
+    let letters = bus.dead_letters().await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].message_id.as_deref(), Some(id.as_str()));
+    assert_eq!(letters[0].reason, DeadReason::MaxDeliver { attempts: 3 });
+    assert_eq!(letters[0].queue.as_deref(), Some("agent"));
+}
+
+pub async fn duplicate_ids_are_delivered_once(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let id = uid("m");
+    let p = bytes(&packet(&id, json!("agent"), "LOW", "NOTIFICATION"));
+    assert!(!bus.publish(p.clone()).await.unwrap().duplicate);
+    assert!(bus.publish(p.clone()).await.unwrap().duplicate);
+    assert!(bus.publish(p).await.unwrap().duplicate);
+    assert_eq!(drain(&bus, "agent").await, [id]);
+}
+
+pub async fn handle_once_does_not_repeat_effects(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let id = uid("m");
+    publish(&bus, &packet(&id, json!("worker"), "LOW", "TASK_TRANSFER")).await;
+    let reply_id = uid("reply");
+    let mut reply = Envelope::new(reply_id.clone(), vec!["next".into()], b"{}".to_vec());
+    reply.task_id = Some("task-x".into());
+    // First attempt: the effect commits, then the consumer "crashes" before acknowledging.
+    let d = one(&bus, "worker", LONG).await.unwrap();
+    let applied = bus
+        .commit_once(
+            "counter",
+            &id,
+            b"+1",
+            &[(reply.clone(), vec!["next".into()])],
+        )
+        .await
+        .unwrap();
+    assert!(applied);
+    // Redelivery after the ack deadline: the handler must not run again.
+    let d2 = one(&bus, "worker", LONG).await.expect("redelivered");
+    assert_eq!(d2.attempt, d.attempt + 1);
+    let ran = AtomicBool::new(false);
+    let outcome = handle_once(&*bus, &d2, "counter", |_| async {
+        ran.store(true, Ordering::SeqCst);
+        Ok(Effect {
+            record: b"+1".to_vec(),
+            publish: vec![reply.clone()],
+        })
+    })
+    .await
+    .unwrap();
+    assert_eq!(outcome, Handled::AlreadyDone);
+    assert!(!ran.load(Ordering::SeqCst), "the handler ran again");
+    let effects = bus.effects("counter").await.unwrap();
+    assert_eq!(effects.len(), 1);
+    assert_eq!(
+        (effects[0].message_id.as_str(), effects[0].record.as_slice()),
+        (id.as_str(), &b"+1"[..])
+    );
+    assert_eq!(
+        drain(&bus, "next").await,
+        [reply_id],
+        "the outgoing message exists once"
+    );
+    assert!(
+        one(&bus, "worker", Duration::from_millis(600))
+            .await
+            .is_none(),
+        "acknowledged"
+    );
+    // A fresh message runs the handler and commits its effect.
+    let id2 = uid("m");
+    publish(&bus, &packet(&id2, json!("worker"), "LOW", "TASK_TRANSFER")).await;
+    let d = one(&bus, "worker", LONG).await.unwrap();
+    let outcome = handle_once(&*bus, &d, "counter", |env| {
+        let record = env.id.clone().into_bytes();
+        async move {
+            Ok(Effect {
+                record,
+                publish: vec![],
+            })
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(outcome, Handled::Applied);
+    assert_eq!(bus.effects("counter").await.unwrap().len(), 2);
+    // A failing handler commits nothing and the message comes back.
+    let id3 = uid("m");
+    publish(&bus, &packet(&id3, json!("worker"), "LOW", "TASK_TRANSFER")).await;
+    let d = one(&bus, "worker", LONG).await.unwrap();
+    let err = handle_once(&*bus, &d, "counter", |_| async { Err("boom".to_string()) })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, BusError::Handler(ref m) if m == "boom"));
+    assert_eq!(bus.effects("counter").await.unwrap().len(), 2);
+    let back = one(&bus, "worker", LONG)
+        .await
+        .expect("nacked after the failure");
+    assert_eq!(back.envelope.id, id3);
+    bus.ack(&back).await.unwrap();
+}
+
+pub async fn expired_messages_never_reach_handlers(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let soon = chrono::Utc::now() + chrono::Duration::milliseconds(300);
+    let mut p = packet(&uid("m"), json!("agent"), "HIGH", "NOTIFICATION");
+    p["metadata"]["expiration_time"] = json!(soon.to_rfc3339());
+    let live = packet(&uid("m"), json!("agent"), "LOW", "NOTIFICATION");
+    publish(&bus, &p).await;
+    publish(&bus, &live).await;
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert_eq!(
+        drain(&bus, "agent").await,
+        [live["metadata"]["message_id"].as_str().unwrap()]
+    );
+    let letters = bus.dead_letters().await.unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        letters[0].reason,
+        DeadReason::Expired {
+            expired_at_ms: soon.timestamp_millis()
+        }
+    );
+    assert_eq!(letters[0].bytes, bytes(&p));
+}
+
+pub async fn priority_order_and_fairness(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    for prio in ["LOW", "MEDIUM", "HIGH", "CRITICAL"] {
+        publish(
+            &bus,
+            &packet(&uid(prio), json!("one"), prio, "NOTIFICATION"),
+        )
+        .await;
+    }
+    let mut order = Vec::new();
+    while let Some(d) = one(&bus, "one", SHORT).await {
+        order.push(d.envelope.priority);
+        bus.ack(&d).await.unwrap();
+    }
+    assert_eq!(
+        order,
+        Priority::DESCENDING,
+        "one of each: strictly by priority"
+    );
+    // Under load: 30 of each priority waiting; LOW is served within the first 15.
+    for i in 0..30 {
+        for prio in ["LOW", "MEDIUM", "HIGH", "CRITICAL"] {
+            publish(
+                &bus,
+                &packet(
+                    &uid(&format!("{prio}{i}")),
+                    json!("load"),
+                    prio,
+                    "NOTIFICATION",
+                ),
+            )
+            .await;
+        }
+    }
+    let mut order = Vec::new();
+    for _ in 0..30 {
+        let d = one(&bus, "load", LONG).await.unwrap();
+        order.push(d.envelope.priority);
+        bus.ack(&d).await.unwrap();
+    }
+    let letters: String = order.iter().map(|p| &p.as_str()[..1]).collect();
+    eprintln!("delivered order under load (C/H/M/L): {letters}");
+    let count = |p| order.iter().filter(|&&x| x == p).count();
+    assert_eq!(
+        [
+            count(Priority::Critical),
+            count(Priority::High),
+            count(Priority::Medium),
+            count(Priority::Low)
+        ],
+        [16, 8, 4, 2]
+    );
+    assert_eq!(order[0], Priority::Critical);
+    assert!(
+        order[..15].contains(&Priority::Low),
+        "LOW starved: {letters}"
+    );
+    drain(&bus, "load").await;
+}
+
+pub async fn route_to_one_id(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let id = uid("m");
+    let receipt = bus
+        .publish(bytes(&packet(&id, json!("alice"), "LOW", "NOTIFICATION")))
+        .await
+        .unwrap();
+    assert_eq!(receipt.queues, ["alice"]);
+    assert!(drain(&bus, "bob").await.is_empty());
+    assert_eq!(drain(&bus, "alice").await, [id]);
+}
+
+pub async fn pool_has_competing_consumers(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let mut sent = HashSet::new();
+    for _ in 0..40 {
+        let id = uid("m");
+        publish(&bus, &packet(&id, json!("pool"), "MEDIUM", "TASK_TRANSFER")).await;
+        sent.insert(id);
+    }
+    let consumer = |bus: Arc<dyn Bus>| async move {
+        let mut got = Vec::new();
+        while let Some(d) = bus
+            .receive("pool", 1, Duration::from_millis(200))
+            .await
+            .unwrap()
+            .pop()
+        {
+            got.push(d.envelope.id.clone());
+            bus.ack(&d).await.unwrap();
+        }
+        got
+    };
+    let (a, b) = tokio::join!(
+        tokio::spawn(consumer(bus.clone())),
+        tokio::spawn(consumer(bus.clone()))
+    );
+    let all: Vec<String> = a.unwrap().into_iter().chain(b.unwrap()).collect();
+    let unique: HashSet<String> = all.iter().cloned().collect();
+    assert_eq!(unique, sent, "every message reached the pool");
+    assert_eq!(all.len(), sent.len(), "no message reached two members");
+}
+
+pub async fn list_gets_one_copy_each(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let id = uid("m");
+    let receipt = bus
+        .publish(bytes(&packet(
+            &id,
+            json!(["a", "b", "c", "b"]),
+            "LOW",
+            "NOTIFICATION",
+        )))
+        .await
+        .unwrap();
+    assert_eq!(receipt.queues, ["a", "b", "c"]);
+    for q in ["a", "b", "c"] {
+        assert_eq!(drain(&bus, q).await, vec![id.clone()], "queue {q}");
+    }
+}
+
+pub async fn subscription_by_handoff_type(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    bus.bind(Binding::new(
+        "auditor",
+        Filter::HandoffType("ESCALATION".into()),
+    ))
+    .await
+    .unwrap();
+    let esc = uid("esc");
+    let note = uid("note");
+    publish(&bus, &packet(&esc, json!("alice"), "LOW", "ESCALATION")).await;
+    publish(&bus, &packet(&note, json!("alice"), "LOW", "NOTIFICATION")).await;
+    assert_eq!(drain(&bus, "auditor").await, vec![esc.clone()]);
+    let mut alice = drain(&bus, "alice").await;
+    alice.sort();
+    let mut both = vec![esc, note];
+    both.sort();
+    assert_eq!(alice, both);
+}
+
+pub async fn routing_rule_on_payload_field(f: &Fixture) {
+    let config = BusConfig {
+        rules: vec![
+            RoutingRule::new(
+                "/payload/data/issue_category",
+                json!("NETWORK_CONNECTIVITY"),
+                "network_pool",
+            ),
+            RoutingRule::new(
+                "/payload/data/issue_category",
+                json!("BILLING"),
+                "billing_pool",
+            ),
+        ],
+        ..quick()
+    };
+    let bus = (f.open)(config).await;
+    let mut net = packet(&uid("net"), json!("support_pool"), "HIGH", "ESCALATION");
+    net["payload"]["data"]["issue_category"] = json!("NETWORK_CONNECTIVITY");
+    let other = packet(&uid("other"), json!("support_pool"), "HIGH", "ESCALATION");
+    let receipt = bus.publish(bytes(&net)).await.unwrap();
+    assert_eq!(receipt.queues, ["network_pool"]);
+    publish(&bus, &other).await;
+    assert_eq!(
+        drain(&bus, "network_pool").await,
+        [net["metadata"]["message_id"].as_str().unwrap()]
+    );
+    assert_eq!(
+        drain(&bus, "support_pool").await,
+        [other["metadata"]["message_id"].as_str().unwrap()]
+    );
+    assert!(drain(&bus, "billing_pool").await.is_empty());
+}
+
+pub async fn hub_broadcast(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    for member in ["alice", "bob", "carol"] {
+        bus.bind(Binding::new(member, Filter::Recipient("room".into())))
+            .await
+            .unwrap();
+    }
+    let id = uid("m");
+    let receipt = bus
+        .publish(bytes(&packet(&id, json!("room"), "LOW", "NOTIFICATION")))
+        .await
+        .unwrap();
+    assert_eq!(receipt.queues, ["alice", "bob", "carol"]);
+    for member in ["alice", "bob", "carol"] {
+        assert_eq!(drain(&bus, member).await, vec![id.clone()], "member {member}");
+    }
+    assert!(
+        drain(&bus, "room").await.is_empty(),
+        "the hub name is a topic, not a queue"
+    );
+}
+
+pub async fn tracking_by_task_and_correlation(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let (task, corr) = (uid("task"), uid("corr"));
+    let mut mine = Vec::new();
+    for i in 0..6 {
+        let mut p = packet(&uid("m"), json!("agent"), "LOW", "STATUS_UPDATE");
+        if i % 2 == 0 {
+            p["metadata"]["task_id"] = json!(task);
+            p["metadata"]["correlation_id"] = json!(corr);
+            mine.push(p["metadata"]["message_id"].as_str().unwrap().to_owned());
+        }
+        publish(&bus, &p).await;
+    }
+    let ids = |v: Vec<Envelope>| v.into_iter().map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(ids(bus.by_task(&task).await.unwrap()), mine);
+    assert_eq!(ids(bus.by_correlation(&corr).await.unwrap()), mine);
+    assert!(bus.by_task(&uid("none")).await.unwrap().is_empty());
+}
+
+pub async fn conversation_log_resumes_from_cursor(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let conv = uid("conv");
+    let mut sent = Vec::new();
+    for _ in 0..5 {
+        let mut p = packet(&uid("m"), json!("agent"), "LOW", "STATUS_UPDATE");
+        p["metadata"]["correlation_id"] = json!(conv);
+        sent.push(p["metadata"]["message_id"].as_str().unwrap().to_owned());
+        publish(&bus, &p).await;
+        publish(
+            &bus,
+            &packet(&uid("noise"), json!("agent"), "LOW", "STATUS_UPDATE"),
+        )
+        .await;
+    }
+    let first = bus.conversation(&conv, 0, 2).await.unwrap();
+    assert_eq!(first.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+    let cursor = first.last().unwrap().seq;
+    let rest = bus.conversation(&conv, cursor, 100).await.unwrap();
+    assert_eq!(rest.iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 4, 5]);
+    let read: Vec<_> = first
+        .iter()
+        .chain(&rest)
+        .map(|e| e.envelope.id.clone())
+        .collect();
+    assert_eq!(read, sent);
+    assert!(bus.conversation(&conv, 5, 10).await.unwrap().is_empty());
+}
+
+pub async fn dead_letters_are_listed_and_replayed(f: &Fixture) {
+    let bus = (f.open)(BusConfig {
+        max_deliver: 1,
+        ..quick()
+    })
+    .await;
+    let id = uid("m");
+    let original = bytes(&packet(&id, json!("agent"), "LOW", "NOTIFICATION"));
+    bus.publish(original.clone()).await.unwrap();
+    let d = one(&bus, "agent", LONG).await.unwrap();
+    bus.nack(&d, Duration::ZERO).await.unwrap();
+    assert!(
+        one(&bus, "agent", Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+    let letters = bus.dead_letters().await.unwrap();
+    assert_eq!(letters.len(), 1);
+    let receipt = bus.replay(&letters[0].id).await.unwrap();
+    assert_eq!(receipt.queues, ["agent"]);
+    assert!(
+        bus.dead_letters().await.unwrap().is_empty(),
+        "replayed letters leave the list"
+    );
+    let back = one(&bus, "agent", LONG)
+        .await
+        .expect("replayed message delivered");
+    assert_eq!((back.envelope.id.as_str(), back.attempt), (id.as_str(), 1));
+    assert_eq!(back.envelope.bytes, original);
+    bus.ack(&back).await.unwrap();
+    let err = bus.replay("no-such-letter").await.unwrap_err();
+    assert!(matches!(err, BusError::UnknownDeadLetter(_)), "{err}");
+}
