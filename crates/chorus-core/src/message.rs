@@ -170,6 +170,9 @@ impl Message {
 
     /// The tool calls, empty when there are none.
     pub fn calls(&self) -> &[ToolCall] {
-        self.tool_calls.as_ref().and_then(Option::as_deref).unwrap_or_default()
+        self.tool_calls
+            .as_ref()
+            .and_then(Option::as_deref)
+            .unwrap_or_default()
     }
 }

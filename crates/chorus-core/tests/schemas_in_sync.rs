@@ -16,12 +16,20 @@ fn generated() -> Vec<(PathBuf, Value)> {
     let dir = schemas_dir();
     let mut files: Vec<(PathBuf, Value)> = Kind::ALL
         .iter()
-        .map(|kind| (dir.join(format!("{}.schema.json", kind.name())), kind.schema()))
+        .map(|kind| {
+            (
+                dir.join(format!("{}.schema.json", kind.name())),
+                kind.schema(),
+            )
+        })
         .collect();
     for handoff_type in HandoffType::STANDARD {
         let name = handoff_type.as_str().to_lowercase();
         let schema = handoff_data_schema(&handoff_type).expect("standard type");
-        files.push((dir.join(format!("handoff-data/{name}_data.schema.json")), schema));
+        files.push((
+            dir.join(format!("handoff-data/{name}_data.schema.json")),
+            schema,
+        ));
     }
     files
 }
@@ -48,9 +56,15 @@ fn checked_in_schemas_match_the_types() {
 #[test]
 fn every_checked_in_schema_is_a_valid_2020_12_schema() {
     for (path, _) in generated() {
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let schema: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema", "{}", path.display());
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema",
+            "{}",
+            path.display()
+        );
         jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }

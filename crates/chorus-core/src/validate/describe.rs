@@ -30,11 +30,25 @@ pub(crate) fn shown(value: &Value) -> String {
     }
 }
 
-/// Converts one schema error into a problem.
-pub(crate) fn problem_from_schema_error(error: &ValidationError<'_>) -> Problem {
-    let pointer = error.instance_path().as_str().to_owned();
+/// The broken rule, as far as hints care.
+enum Rule<'a> {
+    Type,
+    Enum,
+    Const,
+    Format(&'a str),
+    Pattern,
+    Other,
+}
+
+/// Converts one schema error into problems; `anyOf`/`oneOf` failures are explained through the
+/// branch that fits the value's type, so the pointer lands where the mistake is.
+pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Problem> {
+    let pointer = error.instance_path().as_str();
     let found = error.instance();
-    let message = match error.kind() {
+    let (message, rule) = match error.kind() {
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            return explain_alternatives(pointer, found, context);
+        }
         ValidationErrorKind::Type { kind } => {
             let expected = match kind {
                 TypeKind::Single(t) => t.to_string(),
@@ -44,46 +58,130 @@ pub(crate) fn problem_from_schema_error(error: &ValidationError<'_>) -> Problem 
                     .collect::<Vec<_>>()
                     .join(" or "),
             };
-            format!("expected {expected}, found {}", describe_found(found))
+            (
+                format!("expected {expected}, found {}", describe_found(found)),
+                Rule::Type,
+            )
         }
-        ValidationErrorKind::Required { property } => {
-            format!("expected property {property}, found it missing")
-        }
-        ValidationErrorKind::AdditionalProperties { unexpected } => {
+        ValidationErrorKind::Required { property } => (
+            format!("expected property {property}, found it missing"),
+            Rule::Other,
+        ),
+        ValidationErrorKind::AdditionalProperties { unexpected } => (
             format!(
                 "expected only known properties, found unexpected {}",
                 quoted(unexpected)
-            )
-        }
-        ValidationErrorKind::Enum { options } => {
-            format!("expected one of {options}, found {}", shown(found))
-        }
-        ValidationErrorKind::Constant { expected_value } => {
-            format!("expected {expected_value}, found {}", shown(found))
-        }
-        ValidationErrorKind::Format { format } => {
-            format!("expected a {format} string, found {}", shown(found))
-        }
-        ValidationErrorKind::Pattern { pattern } => {
+            ),
+            Rule::Other,
+        ),
+        ValidationErrorKind::Enum { options } => (
+            format!("expected one of {options}, found {}", shown(found)),
+            Rule::Enum,
+        ),
+        ValidationErrorKind::Constant { expected_value } => (
+            format!("expected {expected_value}, found {}", shown(found)),
+            Rule::Const,
+        ),
+        ValidationErrorKind::Format { format } => (
+            format!("expected a {format} string, found {}", shown(found)),
+            Rule::Format(format),
+        ),
+        ValidationErrorKind::Pattern { pattern } => (
             format!(
                 "expected a string matching {pattern}, found {}",
                 shown(found)
-            )
-        }
-        ValidationErrorKind::Minimum { limit } => {
-            format!("expected at least {limit}, found {}", shown(found))
-        }
-        ValidationErrorKind::Maximum { limit } => {
-            format!("expected at most {limit}, found {}", shown(found))
-        }
-        _ => format!("{error}"),
+            ),
+            Rule::Pattern,
+        ),
+        ValidationErrorKind::Minimum { limit } => (
+            format!("expected at least {limit}, found {}", shown(found)),
+            Rule::Other,
+        ),
+        ValidationErrorKind::Maximum { limit } => (
+            format!("expected at most {limit}, found {}", shown(found)),
+            Rule::Other,
+        ),
+        _ => (error.to_string(), Rule::Other),
     };
-    let hint = hint_for(&pointer, error.kind(), found);
+    vec![problem_with_hint(pointer, message, &rule, found)]
+}
+
+fn problem_with_hint(pointer: &str, message: String, rule: &Rule<'_>, found: &Value) -> Problem {
     let problem = Problem::error(pointer, message);
-    match hint {
+    match hint_for(pointer, rule, found) {
         Some(hint) => problem.with_hint(hint),
         None => problem,
     }
+}
+
+/// Explains a failed `anyOf`/`oneOf`: an enum of constants reads as "one of"; otherwise the
+/// branch whose type fits the value explains the failure; otherwise the expected types are listed.
+fn explain_alternatives(
+    pointer: &str,
+    found: &Value,
+    branches: &[Vec<ValidationError<'static>>],
+) -> Vec<Problem> {
+    let at_root = |e: &ValidationError<'_>| e.instance_path().as_str() == pointer;
+    let constants: Option<Vec<String>> = branches
+        .iter()
+        .map(|errors| match errors.as_slice() {
+            [e] if at_root(e) => match e.kind() {
+                ValidationErrorKind::Constant { expected_value } => {
+                    Some(expected_value.to_string())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    if let Some(constants) = constants {
+        let message = format!(
+            "expected one of [{}], found {}",
+            constants.join(", "),
+            shown(found)
+        );
+        return vec![problem_with_hint(pointer, message, &Rule::Enum, found)];
+    }
+    let mismatched = |e: &ValidationError<'_>| {
+        at_root(e)
+            && matches!(
+                e.kind(),
+                ValidationErrorKind::Type { .. } | ValidationErrorKind::Constant { .. }
+            )
+    };
+    let fitting = branches
+        .iter()
+        .filter(|errors| !errors.iter().any(mismatched))
+        .min_by_key(|errors| errors.len());
+    if let Some(errors) = fitting {
+        return errors.iter().flat_map(problems_from_schema_error).collect();
+    }
+    let mut expected: Vec<String> = Vec::new();
+    for error in branches.iter().flatten().filter(|e| at_root(e)) {
+        let name = match error.kind() {
+            ValidationErrorKind::Type {
+                kind: TypeKind::Single(t),
+            } => t.to_string(),
+            ValidationErrorKind::Type {
+                kind: TypeKind::Multiple(set),
+            } => set
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(" or "),
+            ValidationErrorKind::Constant { expected_value } => expected_value.to_string(),
+            _ => continue,
+        };
+        if !expected.contains(&name) {
+            expected.push(name);
+        }
+    }
+    let message = format!(
+        "expected {}, found {}",
+        expected.join(" or "),
+        describe_found(found)
+    );
+    vec![problem_with_hint(pointer, message, &Rule::Type, found)]
 }
 
 fn describe_found(found: &Value) -> String {
@@ -102,46 +200,42 @@ fn quoted(names: &[String]) -> String {
 }
 
 /// Hints for the mistakes people make most.
-fn hint_for(pointer: &str, kind: &ValidationErrorKind, found: &Value) -> Option<String> {
+fn hint_for(pointer: &str, rule: &Rule<'_>, found: &Value) -> Option<String> {
     let last = pointer.rsplit('/').next().unwrap_or_default();
-    let hint = match (last, kind) {
-        ("arguments", ValidationErrorKind::Type { .. })
-            if found.is_object() || found.is_array() =>
-        {
+    let hint = match (last, rule) {
+        ("arguments", Rule::Type) if found.is_object() || found.is_array() => {
             "tool-call `arguments` must be a JSON string: serialize the object (JSON.stringify, json.dumps)"
         }
-        ("role", ValidationErrorKind::Enum { .. }) => match found.as_str() {
+        ("role", Rule::Enum) => match found.as_str() {
             Some("model") => "Gemini's `model` role is `assistant` here",
             Some("human") => "use `user` for a person",
             Some("ai") => "use `assistant` for the model",
             Some("function") => "the old `function` role is `tool` now",
             _ => "roles are system, developer, user, assistant and tool",
         },
-        ("priority" | "severity" | "risk_level", ValidationErrorKind::Enum { .. }) => {
+        ("priority" | "severity" | "risk_level", Rule::Enum) => {
             "priorities are upper case: LOW, MEDIUM, HIGH, CRITICAL"
         }
-        ("handoff_type", ValidationErrorKind::Enum { .. }) => {
+        ("handoff_type", Rule::Enum) => {
             "handoff types are upper case (e.g. ESCALATION); register a data schema to add a custom type"
         }
-        ("content", ValidationErrorKind::Type { .. }) if found.is_object() => {
+        ("content", Rule::Type) if found.is_object() => {
             "content is a string or an array of parts: wrap a single part in [ ]"
         }
-        ("image_url", ValidationErrorKind::Type { .. }) if found.is_string() => {
+        ("image_url", Rule::Type) if found.is_string() => {
             "`image_url` is an object: {\"url\": \"…\"}"
         }
-        ("input_audio", ValidationErrorKind::Type { .. }) if found.is_string() => {
+        ("input_audio", Rule::Type) if found.is_string() => {
             "`input_audio` is an object: {\"data\": \"<base64>\", \"format\": \"wav\"}"
         }
-        (_, ValidationErrorKind::Format { format }) if format == "date-time" => {
+        (_, Rule::Format("date-time")) => {
             "use RFC 3339 with a time zone, e.g. 2023-10-27T10:30:00.123Z"
         }
-        (_, ValidationErrorKind::Format { format }) if format == "uuid" => {
+        (_, Rule::Format("uuid")) => {
             "message ids are UUIDs, e.g. a1b2c3d4-e5f6-7890-1234-567890abcdef"
         }
-        ("protocol_version", ValidationErrorKind::Pattern { .. }) => {
-            "use MAJOR.MINOR.PATCH, e.g. 1.0.0"
-        }
-        ("type", ValidationErrorKind::Constant { .. }) => "content part types are lower case",
+        ("protocol_version", Rule::Pattern) => "use MAJOR.MINOR.PATCH, e.g. 1.0.0",
+        ("type", Rule::Const) => "content part types are lower case",
         _ => return None,
     };
     Some(hint.to_owned())

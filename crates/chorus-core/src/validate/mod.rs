@@ -249,7 +249,7 @@ impl Validator {
         };
         let mut problems: Vec<Problem> = self.kinds[&kind]
             .iter_errors(value)
-            .map(|e| describe::problem_from_schema_error(&e))
+            .flat_map(|e| describe::problems_from_schema_error(&e))
             .collect();
         if kind == Kind::Handoff {
             self.check_handoff_data(value, &mut problems);
@@ -275,11 +275,12 @@ impl Validator {
             return;
         };
         if let Some(validator) = self.data_schemas.get(name) {
-            problems.extend(validator.iter_errors(data).map(|e| {
-                let mut problem = describe::problem_from_schema_error(&e);
-                problem.pointer.insert_str(0, "/payload/data");
-                problem
-            }));
+            for error in validator.iter_errors(data) {
+                for mut problem in describe::problems_from_schema_error(&error) {
+                    problem.pointer.insert_str(0, "/payload/data");
+                    problems.push(problem);
+                }
+            }
         }
     }
 
