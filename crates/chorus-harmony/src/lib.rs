@@ -1,1 +1,22 @@
 //! Harmony chat format of gpt-oss: tokens, rendering, parsing and streaming.
+
+pub mod builtin_tools;
+pub mod encoding;
+pub mod model;
+pub mod render;
+pub mod tokens;
+pub mod typescript;
+
+pub use encoding::{Encoding, encoding};
+pub use model::{
+    Author, ChannelConfig, Content, Conversation, DeveloperContent, Message, ReasoningEffort,
+    ResponseFormat, Role, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig,
+};
+pub use render::{RenderError, RenderMode, RenderOptions, render};
+pub use tokens::Rank;
+pub use typescript::TypeScriptStyle;
+pub mod parse;
+pub mod stream;
+
+pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, parse};
+pub use stream::StreamParser;

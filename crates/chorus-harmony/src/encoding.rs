@@ -1,0 +1,265 @@
+//! The o200k_harmony encoding: o200k_base byte-pair ranks plus the Harmony special tokens.
+//!
+//! The ranks are embedded at build time (see `build.rs`) and indexed once, on first use, by
+//! [`encoding`]. Encoding text never yields a special token; only
+//! [`Encoding::encode_with_special_tokens`] turns literal `<|...|>` names into special ids.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use rustc_hash::FxHashMap;
+
+use crate::tokens::{self, Rank};
+
+/// The embedded rank table written by `build.rs`.
+static RANKS_BIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ranks.bin"));
+/// Number of ordinary tokens in the rank table.
+const ORDINARY_TOKENS: usize = tokens::FIRST_SPECIAL as usize;
+
+/// The o200k pre-tokenizer, with its `\s+(?!\S)` look-ahead branch replaced by `\s+`; the
+/// look-ahead is applied afterwards by [`Encoding::split_pieces`].
+const PRETOKENIZE: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"|\s*[\r\n]+",
+    r"|\s+",
+);
+
+/// A token id that the encoding does not contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("token id {0} is not in the o200k_harmony vocabulary (ids 0..={max})", max = tokens::LAST_SPECIAL)]
+pub struct UnknownToken(pub Rank);
+
+/// Why a token sequence could not be decoded to a string.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// A token id outside the vocabulary.
+    #[error(transparent)]
+    UnknownToken(#[from] UnknownToken),
+    /// The bytes of the tokens are not valid UTF-8.
+    #[error("tokens decode to invalid UTF-8 at byte {valid_up_to}")]
+    InvalidUtf8 {
+        /// Length of the valid prefix in bytes.
+        valid_up_to: usize,
+    },
+}
+
+/// The loaded o200k_harmony encoding.
+pub struct Encoding {
+    ranks: FxHashMap<&'static [u8], Rank>,
+    pretokenizer: Regex,
+    special_names: Vec<String>,
+}
+
+static ENCODING: LazyLock<Encoding> = LazyLock::new(Encoding::load);
+
+/// The process-wide o200k_harmony encoding, loaded on first use.
+pub fn encoding() -> &'static Encoding {
+    &ENCODING
+}
+
+impl Encoding {
+    /// Builds the encoding from the embedded table (what [`encoding`] does once).
+    pub fn load() -> Self {
+        let mut ranks = FxHashMap::with_capacity_and_hasher(ORDINARY_TOKENS, Default::default());
+        for rank in 0..ORDINARY_TOKENS {
+            ranks.insert(ordinary_bytes(rank), rank as Rank);
+        }
+        let special_names = (tokens::FIRST_SPECIAL..=tokens::LAST_SPECIAL)
+            .map(|id| tokens::special_name(id).unwrap_or_default())
+            .collect();
+        Self {
+            ranks,
+            pretokenizer: Regex::new(PRETOKENIZE).expect("the pre-tokenizer pattern is valid"),
+            special_names,
+        }
+    }
+
+    /// Encodes `text` as ordinary tokens, appending them to `out`; never yields a special token.
+    pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<Rank>) {
+        self.split_pieces(text, |piece| self.encode_piece(piece, out));
+    }
+
+    /// Encodes `text` as ordinary tokens; never yields a special token.
+    pub fn encode_ordinary(&self, text: &str) -> Vec<Rank> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_ordinary_into(text, &mut out);
+        out
+    }
+
+    /// Encodes `text`, turning every literal special-token name (`<|end|>`) into its id.
+    ///
+    /// For tests and tools that read rendered prompts as text; never use it on untrusted text.
+    pub fn encode_with_special_tokens(&self, text: &str) -> Vec<Rank> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        let mut plain_start = 0;
+        let mut search = 0;
+        while let Some(open) = text[search..].find("<|").map(|i| i + search) {
+            let Some(close) = text[open + 2..].find("|>").map(|i| i + open + 4) else {
+                break;
+            };
+            match tokens::special_id(&text[open..close]) {
+                Some(id) => {
+                    self.encode_ordinary_into(&text[plain_start..open], &mut out);
+                    out.push(id);
+                    plain_start = close;
+                    search = close;
+                }
+                None => search = open + 2,
+            }
+        }
+        self.encode_ordinary_into(&text[plain_start..], &mut out);
+        out
+    }
+
+    /// The bytes of one token: its byte-pair bytes, or the literal name of a special token.
+    pub fn token_bytes(&self, id: Rank) -> Result<&[u8], UnknownToken> {
+        let index = id as usize;
+        if index < ORDINARY_TOKENS {
+            Ok(ordinary_bytes(index))
+        } else if tokens::is_special(id) {
+            Ok(self.special_names[index - ORDINARY_TOKENS].as_bytes())
+        } else {
+            Err(UnknownToken(id))
+        }
+    }
+
+    /// Appends the bytes of `ids` to `out`.
+    pub fn decode_bytes_into(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<(), UnknownToken> {
+        for &id in ids {
+            out.extend_from_slice(self.token_bytes(id)?);
+        }
+        Ok(())
+    }
+
+    /// Decodes `ids` to a string; special tokens decode to their literal names.
+    pub fn decode_utf8(&self, ids: &[Rank]) -> Result<String, DecodeError> {
+        let mut bytes = Vec::with_capacity(ids.len() * 4);
+        self.decode_bytes_into(ids, &mut bytes)?;
+        String::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 {
+            valid_up_to: e.utf8_error().valid_up_to(),
+        })
+    }
+
+    /// Splits `text` into o200k pre-tokenizer pieces, calling `piece` for each in order.
+    fn split_pieces(&self, text: &str, mut piece: impl FnMut(&[u8])) {
+        let mut at = 0;
+        while at < text.len() {
+            let Some(found) = self.pretokenizer.find_at(text, at) else {
+                break;
+            };
+            let mut end = found.end();
+            let matched = found.as_str();
+            // `\s+(?!\S)`: a whitespace run followed by a non-space gives its last char away.
+            if matched.chars().all(char::is_whitespace)
+                && !matched.contains(['\r', '\n'])
+                && text[end..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| !c.is_whitespace())
+                && let Some((last, _)) = matched.char_indices().next_back().filter(|(i, _)| *i > 0)
+            {
+                end = found.start() + last;
+            }
+            piece(&text.as_bytes()[found.start()..end]);
+            at = end;
+        }
+    }
+
+    /// Byte-pair encodes one pre-tokenizer piece.
+    fn encode_piece(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        if let Some(&rank) = self.ranks.get(piece) {
+            out.push(rank);
+            return;
+        }
+        if piece.len() == 1 {
+            // Every single byte is a token of o200k_base.
+            out.push(self.ranks[piece]);
+            return;
+        }
+        self.merge(piece, out);
+    }
+
+    /// The byte-pair merge: repeatedly joins the adjacent pair whose union has the lowest rank.
+    fn merge(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        // parts[i] = (start offset of part i, rank of part i joined with part i + 1)
+        let rank_of = |parts: &[(usize, Rank)], i: usize| -> Rank {
+            if i + 2 < parts.len() {
+                let bytes = &piece[parts[i].0..parts[i + 2].0];
+                self.ranks.get(bytes).copied().unwrap_or(Rank::MAX)
+            } else {
+                Rank::MAX
+            }
+        };
+        let mut parts: Vec<(usize, Rank)> = (0..=piece.len()).map(|i| (i, Rank::MAX)).collect();
+        for i in 0..parts.len() {
+            parts[i].1 = rank_of(&parts, i);
+        }
+        while let Some((best, _)) = parts[..parts.len() - 1]
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.1 != Rank::MAX)
+            .min_by_key(|(_, p)| p.1)
+        {
+            parts.remove(best + 1);
+            parts[best].1 = rank_of(&parts, best);
+            if best > 0 {
+                parts[best - 1].1 = rank_of(&parts, best - 1);
+            }
+        }
+        for window in parts.windows(2) {
+            out.push(self.ranks[&piece[window[0].0..window[1].0]]);
+        }
+    }
+}
+
+/// The bytes of ordinary token `rank` in the embedded table.
+fn ordinary_bytes(rank: usize) -> &'static [u8] {
+    let offset = |i: usize| -> usize {
+        let at = i * 4;
+        u32::from_le_bytes([
+            RANKS_BIN[at],
+            RANKS_BIN[at + 1],
+            RANKS_BIN[at + 2],
+            RANKS_BIN[at + 3],
+        ]) as usize
+    };
+    let data = ORDINARY_TOKENS * 4;
+    let start = if rank == 0 { 0 } else { offset(rank - 1) };
+    &RANKS_BIN[data + start..data + offset(rank)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_that_spells_special_tokens_stays_ordinary() {
+        let ids = encoding().encode_ordinary("<|end|><|start|>assistant<|reserved_200013|>");
+        assert!(ids.iter().all(|&id| !tokens::is_special(id)), "{ids:?}");
+        assert_eq!(
+            encoding().decode_utf8(&ids).unwrap(),
+            "<|end|><|start|>assistant<|reserved_200013|>"
+        );
+    }
+
+    #[test]
+    fn literal_names_become_special_ids_only_when_asked() {
+        let ids = encoding().encode_with_special_tokens("<|start|>user<|message|>hi <|x|><|end|>");
+        assert_eq!(ids[0], tokens::START);
+        assert_eq!(ids[2], tokens::MESSAGE);
+        assert_eq!(*ids.last().unwrap(), tokens::END);
+        assert_eq!(ids.iter().filter(|&&id| tokens::is_special(id)).count(), 3);
+    }
+
+    #[test]
+    fn unknown_ids_are_reported() {
+        assert_eq!(encoding().token_bytes(201_089), Err(UnknownToken(201_089)));
+        assert_eq!(
+            encoding().token_bytes(201_088).unwrap(),
+            b"<|reserved_201088|>"
+        );
+    }
+}
