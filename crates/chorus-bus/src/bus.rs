@@ -98,7 +98,8 @@ pub trait Bus: Send + Sync {
         tokio::time::sleep(timeout.min(self.config().poll_interval)).await;
     }
 
-    /// Publishes a handoff packet (JSON bytes): validates it, routes it, stores it durably.
+    /// Publishes a handoff or a chorus message (JSON bytes): validates it, routes it, stores it
+    /// durably.
     ///
     /// An invalid packet is refused with [`BusError::Invalid`] and kept as a dead letter.
     async fn publish(&self, bytes: Vec<u8>) -> BusResult<Receipt> {
@@ -117,18 +118,24 @@ pub trait Bus: Send + Sync {
                 return Err(reject(self, &bytes, None, vec![issue]).await);
             }
         };
-        let (env, mut issues) = match Envelope::from_handoff_json(&document, bytes.clone()) {
-            Ok(env) => (Some(env), Vec::new()),
-            Err(issues) => (None, issues),
+        // Schema problems first: they explain a missing routing key better than extraction.
+        let mut issues = match &self.config().validator {
+            Some(v) => v.validate(&document),
+            None => Vec::new(),
         };
-        if let Some(v) = &self.config().validator {
-            issues.extend(v.validate(&document));
-        }
+        let env = if issues.is_empty() {
+            Envelope::from_document(&document, bytes.clone())
+                .map_err(|found| issues = found)
+                .ok()
+        } else {
+            None
+        };
         match env {
-            Some(env) if issues.is_empty() => self.publish_routed(env, Some(&document)).await,
-            _ => {
+            Some(env) => self.publish_routed(env, Some(&document)).await,
+            None => {
                 let id = document
                     .pointer("/metadata/message_id")
+                    .or_else(|| document.get("id"))
                     .and_then(Value::as_str);
                 Err(reject(self, &bytes, id, issues).await)
             }

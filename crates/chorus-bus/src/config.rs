@@ -37,7 +37,7 @@ pub struct BusConfig {
     pub weights: [u32; 4],
     /// Rules that redirect messages by payload fields, tried in order.
     pub rules: Vec<RoutingRule>,
-    /// Extra validation on publish (e.g. chorus-core's schema validator).
+    /// Validation on publish; by default chorus-core's schemas and checks.
     pub validator: Option<Arc<dyn Validator>>,
     /// How often a waiting `receive` looks again for messages from other processes.
     pub poll_interval: Duration,
@@ -51,7 +51,7 @@ impl Default for BusConfig {
             dedupe_window: Duration::from_secs(120),
             weights: DEFAULT_WEIGHTS,
             rules: Vec::new(),
-            validator: None,
+            validator: Some(Arc::new(crate::core::CoreValidator::any())),
             poll_interval: Duration::from_millis(10),
         }
     }

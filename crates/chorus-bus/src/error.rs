@@ -2,30 +2,27 @@
 
 use std::fmt;
 
-/// One validation problem: where it is, what was expected, what was found.
+/// One validation problem: where it is and what is wrong there.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Issue {
     /// JSON pointer of the offending value (`""` for the whole document).
     pub pointer: String,
-    /// What a valid message has there.
-    pub expected: String,
-    /// What this message has there.
-    pub found: String,
+    /// What was expected and what was found.
+    pub message: String,
     /// How to fix a known common mistake.
     pub hint: Option<String>,
 }
 
 impl Issue {
-    /// An issue without a hint.
+    /// An issue saying what was `expected` and what was `found` at `pointer`.
     pub fn new(
         pointer: impl Into<String>,
-        expected: impl Into<String>,
-        found: impl Into<String>,
+        expected: impl AsRef<str>,
+        found: impl AsRef<str>,
     ) -> Issue {
         Issue {
             pointer: pointer.into(),
-            expected: expected.into(),
-            found: found.into(),
+            message: format!("expected {}, found {}", expected.as_ref(), found.as_ref()),
             hint: None,
         }
     }
@@ -44,11 +41,7 @@ impl fmt::Display for Issue {
         } else {
             &self.pointer
         };
-        write!(
-            f,
-            "at {at}: expected {}, found {}",
-            self.expected, self.found
-        )?;
+        write!(f, "at {at}: {}", self.message)?;
         if let Some(hint) = &self.hint {
             write!(f, " (hint: {hint})")?;
         }

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod bus;
 pub mod config;
+pub mod core;
 pub mod delivery;
 pub mod envelope;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod sqlite;
 pub use agent::{Agent, AgentError};
 pub use bus::{Bus, handle_once};
 pub use config::{BusConfig, Validator, now_ms};
+pub use core::CoreValidator;
 pub use delivery::{
     DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
 };

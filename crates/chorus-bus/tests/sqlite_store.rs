@@ -10,6 +10,7 @@ fn config() -> BusConfig {
     BusConfig {
         ack_wait: Duration::from_millis(200),
         poll_interval: Duration::from_millis(5),
+        validator: None,
         ..BusConfig::default()
     }
 }

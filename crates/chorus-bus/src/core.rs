@@ -1,0 +1,207 @@
+//! The bridge to chorus-core: envelopes from handoffs and messages, schema validation on publish.
+
+use serde_json::Value;
+
+use chorus_core::handoff::HandoffMessage;
+use chorus_core::schema::Kind;
+use chorus_core::validate::{Problem, detect_kind};
+use chorus_core::{Message, Priority as CorePriority};
+
+use crate::config::Validator;
+use crate::envelope::{Envelope, Priority};
+use crate::error::Issue;
+
+impl From<CorePriority> for Priority {
+    fn from(p: CorePriority) -> Priority {
+        match p {
+            CorePriority::Low => Priority::Low,
+            CorePriority::Medium => Priority::Medium,
+            CorePriority::High => Priority::High,
+            CorePriority::Critical => Priority::Critical,
+        }
+    }
+}
+
+impl From<&Problem> for Issue {
+    fn from(p: &Problem) -> Issue {
+        Issue {
+            pointer: p.pointer.clone(),
+            message: p.message.clone(),
+            hint: p.hint.clone(),
+        }
+    }
+}
+
+impl Envelope {
+    /// The routing keys of a typed seed-003 handoff; `bytes` is its published JSON.
+    ///
+    /// The conversation is the correlation id, else the task id.
+    pub fn from_handoff(msg: &HandoffMessage, bytes: Vec<u8>) -> Result<Envelope, Vec<Issue>> {
+        let meta = &msg.metadata;
+        let expires_at_ms = match &meta.expiration_time {
+            None => None,
+            Some(t) => Some(
+                chrono::DateTime::parse_from_rfc3339(t)
+                    .map_err(|_| {
+                        vec![Issue::new(
+                            "/metadata/expiration_time",
+                            "an ISO 8601 date-time",
+                            format!("{t:?}"),
+                        )]
+                    })?
+                    .timestamp_millis(),
+            ),
+        };
+        Ok(Envelope {
+            id: meta.message_id.clone(),
+            recipients: meta
+                .recipient_id
+                .ids()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            handoff_type: Some(msg.handoff_type().as_str().to_owned()),
+            priority: meta.priority.into(),
+            expires_at_ms,
+            task_id: Some(meta.task_id.clone()),
+            correlation_id: meta.correlation_id.clone(),
+            conversation_id: meta
+                .correlation_id
+                .clone()
+                .or_else(|| Some(meta.task_id.clone())),
+            sender: Some(meta.sender_id.clone()),
+            bytes,
+        })
+    }
+
+    /// The routing keys of a chorus message: its `id`, its `recipient`, its `name` as sender
+    /// and its `metadata.session_id` as conversation; MEDIUM priority.
+    pub fn from_message(msg: &Message, bytes: Vec<u8>) -> Result<Envelope, Vec<Issue>> {
+        let mut issues = Vec::new();
+        if msg.id.as_deref().is_none_or(str::is_empty) {
+            issues.push(Issue::new(
+                "/id",
+                "a message id (used for de-duplication)",
+                "none",
+            ));
+        }
+        if msg.recipient.as_deref().is_none_or(str::is_empty) {
+            issues.push(
+                Issue::new("/recipient", "the agent id or pool to deliver to", "none")
+                    .with_hint("set `recipient` on messages sent over the bus"),
+            );
+        }
+        if !issues.is_empty() {
+            return Err(issues);
+        }
+        let mut env = Envelope::new(
+            msg.id.clone().unwrap_or_default(),
+            msg.recipient.iter().cloned().collect(),
+            bytes,
+        );
+        env.sender = msg.name.clone();
+        env.conversation_id = msg.metadata.as_ref().and_then(|m| m.session_id.clone());
+        Ok(env)
+    }
+
+    /// Reads the routing keys of a published document: a chorus message (it has a `role`) or
+    /// else a seed-003 handoff.
+    pub fn from_document(document: &Value, bytes: Vec<u8>) -> Result<Envelope, Vec<Issue>> {
+        if detect_kind(document).ok() == Some(Kind::Message) {
+            let msg: Message = serde_json::from_value(document.clone()).map_err(|e| {
+                vec![Issue::new(
+                    "",
+                    "a chorus message",
+                    format!("a document that does not read as one: {e}"),
+                )]
+            })?;
+            return Envelope::from_message(&msg, bytes);
+        }
+        Envelope::from_handoff_json(document, bytes)
+    }
+}
+
+/// Validates published documents with chorus-core's schemas and checks (errors only; warnings
+/// do not refuse a message).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CoreValidator {
+    kind: Option<Kind>,
+}
+
+impl CoreValidator {
+    /// Validates every document as what it looks like (message, handoff, …).
+    pub fn any() -> CoreValidator {
+        CoreValidator { kind: None }
+    }
+
+    /// Validates every document as `kind`.
+    pub fn of(kind: Kind) -> CoreValidator {
+        CoreValidator { kind: Some(kind) }
+    }
+}
+
+impl Validator for CoreValidator {
+    fn validate(&self, document: &Value) -> Vec<Issue> {
+        chorus_core::Validator::standard()
+            .validate_value(document, self.kind)
+            .errors()
+            .map(Issue::from)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chorus_core::Role;
+
+    fn seed_example(name: &str) -> Vec<u8> {
+        let path = format!("{}/../../examples/seeds/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn typed_and_raw_handoffs_give_the_same_envelope() {
+        let bytes = seed_example("003-escalation.json");
+        let typed: HandoffMessage = serde_json::from_slice(&bytes).unwrap();
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        let a = Envelope::from_handoff(&typed, bytes.clone()).unwrap();
+        let b = Envelope::from_document(&value, bytes).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.handoff_type.as_deref(), Some("ESCALATION"));
+        assert_eq!(a.priority, Priority::High);
+    }
+
+    #[test]
+    fn the_core_validator_refuses_the_seed_invalid_example() {
+        let v = CoreValidator::any();
+        let ok: Value =
+            serde_json::from_slice(&seed_example("003-python-valid-escalation.json")).unwrap();
+        assert_eq!(v.validate(&ok), vec![]);
+        let bad: Value =
+            serde_json::from_slice(&seed_example("003-python-invalid-escalation.json")).unwrap();
+        let issues = v.validate(&bad);
+        assert!(!issues.is_empty());
+        assert!(
+            issues.iter().all(|i| i.pointer.starts_with('/')),
+            "{issues:?}"
+        );
+    }
+
+    #[test]
+    fn messages_need_an_id_and_a_recipient() {
+        let mut msg = Message::new(Role::User, "hi");
+        let issues = Envelope::from_message(&msg, vec![]).unwrap_err();
+        let pointers: Vec<_> = issues.iter().map(|i| i.pointer.as_str()).collect();
+        assert_eq!(pointers, ["/id", "/recipient"]);
+        msg.id = Some("m1".into());
+        msg.recipient = Some("agent".into());
+        msg.name = Some("alice".into());
+        let env = Envelope::from_message(&msg, b"x".to_vec()).unwrap();
+        assert_eq!(
+            (env.id.as_str(), env.recipients.as_slice()),
+            ("m1", &["agent".to_string()][..])
+        );
+        assert_eq!(env.sender.as_deref(), Some("alice"));
+    }
+}
