@@ -1,6 +1,8 @@
 //! The chorus message model: universal messages with multimodal parts, tool calls and results,
 //! citations and metadata; handoff packets; data parts; their JSON Schemas; and validation.
 
+#![warn(missing_docs)]
+
 pub mod citation;
 pub mod conversation;
 pub mod handoff;

@@ -266,3 +266,96 @@ impl HandoffMessage {
         dropped
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn packet() -> HandoffPacket {
+        serde_json::from_value(json!({
+            "protocol": "harmony_handoff_v1",
+            "meta": {"source_agent": "planner_v2", "target_agent": "coder_v1", "timestamp": "2024-03-20T10:00:00Z", "x_region": "eu"},
+            "context": {"primary_objective": "snake game", "status": "in_progress", "completed_steps": ["spec", "pygame"]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn message_ids_are_stable_per_packet_and_options_win() {
+        let a = packet()
+            .to_handoff_message(&MappingOptions::default())
+            .value;
+        let b = packet()
+            .to_handoff_message(&MappingOptions::default())
+            .value;
+        assert_eq!(a.metadata.message_id, b.metadata.message_id);
+        assert_eq!(a.metadata.task_id, a.metadata.message_id);
+        assert!(Uuid::parse_str(&a.metadata.message_id).is_ok());
+        let options = MappingOptions {
+            message_id: Some("m".into()),
+            task_id: Some("t".into()),
+            priority: Some(Priority::High),
+            correlation_id: Some("c".into()),
+        };
+        let c = packet().to_handoff_message(&options).value;
+        assert_eq!(
+            (c.metadata.message_id.as_str(), c.metadata.task_id.as_str()),
+            ("m", "t")
+        );
+        assert_eq!(c.metadata.priority, Priority::High);
+    }
+
+    #[test]
+    fn completed_steps_become_previous_actions_and_unknown_keys_are_reported() {
+        let mapped = packet().to_handoff_message(&MappingOptions::default());
+        assert_eq!(mapped.dropped, ["/meta/x_region"]);
+        let actions = &mapped.value.context.previous_actions;
+        assert_eq!(actions.len(), 2);
+        assert_eq!(
+            (actions[1].action_type.as_str(), actions[1].details.as_str()),
+            (COMPLETED_STEP, "pygame")
+        );
+        assert_eq!(mapped.value.context.workflow_state, "IN_PROGRESS");
+    }
+
+    #[test]
+    fn what_a_packet_cannot_carry_is_listed() {
+        let mut message = packet()
+            .to_handoff_message(&MappingOptions::default())
+            .value;
+        message.metadata.priority = Priority::Critical;
+        message.metadata.expiration_time = Some("2024-03-21T00:00:00Z".into());
+        message.instructions.required_actions = Some(vec!["TEST".into()]);
+        let back = message.to_packet().unwrap();
+        assert_eq!(
+            back.dropped,
+            [
+                "/metadata/priority",
+                "/metadata/expiration_time",
+                "/instructions/required_actions"
+            ]
+        );
+        assert_eq!(
+            back.value.context.completed_steps,
+            packet().context.completed_steps
+        );
+    }
+
+    #[test]
+    fn only_single_recipient_task_transfers_become_packets() {
+        let mut message = packet()
+            .to_handoff_message(&MappingOptions::default())
+            .value;
+        message.metadata.recipient_id = Recipients::Many(vec!["a".into(), "b".into()]);
+        assert_eq!(
+            message.to_packet().unwrap_err(),
+            MappingError::SeveralRecipients(2)
+        );
+        message.payload.handoff_type = HandoffType::Escalation;
+        assert!(
+            matches!(message.to_packet().unwrap_err(), MappingError::NotATaskTransfer(t) if t == "ESCALATION")
+        );
+    }
+}
