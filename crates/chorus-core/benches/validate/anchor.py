@@ -1,7 +1,7 @@
 """Anchor for the validation benchmark: the Python `jsonschema` package (Draft202012Validator)
 validating the same corpus against the same schemas. Prints one JSON object with docs/s (median).
 
-usage: python3 validate_anchor.py CORPUS.jsonl SCHEMA_DIR ROUNDS
+usage: python3 anchor.py CORPUS.jsonl SCHEMA_DIR ROUNDS
 """
 import json
 import statistics

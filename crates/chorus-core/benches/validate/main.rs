@@ -69,7 +69,7 @@ fn compare_with_python() {
     println!(
         "chorus: {chorus:.0} documents/s (median of 7 passes over {DOCS} documents, one core)"
     );
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/validate_anchor.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/validate/anchor.py");
     let output = Command::new("python3")
         .arg(&script)
         .arg(&corpus_path)

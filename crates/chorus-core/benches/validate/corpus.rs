@@ -65,10 +65,11 @@ fn handoff(i: usize) -> Value {
             "completed_steps": ["requirements", "pick pygame"], "constraints": ["detailed comments"], "artifacts": {"design_doc": "s3://bucket/spec.md"}}),
         ),
     };
+    let priority = ["LOW", "MEDIUM", "HIGH", "CRITICAL"][i % 4];
     json!({
         "metadata": {"message_id": format!("a1b2c3d4-e5f6-4890-8234-{i:012}"), "timestamp": "2023-10-27T10:30:00.123Z",
             "protocol_version": "1.0.0", "sender_id": "customer_service_agent_001", "recipient_id": "technical_support_agent_pool",
-            "correlation_id": format!("flow-{i}"), "task_id": format!("task-{i}"), "priority": ["LOW", "MEDIUM", "HIGH", "CRITICAL"][i % 4],
+            "correlation_id": format!("flow-{i}"), "task_id": format!("task-{i}"), "priority": priority,
             "expiration_time": "2023-10-27T12:00:00.000Z"},
         "context": {"workflow_state": "CUSTOMER_ISSUE_ESCALATED",
             "previous_actions": [{"action_type": "DIAGNOSTIC_ATTEMPT", "details": "Attempted to troubleshoot network connectivity issues.", "timestamp": "2023-10-27T10:25:30.000Z"}],
