@@ -14,6 +14,8 @@ pub mod error;
 pub mod fair;
 pub mod hub;
 pub mod memory;
+#[cfg(feature = "nats")]
+pub mod nats;
 pub mod pipeline;
 pub mod routing;
 pub mod sqlite;
@@ -28,5 +30,7 @@ pub use delivery::{
 pub use envelope::{Envelope, Priority};
 pub use error::{BusError, BusResult, Issue};
 pub use memory::MemoryBus;
+#[cfg(feature = "nats")]
+pub use nats::NatsBus;
 pub use routing::{Binding, Filter, RoutingRule};
 pub use sqlite::SqliteBus;

@@ -13,6 +13,7 @@ async fn setup() -> Option<Fixture> {
             Box::pin(async move { Arc::new(MemoryBus::new(config)) as Arc<dyn Bus> })
         }),
         durable: false,
+        cleanup: None,
     })
 }
 

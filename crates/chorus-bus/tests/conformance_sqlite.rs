@@ -19,6 +19,7 @@ async fn setup() -> Option<Fixture> {
             })
         }),
         durable: true,
+        cleanup: None,
     })
 }
 

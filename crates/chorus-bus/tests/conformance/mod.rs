@@ -27,6 +27,8 @@ pub struct Fixture {
     pub open: Opener,
     /// True when the store survives closing and reopening.
     pub durable: bool,
+    /// Removes what the fixture created on a server, after a passing test.
+    pub cleanup: Option<BoxFuture<'static, ()>>,
 }
 
 /// Makes one test per guarantee; `$setup` is an async fn returning `Option<Fixture>`.
@@ -47,12 +49,42 @@ macro_rules! conformance_tests {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $check() {
-                if let Some(fixture) = $setup().await {
+                if let Some(mut fixture) = $setup().await {
                     conformance::$check(&fixture).await;
+                    if let Some(cleanup) = fixture.cleanup.take() {
+                        cleanup.await;
+                    }
                 }
             }
         )*
     };
+}
+
+/// Says, once per test binary and past the harness's output capture, that a backend was not
+/// tested and why.
+pub fn not_tested(backend: &str, why: &str) {
+    use std::io::Write;
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** {backend} backend NOT TESTED: {why} ***\n"
+        );
+    });
+}
+
+/// The URL in environment variable `var`, or `None` after saying the backend was not tested.
+pub fn server_url(backend: &str, var: &str, example: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) => Some(url),
+        Err(_) => {
+            not_tested(
+                backend,
+                &format!("{var} is unset (set it to e.g. {example})"),
+            );
+            None
+        }
+    }
 }
 
 /// A unique id for this run.

@@ -1,0 +1,619 @@
+//! NATS JetStream backend (feature `nats`); works with nats-server 2.9 and later.
+//!
+//! Layout for namespace `ns`: stream `ns_Q` (work queue, subjects `ns.q.<hex queue>.<rank>`,
+//! one durable pull consumer per queue and priority), stream `ns_LOG` (every stored message under
+//! `ns.log.<task>.<correlation>.<conversation>`), stream `ns_DLQ` (dead letters), stream
+//! `ns_BIND` (bindings, one subject each) and stream `ns_DONE` (handled ids with their effects,
+//! written with an expected subject sequence of 0 so that only the first commit wins).
+//! De-duplication uses `Nats-Msg-Id` within the stream's duplicate window. Neither per-message TTL
+//! nor the key-value API is used, so servers from 2.9 on work.
+
+mod wire;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull};
+use async_nats::jetstream::context::{Publish, PublishErrorKind};
+use async_nats::jetstream::stream::{self, LastRawMessageErrorKind, RetentionPolicy, StorageType};
+use async_nats::jetstream::{self, Context};
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::future::try_join_all;
+
+use crate::bus::Bus;
+use crate::config::BusConfig;
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::envelope::Envelope;
+use crate::error::{BusError, BusResult};
+use crate::fair::FairScheduler;
+use crate::routing::{Binding, Filter};
+use wire::{
+    Committed, DEAD_HEADER, DeadInfo, envelope_from, envelope_headers, hex, key_token, nats_error,
+    unhex,
+};
+
+/// How long another process's new binding may take to be seen by this one's publishes.
+const BINDING_CACHE: Duration = Duration::from_secs(1);
+
+/// A bus on NATS JetStream.
+pub struct NatsBus {
+    config: BusConfig,
+    ns: String,
+    client: async_nats::Client,
+    js: Context,
+    queues: stream::Stream,
+    done: stream::Stream,
+    consumers: Mutex<HashMap<(String, u8), PullConsumer>>,
+    schedulers: Mutex<HashMap<String, FairScheduler>>,
+    binding_cache: Mutex<Option<(Instant, Vec<Binding>)>>,
+}
+
+impl NatsBus {
+    /// Connects to `url` and creates (or reuses) the streams and buckets of namespace `ns`
+    /// (letters, digits, `_` and `-`).
+    pub async fn connect(url: &str, ns: &str, config: BusConfig) -> BusResult<NatsBus> {
+        if ns.is_empty()
+            || !ns
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(BusError::Config {
+                what: "namespace".into(),
+                detail: format!("{ns:?} must be non-empty letters, digits, '_' or '-'"),
+            });
+        }
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(3))
+            .connect(url)
+            .await
+            .map_err(|e| nats_error(format!("cannot connect to {url}: {e}")))?;
+        let js = jetstream::new(client.clone());
+        let queues = js
+            .get_or_create_stream(stream::Config {
+                name: format!("{ns}_Q"),
+                subjects: vec![format!("{ns}.q.>")],
+                retention: RetentionPolicy::WorkQueue,
+                storage: StorageType::File,
+                duplicate_window: config.dedupe_window,
+                ..Default::default()
+            })
+            .await
+            .map_err(nats_error)?;
+        for (suffix, subject) in [
+            ("LOG", "log.>"),
+            ("DLQ", "dlq"),
+            ("BIND", "bind.>"),
+            ("DONE", "done.>"),
+        ] {
+            js.get_or_create_stream(stream::Config {
+                name: format!("{ns}_{suffix}"),
+                subjects: vec![format!("{ns}.{subject}")],
+                storage: StorageType::File,
+                duplicate_window: config.dedupe_window,
+                ..Default::default()
+            })
+            .await
+            .map_err(nats_error)?;
+        }
+        let done = js
+            .get_stream(format!("{ns}_DONE"))
+            .await
+            .map_err(nats_error)?;
+        Ok(NatsBus {
+            config,
+            ns: ns.to_owned(),
+            client,
+            js,
+            queues,
+            done,
+            consumers: Mutex::default(),
+            schedulers: Mutex::default(),
+            binding_cache: Mutex::default(),
+        })
+    }
+
+    /// Deletes every stream and bucket of this namespace (for tests and teardown).
+    pub async fn destroy(self) -> BusResult<()> {
+        for name in ["Q", "LOG", "DLQ", "BIND", "DONE"] {
+            self.js
+                .delete_stream(format!("{}_{name}", self.ns))
+                .await
+                .map_err(nats_error)?;
+        }
+        Ok(())
+    }
+
+    async fn consumer(&self, queue: &str, rank: u8) -> BusResult<PullConsumer> {
+        let key = (queue.to_owned(), rank);
+        if let Some(c) = self
+            .consumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Ok(c.clone());
+        }
+        let name = format!("q{}_{rank}", hex(queue));
+        let consumer: PullConsumer = self
+            .queues
+            .get_or_create_consumer(
+                &name,
+                pull::Config {
+                    durable_name: Some(name.clone()),
+                    filter_subject: format!("{}.q.{}.{rank}", self.ns, hex(queue)),
+                    ack_policy: AckPolicy::Explicit,
+                    ack_wait: self.config.ack_wait,
+                    max_deliver: -1,
+                    max_ack_pending: 100_000,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(nats_error)?;
+        self.consumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, consumer.clone());
+        Ok(consumer)
+    }
+
+    /// Every message of `stream` on `filter`, in stream order.
+    async fn read(&self, stream: &str, filter: String) -> BusResult<Vec<jetstream::Message>> {
+        let stream = self.js.get_stream(stream).await.map_err(nats_error)?;
+        let consumer: PullConsumer = stream
+            .create_consumer(pull::Config {
+                filter_subject: filter,
+                ack_policy: AckPolicy::None,
+                deliver_policy: DeliverPolicy::All,
+                inactive_threshold: Duration::from_secs(30),
+                ..Default::default()
+            })
+            .await
+            .map_err(nats_error)?;
+        let mut out = Vec::new();
+        loop {
+            let mut batch = consumer
+                .fetch()
+                .max_messages(512)
+                .messages()
+                .await
+                .map_err(nats_error)?;
+            let before = out.len();
+            while let Some(m) = batch.next().await {
+                out.push(m.map_err(nats_error)?);
+            }
+            if out.len() == before {
+                break;
+            }
+        }
+        let _ = stream.delete_consumer(&consumer.cached_info().name).await;
+        Ok(out)
+    }
+
+    /// Sends an acknowledgement to the delivery's ack subject; `confirm` waits for the server
+    /// to have applied it (a double ack), otherwise it is only flushed to the server.
+    async fn settle(&self, d: &Delivery, payload: String, confirm: bool) -> BusResult<()> {
+        if confirm {
+            let request = self.client.request(d.token.clone(), payload.into());
+            tokio::time::timeout(Duration::from_secs(5), request)
+                .await
+                .map_err(|_| nats_error("the server did not confirm the acknowledgement"))?
+                .map_err(nats_error)?;
+            return Ok(());
+        }
+        self.client
+            .publish(d.token.clone(), payload.into())
+            .await
+            .map_err(nats_error)?;
+        self.client.flush().await.map_err(nats_error)
+    }
+
+    async fn publish_outgoing(&self, outgoing: &[(Envelope, Vec<String>)]) -> BusResult<()> {
+        for (env, queues) in outgoing {
+            self.store(env, queues, true).await?;
+        }
+        Ok(())
+    }
+
+    fn done_subject(&self, handler: &str, message_id: &str) -> String {
+        format!("{}.done.{}.{}", self.ns, hex(handler), hex(message_id))
+    }
+
+    async fn dead_info(&self) -> BusResult<Vec<(u64, DeadInfo, Vec<u8>)>> {
+        let stream = format!("{}_DLQ", self.ns);
+        let mut out = Vec::new();
+        for m in self.read(&stream, format!("{}.dlq", self.ns)).await? {
+            let seq = m.info().map_err(nats_error)?.stream_sequence;
+            let json = m
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(DEAD_HEADER))
+                .ok_or_else(|| BusError::Corrupt("a dead letter lacks its header".into()))?;
+            let info: DeadInfo = serde_json::from_str(json.as_str()).map_err(|e| {
+                BusError::Corrupt(format!("a dead letter header does not parse: {e}"))
+            })?;
+            out.push((seq, info, m.payload.to_vec()));
+        }
+        Ok(out)
+    }
+
+    async fn add_dead(&self, info: DeadInfo, bytes: &[u8]) -> BusResult<String> {
+        let json = serde_json::to_string(&info).map_err(nats_error)?;
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(DEAD_HEADER, json.as_str());
+        let ack = self
+            .js
+            .publish_with_headers(format!("{}.dlq", self.ns), headers, bytes.to_vec().into())
+            .await
+            .map_err(nats_error)?
+            .await
+            .map_err(nats_error)?;
+        Ok(ack.sequence.to_string())
+    }
+
+    async fn log_envelopes(&self, filter: String) -> BusResult<Vec<Envelope>> {
+        let stream = format!("{}_LOG", self.ns);
+        self.read(&stream, filter)
+            .await?
+            .iter()
+            .map(|m| envelope_from(m.headers.as_ref(), &m.payload))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Bus for NatsBus {
+    fn config(&self) -> &BusConfig {
+        &self.config
+    }
+
+    async fn bind(&self, binding: Binding) -> BusResult<()> {
+        let (kind, value) = binding.filter.parts();
+        let subject = format!(
+            "{}.bind.{}.{kind}.{}",
+            self.ns,
+            hex(&binding.queue),
+            hex(value)
+        );
+        let publish = Publish::build()
+            .payload(Vec::new().into())
+            .message_id(subject.clone());
+        self.js
+            .send_publish(subject, publish)
+            .await
+            .map_err(nats_error)?
+            .await
+            .map_err(nats_error)?;
+        *self.binding_cache.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
+    }
+
+    async fn bindings(&self) -> BusResult<Vec<Binding>> {
+        if let Some((at, list)) = &*self.binding_cache.lock().unwrap_or_else(|p| p.into_inner())
+            && at.elapsed() < BINDING_CACHE
+        {
+            return Ok(list.clone());
+        }
+        let prefix = format!("{}.bind.", self.ns);
+        let mut list = Vec::new();
+        for m in self
+            .read(&format!("{}_BIND", self.ns), format!("{prefix}>"))
+            .await?
+        {
+            let key = m.subject.strip_prefix(&prefix).unwrap_or_default();
+            let mut parts = key.splitn(3, '.');
+            let parsed = (
+                parts.next().and_then(unhex),
+                parts.next(),
+                parts.next().and_then(unhex),
+            );
+            let (Some(queue), Some(kind), Some(value)) = parsed else {
+                return Err(BusError::Corrupt(format!(
+                    "binding subject {} does not parse",
+                    m.subject
+                )));
+            };
+            let filter = Filter::from_parts(kind, &value)
+                .ok_or_else(|| BusError::Corrupt(format!("unknown binding kind {kind:?}")))?;
+            let binding = Binding { queue, filter };
+            if !list.contains(&binding) {
+                list.push(binding);
+            }
+        }
+        *self.binding_cache.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((Instant::now(), list.clone()));
+        Ok(list)
+    }
+
+    async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
+        let headers = envelope_headers(env)?;
+        let mut acks = Vec::with_capacity(queues.len());
+        for q in queues {
+            let subject = format!("{}.q.{}.{}", self.ns, hex(q), env.priority.rank());
+            let mut publish = Publish::build()
+                .payload(env.bytes.clone().into())
+                .headers(headers.clone());
+            if dedupe {
+                publish = publish.message_id(format!("{}:{}", env.id, hex(q)));
+            }
+            acks.push(
+                self.js
+                    .send_publish(subject, publish)
+                    .await
+                    .map_err(nats_error)?,
+            );
+        }
+        let acks = try_join_all(acks.into_iter().map(std::future::IntoFuture::into_future))
+            .await
+            .map_err(nats_error)?;
+        let stored = !dedupe || acks.iter().any(|a| !a.duplicate);
+        if stored {
+            let subject = format!(
+                "{}.log.{}.{}.{}",
+                self.ns,
+                key_token(env.task_id.as_deref()),
+                key_token(env.correlation_id.as_deref()),
+                key_token(env.conversation_id.as_deref())
+            );
+            let mut publish = Publish::build()
+                .payload(env.bytes.clone().into())
+                .headers(headers);
+            if dedupe {
+                publish = publish.message_id(env.id.clone());
+            }
+            self.js
+                .send_publish(subject, publish)
+                .await
+                .map_err(nats_error)?
+                .await
+                .map_err(nats_error)?;
+        }
+        Ok(stored)
+    }
+
+    async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
+        let mut consumers = Vec::with_capacity(4);
+        let mut waiting = [0usize; 4];
+        for rank in 0..4u8 {
+            let mut c = self.consumer(queue, rank).await?;
+            let info = c.info().await.map_err(nats_error)?;
+            waiting[rank as usize] = usize::try_from(info.num_pending)
+                .unwrap_or(usize::MAX)
+                .saturating_add(info.num_ack_pending);
+            consumers.push(c);
+        }
+        let plan = {
+            let mut all = self.schedulers.lock().unwrap_or_else(|p| p.into_inner());
+            let s = all
+                .entry(queue.to_owned())
+                .or_insert_with(|| FairScheduler::new(self.config.weights));
+            s.plan(waiting, max)
+        };
+        let mut wanted = [0usize; 4];
+        for p in &plan {
+            wanted[p.rank() as usize] += 1;
+        }
+        let fetches = consumers.iter().zip(wanted).map(|(c, n)| async move {
+            let mut got = Vec::new();
+            if n > 0 {
+                let mut batch = c
+                    .fetch()
+                    .max_messages(n)
+                    .messages()
+                    .await
+                    .map_err(nats_error)?;
+                while let Some(m) = batch.next().await {
+                    got.push(m.map_err(nats_error)?);
+                }
+            }
+            Ok::<_, BusError>(got)
+        });
+        let mut levels: Vec<std::collections::VecDeque<jetstream::Message>> = try_join_all(fetches)
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        let mut out = Vec::with_capacity(plan.len());
+        for p in plan {
+            let Some(m) = levels[p.rank() as usize].pop_front() else {
+                continue;
+            };
+            let reply = m.reply.as_ref().map(|r| r.to_string());
+            let attempt = m.info().map_err(nats_error)?.delivered;
+            out.push(Delivery {
+                envelope: std::sync::Arc::new(envelope_from(m.headers.as_ref(), &m.payload)?),
+                queue: queue.to_owned(),
+                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                token: reply
+                    .ok_or_else(|| BusError::Corrupt("a delivery has no ack subject".into()))?,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn ack(&self, d: &Delivery) -> BusResult<()> {
+        self.settle(d, "+ACK".into(), true).await
+    }
+
+    async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
+        let payload = if delay.is_zero() {
+            "-NAK".to_owned()
+        } else {
+            format!("-NAK {{\"delay\": {}}}", delay.as_nanos())
+        };
+        self.settle(d, payload, false).await
+    }
+
+    async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
+        self.settle(d, "+WPI".into(), false).await
+    }
+
+    async fn dead_letter(&self, d: &Delivery, reason: DeadReason) -> BusResult<()> {
+        let env = (*d.envelope).clone();
+        let info = DeadInfo {
+            message_id: Some(env.id.clone()),
+            queue: Some(d.queue.clone()),
+            reason,
+            envelope: Some(Envelope {
+                bytes: Vec::new(),
+                ..env
+            }),
+        };
+        self.add_dead(info, &d.envelope.bytes).await?;
+        self.settle(d, "+TERM".into(), true).await
+    }
+
+    async fn record_rejected(
+        &self,
+        bytes: &[u8],
+        message_id: Option<&str>,
+        reason: DeadReason,
+    ) -> BusResult<String> {
+        let info = DeadInfo {
+            message_id: message_id.map(str::to_owned),
+            queue: None,
+            reason,
+            envelope: None,
+        };
+        self.add_dead(info, bytes).await
+    }
+
+    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
+        Ok(self
+            .dead_info()
+            .await?
+            .into_iter()
+            .map(|(seq, info, bytes)| DeadLetter {
+                id: seq.to_string(),
+                message_id: info.message_id,
+                queue: info.queue,
+                reason: info.reason,
+                envelope: info.envelope.map(|e| Envelope {
+                    bytes: bytes.clone(),
+                    ..e
+                }),
+                bytes,
+            })
+            .collect())
+    }
+
+    async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
+        let unknown = || BusError::UnknownDeadLetter(id.to_owned());
+        let seq: u64 = id.parse().map_err(|_| unknown())?;
+        let stream = self
+            .js
+            .get_stream(format!("{}_DLQ", self.ns))
+            .await
+            .map_err(nats_error)?;
+        match stream.delete_message(seq).await {
+            Ok(true) => Ok(()),
+            _ => Err(unknown()),
+        }
+    }
+
+    async fn already_handled(&self, handler: &str, message_id: &str) -> BusResult<bool> {
+        let subject = self.done_subject(handler, message_id);
+        let found = match self.done.get_last_raw_message_by_subject(&subject).await {
+            Ok(m) => m,
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(false),
+            Err(e) => return Err(nats_error(e)),
+        };
+        // The effect is recorded; its outgoing messages may not all have been published before
+        // a crash. Publishing them again is harmless: they are de-duplicated by id.
+        let committed: Committed = serde_json::from_slice(&found.payload)
+            .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))?;
+        self.publish_outgoing(&committed.outgoing).await?;
+        Ok(true)
+    }
+
+    async fn commit_once(
+        &self,
+        handler: &str,
+        message_id: &str,
+        record: &[u8],
+        outgoing: &[(Envelope, Vec<String>)],
+    ) -> BusResult<bool> {
+        let committed = Committed {
+            record: record.to_vec(),
+            outgoing: outgoing.to_vec(),
+        };
+        let value = serde_json::to_vec(&committed).map_err(nats_error)?;
+        let publish = Publish::build()
+            .payload(value.into())
+            .expected_last_subject_sequence(0);
+        let subject = self.done_subject(handler, message_id);
+        let ack = self
+            .js
+            .send_publish(subject, publish)
+            .await
+            .map_err(nats_error)?
+            .await;
+        match ack {
+            Ok(_) => {}
+            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => return Ok(false),
+            Err(e) => return Err(nats_error(e)),
+        }
+        self.publish_outgoing(outgoing).await?;
+        Ok(true)
+    }
+
+    async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>> {
+        let prefix = format!("{}.done.{}.", self.ns, hex(handler));
+        let mut out = Vec::new();
+        for m in self
+            .read(&format!("{}_DONE", self.ns), format!("{prefix}>"))
+            .await?
+        {
+            let committed: Committed = serde_json::from_slice(&m.payload)
+                .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))?;
+            let message_id = m
+                .subject
+                .strip_prefix(&prefix)
+                .and_then(unhex)
+                .ok_or_else(|| {
+                    BusError::Corrupt(format!("handled subject {} does not parse", m.subject))
+                })?;
+            out.push(EffectRecord {
+                handler: handler.to_owned(),
+                message_id,
+                record: committed.record,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
+        self.log_envelopes(format!("{}.log.{}.*.*", self.ns, hex(task_id)))
+            .await
+    }
+
+    async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {
+        self.log_envelopes(format!("{}.log.*.{}.*", self.ns, hex(correlation_id)))
+            .await
+    }
+
+    async fn conversation(
+        &self,
+        conversation_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> BusResult<Vec<LogEntry>> {
+        let all = self
+            .log_envelopes(format!("{}.log.*.*.{}", self.ns, hex(conversation_id)))
+            .await?;
+        Ok(all
+            .into_iter()
+            .zip(1u64..)
+            .skip_while(|(_, seq)| *seq <= after)
+            .take(limit)
+            .map(|(envelope, seq)| LogEntry { seq, envelope })
+            .collect())
+    }
+
+    async fn wait_for(&self, _queue: &str, timeout: Duration) {
+        tokio::time::sleep(timeout.min(self.config.poll_interval.max(Duration::from_millis(20))))
+            .await;
+    }
+}
