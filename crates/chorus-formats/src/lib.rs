@@ -1,1 +1,23 @@
-//! Codecs between chorus messages and provider formats.
+//! Codecs between chorus messages and provider formats; every loss is reported, never silent.
+//!
+//! Each format lives in its own module with the same shape: `mod.rs` (capability table and the
+//! public `decode` / `encode`), `decode.rs`, `encode.rs` and golden tests. Every codec converts
+//! to and from [`chorus_core::Conversation`]; no codec converts straight into another.
+
+pub mod anthropic;
+pub mod capability;
+pub mod chorus;
+pub mod common;
+pub mod error;
+pub mod loss;
+pub mod openai_chat;
+pub mod options;
+
+mod registry;
+
+pub use capability::Capabilities;
+pub use common::names::NamePolicy;
+pub use error::{DecodeError, Error};
+pub use loss::{Encoded, Loss, Policy};
+pub use options::EncodeOptions;
+pub use registry::{Format, convert};

@@ -1,0 +1,459 @@
+//! chorus → Anthropic Messages request JSON.
+
+use chorus_core::media::DataUrl;
+use chorus_core::{CitationMap, Content, ContentPart, Conversation, Message, Role, ToolDefinition};
+use serde_json::{Map, Value, json};
+
+use crate::Format;
+use crate::anthropic::citations::{sendable, unanchor};
+use crate::common::extras::{drop_all, for_target, merge_into};
+use crate::common::json::{child, item};
+use crate::common::media::{data_as_text, image_url};
+use crate::common::names;
+use crate::common::pairing::paired_order;
+use crate::loss::{Losses, Policy};
+use crate::openai_chat::encode::ORIGIN;
+use crate::options::EncodeOptions;
+
+const ME: Format = Format::Anthropic;
+
+/// One Anthropic turn being built.
+struct Turn {
+    role: &'static str,
+    text: Option<String>,
+    blocks: Vec<Value>,
+    ends_with_user_text: bool,
+    extra: Map<String, Value>,
+}
+
+impl Turn {
+    fn push(&mut self, blocks: Vec<Value>) {
+        if let Some(text) = self.text.take() {
+            self.blocks.push(json!({"type": "text", "text": text}));
+        }
+        self.blocks.extend(blocks);
+    }
+
+    fn into_value(self) -> Value {
+        let mut out = Map::new();
+        out.insert("role".into(), Value::String(self.role.into()));
+        out.insert(
+            "content".into(),
+            match self.text {
+                Some(text) => Value::String(text),
+                None => Value::Array(self.blocks),
+            },
+        );
+        out.extend(self.extra);
+        Value::Object(out)
+    }
+}
+
+/// Encodes a conversation as a Messages API request.
+pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
+    let order = paired_order(&conversation.messages, losses);
+    let ordered = order
+        .into_iter()
+        .map(|i| (i, conversation.messages[i].clone()))
+        .collect();
+    let messages = names::apply(ordered, options.names, losses);
+    let mut system: Vec<(usize, &Message)> = Vec::new();
+    let mut turns: Vec<Turn> = Vec::new();
+    for (i, m) in &messages {
+        let at = item("/messages", *i);
+        fields(m, &at, losses);
+        match m.role {
+            Role::System | Role::Developer => {
+                if m.role == Role::Developer {
+                    losses.push(
+                        child(&at, "role"),
+                        Policy::Downgraded,
+                        "developer message sent in the system prompt",
+                    );
+                }
+                if !turns.is_empty() {
+                    losses.push(
+                        &at,
+                        Policy::Moved,
+                        "system message moved into the top-level system prompt",
+                    );
+                }
+                system.push((*i, m));
+            }
+            Role::User | Role::Tool | Role::Assistant => turn(m, &at, &mut turns, losses),
+        }
+    }
+    let mut out = Map::new();
+    if !system.is_empty() {
+        out.insert("system".into(), system_value(&system, losses));
+    }
+    out.insert(
+        "messages".into(),
+        Value::Array(turns.into_iter().map(Turn::into_value).collect()),
+    );
+    if let Some(tools) = &conversation.tools {
+        let tools = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| tool(t, &item("/tools", i), losses))
+            .collect();
+        out.insert("tools".into(), Value::Array(tools));
+    }
+    merge_into(&mut out, &conversation.extra, ME, "", losses);
+    Value::Object(out)
+}
+
+/// Message fields Anthropic has no place for.
+fn fields(m: &Message, at: &str, losses: &mut Losses) {
+    for (key, present) in [
+        ("id", m.id.is_some()),
+        ("created_at", m.created_at.is_some()),
+        ("channel", m.channel.is_some()),
+        ("recipient", m.recipient.is_some()),
+    ] {
+        if present {
+            losses.push(
+                child(at, key),
+                Policy::Dropped,
+                format!("Anthropic messages have no `{key}`"),
+            );
+        }
+    }
+    if let Some(metadata) = &m.metadata {
+        let mut rest = metadata.clone();
+        let citations = rest.citation_map.take();
+        if rest != Default::default() {
+            losses.push(
+                child(at, "metadata"),
+                Policy::Dropped,
+                "Anthropic messages have no metadata",
+            );
+        }
+        for (id, citation) in citations.iter().flatten() {
+            if !sendable(citation) {
+                let path = child(&child(&child(at, "metadata"), "citation_map"), id);
+                losses.push(
+                    path,
+                    Policy::Dropped,
+                    "not an Anthropic citation location; the anchor stays in the text",
+                );
+            }
+        }
+    }
+}
+
+fn turn(m: &Message, at: &str, turns: &mut Vec<Turn>, losses: &mut Losses) {
+    let role = if m.role == Role::Assistant {
+        "assistant"
+    } else {
+        "user"
+    };
+    let mut extra = for_target(&m.extra, ME, at, losses);
+    let citations = m.metadata.as_ref().and_then(|md| md.citation_map.as_ref());
+    let mut blocks = Vec::new();
+    let mut text = None;
+    if m.role == Role::Tool {
+        blocks.push(tool_result(m, std::mem::take(&mut extra), at, losses));
+    } else {
+        match m.content() {
+            Some(Content::Text(t)) if m.calls().is_empty() && citations.is_none() => {
+                text = Some(t.clone())
+            }
+            Some(Content::Text(t)) => blocks.push(text_block(t, citations, Map::new())),
+            Some(Content::Parts(parts)) => {
+                if parts.is_empty() && !m.calls().is_empty() {
+                    losses.push(
+                        child(at, "content"),
+                        Policy::Dropped,
+                        "an empty part list next to tool calls is written as no content",
+                    );
+                }
+                blocks = self::blocks(parts, m.role, citations, &child(at, "content"), losses);
+            }
+            None => {}
+        }
+        for call in m.calls() {
+            blocks.push(tool_use(call, at, losses));
+        }
+    }
+    let is_result = m.role == Role::Tool;
+    match turns.last_mut() {
+        Some(last) if last.role == role => {
+            if role == "assistant" || (last.ends_with_user_text && !is_result) {
+                losses.push(
+                    at,
+                    Policy::Merged,
+                    format!("merged into the previous {role} turn (Anthropic turns alternate)"),
+                );
+            }
+            last.ends_with_user_text = !is_result;
+            last.push(blocks);
+            if let Some(t) = text {
+                last.push(vec![json!({"type": "text", "text": t})]);
+            }
+            for (key, value) in extra {
+                last.extra.entry(key).or_insert(value);
+            }
+        }
+        _ => turns.push(Turn {
+            role,
+            text,
+            blocks,
+            ends_with_user_text: role == "user" && !is_result,
+            extra,
+        }),
+    }
+}
+
+fn tool_use(call: &chorus_core::ToolCall, at: &str, losses: &mut Losses) -> Value {
+    let input = match call.parsed_arguments() {
+        Ok(value @ Value::Object(_)) => value,
+        _ => {
+            losses.push(
+                child(at, "tool_calls"),
+                Policy::Downgraded,
+                format!(
+                    "arguments of call {} are not a JSON object; sent as {{}}",
+                    call.id
+                ),
+            );
+            json!({})
+        }
+    };
+    let mut block =
+        json!({"type": "tool_use", "id": call.id, "name": call.function.name, "input": input});
+    if let Value::Object(map) = &mut block {
+        merge_into(map, &call.extra, ME, at, losses);
+        drop_all(&call.function.extra, at, "an Anthropic tool_use", losses);
+    }
+    block
+}
+
+fn tool_result(m: &Message, extra: Map<String, Value>, at: &str, losses: &mut Losses) -> Value {
+    let mut block = Map::new();
+    block.insert("type".into(), "tool_result".into());
+    block.insert(
+        "tool_use_id".into(),
+        Value::String(m.tool_call_id.clone().unwrap_or_default()),
+    );
+    match m.content() {
+        Some(Content::Text(t)) => {
+            block.insert("content".into(), Value::String(t.clone()));
+        }
+        Some(Content::Parts(parts)) => {
+            block.insert(
+                "content".into(),
+                Value::Array(blocks(
+                    parts,
+                    Role::Tool,
+                    None,
+                    &child(at, "content"),
+                    losses,
+                )),
+            );
+        }
+        None => {}
+    }
+    block.extend(extra);
+    Value::Object(block)
+}
+
+fn text_block(text: &str, citations: Option<&CitationMap>, extra: Map<String, Value>) -> Value {
+    let (plain, cited) = unanchor(text, citations);
+    let mut block = json!({"type": "text", "text": plain});
+    if !cited.is_empty() {
+        block["citations"] = Value::Array(cited);
+    }
+    if let Value::Object(map) = &mut block {
+        map.extend(extra);
+    }
+    block
+}
+
+fn blocks(
+    parts: &[ContentPart],
+    role: Role,
+    citations: Option<&CitationMap>,
+    pointer: &str,
+    losses: &mut Losses,
+) -> Vec<Value> {
+    let mut out = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let at = item(pointer, i);
+        let block = match part {
+            ContentPart::Text(t) => {
+                if t.index.is_some() {
+                    losses.push(
+                        child(&at, "index"),
+                        Policy::Dropped,
+                        "Anthropic blocks have no `index`",
+                    );
+                }
+                text_block(&t.text, citations, for_target(&t.extra, ME, &at, losses))
+            }
+            ContentPart::Reasoning(r) if role == Role::Assistant => {
+                let mut block = json!({"type": "thinking", "thinking": r.text});
+                if let Some(signature) = &r.signature {
+                    block["signature"] = Value::String(signature.clone());
+                }
+                with(block, for_target(&r.extra, ME, &at, losses))
+            }
+            ContentPart::Image(img) => {
+                let url = image_url(img, &at, false, losses);
+                drop_all(
+                    &img.image_url.extra,
+                    &child(&at, "image_url"),
+                    "an Anthropic image source",
+                    losses,
+                );
+                let source = match DataUrl::parse(&url) {
+                    Some(data) => {
+                        json!({"type": "base64", "media_type": data.media_type, "data": data.base64})
+                    }
+                    None => json!({"type": "url", "url": url}),
+                };
+                with(
+                    json!({"type": "image", "source": source}),
+                    for_target(&img.extra, ME, &at, losses),
+                )
+            }
+            ContentPart::File(f) => with(
+                document(&f.file, &at, losses),
+                for_target(&f.extra, ME, &at, losses),
+            ),
+            ContentPart::Data(d) => json!({"type": "text", "text": data_as_text(d, &at, losses)}),
+            ContentPart::Other(other)
+                if other.get(ORIGIN).and_then(Value::as_str) == Some(ME.id()) =>
+            {
+                let mut block = other.clone();
+                block.remove(ORIGIN);
+                Value::Object(block)
+            }
+            other => {
+                let why = match other {
+                    ContentPart::Reasoning(_) => {
+                        "Anthropic carries thinking only in assistant turns".to_owned()
+                    }
+                    ContentPart::Audio(_) => "Anthropic has no audio input".to_owned(),
+                    _ => format!("Anthropic has no block for a `{}` part", other.type_name()),
+                };
+                losses.push(at, Policy::Dropped, why);
+                continue;
+            }
+        };
+        out.push(block);
+    }
+    out
+}
+
+fn document(file: &chorus_core::FileRef, at: &str, losses: &mut Losses) -> Value {
+    let file_at = child(at, "file");
+    let data_url = file.file_data.as_deref().and_then(DataUrl::parse);
+    let source = if let Some(id) = &file.file_id {
+        json!({"type": "file", "file_id": id})
+    } else if let Some(data) = data_url {
+        json!({"type": "base64", "media_type": data.media_type, "data": data.base64})
+    } else if let Some(data) = &file.file_data {
+        match file.mime_type.as_deref() {
+            Some(text @ "text/plain") => json!({"type": "text", "media_type": text, "data": data}),
+            media => {
+                json!({"type": "base64", "media_type": media.unwrap_or("application/pdf"), "data": data})
+            }
+        }
+    } else if let Some(url) = &file.url {
+        json!({"type": "url", "url": url})
+    } else {
+        losses.push(&file_at, Policy::Dropped, "a file without id, data or URL");
+        json!({"type": "text", "media_type": "text/plain", "data": ""})
+    };
+    let mut block = json!({"type": "document", "source": source});
+    if let Some(name) = &file.filename {
+        block["title"] = Value::String(name.clone());
+    }
+    let used = [
+        file.file_id.is_some(),
+        file.file_data.is_some(),
+        file.url.is_some(),
+    ];
+    if used.iter().filter(|u| **u).count() > 1 {
+        losses.push(
+            &file_at,
+            Policy::Dropped,
+            "a document has one source; the others are not sent",
+        );
+    }
+    if file.url.is_some() && file.mime_type.is_some() && file.file_data.is_none() {
+        losses.push(
+            child(&file_at, "mime_type"),
+            Policy::Dropped,
+            "a URL document source has no media type",
+        );
+    }
+    drop_all(
+        &file.extra,
+        &file_at,
+        "an Anthropic document source",
+        losses,
+    );
+    block
+}
+
+fn with(mut block: Value, extra: Map<String, Value>) -> Value {
+    if let Value::Object(map) = &mut block {
+        map.extend(extra);
+    }
+    block
+}
+
+fn system_value(system: &[(usize, &Message)], losses: &mut Losses) -> Value {
+    if let [(_, only)] = system
+        && let Some(Content::Text(text)) = only.content()
+    {
+        return Value::String(text.clone());
+    }
+    let mut blocks = Vec::new();
+    for (i, m) in system {
+        let at = child(&item("/messages", *i), "content");
+        match m.content() {
+            Some(Content::Text(text)) => blocks.push(json!({"type": "text", "text": text})),
+            Some(Content::Parts(parts)) => {
+                blocks.extend(self::blocks(parts, Role::System, None, &at, losses))
+            }
+            None => {}
+        }
+    }
+    Value::Array(blocks)
+}
+
+fn tool(tool: &ToolDefinition, at: &str, losses: &mut Losses) -> Value {
+    let f = &tool.function;
+    let mut out = Map::new();
+    match tool.kind.as_deref() {
+        None | Some("function") => {}
+        Some(server) => {
+            out.insert("type".into(), Value::String(server.into()));
+        }
+    }
+    out.insert("name".into(), Value::String(f.name.clone()));
+    if let Some(description) = &f.description {
+        out.insert("description".into(), Value::String(description.clone()));
+    }
+    if let Some(parameters) = &f.parameters {
+        out.insert("input_schema".into(), parameters.clone());
+    }
+    if f.strict.is_some() {
+        losses.push(
+            child(at, "function/strict"),
+            Policy::Dropped,
+            "Anthropic tools have no `strict`",
+        );
+    }
+    drop_all(
+        &f.extra,
+        &child(at, "function"),
+        "an Anthropic tool",
+        losses,
+    );
+    merge_into(&mut out, &tool.extra, ME, at, losses);
+    Value::Object(out)
+}

@@ -1,0 +1,56 @@
+//! Anthropic Messages API: top-level `system`, content blocks, tool use and results, thinking.
+
+pub mod citations;
+pub mod decode;
+pub mod encode;
+#[cfg(test)]
+mod tests;
+
+use chorus_core::Conversation;
+use serde_json::Value;
+
+use crate::capability::Capabilities;
+use crate::error::DecodeError;
+use crate::loss::{Encoded, Losses};
+use crate::options::EncodeOptions;
+
+/// What the Messages API carries.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    format: "anthropic",
+    describes: "Anthropic Messages API request (system, messages, tools) and response",
+    roles: &[
+        "system (top-level)",
+        "user",
+        "assistant",
+        "tool (tool_result blocks in the next user turn)",
+    ],
+    parts: &[
+        "text",
+        "reasoning (thinking with signature)",
+        "image_url (base64 or URL)",
+        "file (document: base64, text, URL, file id)",
+        "other Anthropic blocks (kept)",
+    ],
+    tool_results: "text, images and documents; is_error kept",
+    names: "no: policy prefix (`name: text`) or <history> fold",
+    citations: "text-block citations ⇄ [cit_..] anchors + metadata.citation_map (Anthropic location types only)",
+    reasoning: "thinking blocks with signature; redacted_thinking kept",
+    downgrades: &[
+        "tool results open the next user turn; consecutive same-role turns are merged",
+        "system and developer messages go to the top-level system prompt",
+        "audio is dropped; data parts are written as JSON text",
+        "image rotation is applied to base64 images; reported as lost for URL images",
+    ],
+};
+
+/// Decodes a Messages request or response.
+pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
+    decode::decode(value)
+}
+
+/// Encodes a conversation as a Messages request.
+pub fn encode(conversation: &Conversation, options: &EncodeOptions) -> Encoded<Value> {
+    let mut losses = Losses::default();
+    let value = encode::request(conversation, options, &mut losses);
+    losses.finish(value)
+}

@@ -1,0 +1,109 @@
+//! Reading provider JSON with JSON-pointer errors.
+
+use serde_json::{Map, Value};
+
+use crate::error::DecodeError;
+use crate::loss::pointer_segment;
+
+/// How a JSON value is described in error messages.
+pub fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) if s.len() <= 40 => format!("the string {s:?}"),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// `pointer` extended by one key.
+pub fn child(pointer: &str, key: &str) -> String {
+    format!("{pointer}/{}", pointer_segment(key))
+}
+
+/// `pointer` extended by one index.
+pub fn item(pointer: &str, index: usize) -> String {
+    format!("{pointer}/{index}")
+}
+
+/// The value as an object.
+pub fn object<'a>(value: &'a Value, pointer: &str) -> Result<&'a Map<String, Value>, DecodeError> {
+    value
+        .as_object()
+        .ok_or_else(|| DecodeError::new(pointer, "an object", describe(value)))
+}
+
+/// The value as an array.
+pub fn array<'a>(value: &'a Value, pointer: &str) -> Result<&'a Vec<Value>, DecodeError> {
+    value
+        .as_array()
+        .ok_or_else(|| DecodeError::new(pointer, "an array", describe(value)))
+}
+
+/// A required string field.
+pub fn string<'a>(
+    map: &'a Map<String, Value>,
+    key: &str,
+    pointer: &str,
+) -> Result<&'a str, DecodeError> {
+    match map.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(DecodeError::new(
+            child(pointer, key),
+            "a string",
+            describe(other),
+        )),
+        None => Err(DecodeError::new(
+            child(pointer, key),
+            format!("a string field `{key}`"),
+            "nothing",
+        )),
+    }
+}
+
+/// An optional string field (`null` counts as absent).
+pub fn opt_string<'a>(
+    map: &'a Map<String, Value>,
+    key: &str,
+    pointer: &str,
+) -> Result<Option<&'a str>, DecodeError> {
+    match map.get(key) {
+        Some(Value::String(s)) => Ok(Some(s)),
+        None | Some(Value::Null) => Ok(None),
+        Some(other) => Err(DecodeError::new(
+            child(pointer, key),
+            "a string",
+            describe(other),
+        )),
+    }
+}
+
+/// A required field of any type.
+pub fn field<'a>(
+    map: &'a Map<String, Value>,
+    key: &str,
+    pointer: &str,
+) -> Result<&'a Value, DecodeError> {
+    map.get(key)
+        .ok_or_else(|| DecodeError::new(child(pointer, key), format!("a field `{key}`"), "nothing"))
+}
+
+/// The keys of `map` not in `known`, as a new map.
+pub fn unknown_keys(map: &Map<String, Value>, known: &[&str]) -> Map<String, Value> {
+    map.iter()
+        .filter(|(k, _)| !known.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Deserializes a serde type from a value, with the error placed under `pointer`.
+pub fn typed<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    pointer: &str,
+    expected: &str,
+) -> Result<T, DecodeError> {
+    serde_json::from_value(value.clone())
+        .map_err(|e| DecodeError::new(pointer, expected, format!("{} ({e})", describe(value))))
+}

@@ -1,0 +1,8 @@
+//! Passes and helpers shared by the codecs.
+
+pub mod extras;
+pub mod json;
+pub mod media;
+pub mod names;
+pub mod pairing;
+pub mod rotation;

@@ -1,0 +1,114 @@
+//! The formats by id, and conversion between any two of them through chorus.
+
+use std::str::FromStr;
+
+use chorus_core::Conversation;
+
+use crate::capability::Capabilities;
+use crate::error::Error;
+use crate::loss::Encoded;
+use crate::options::EncodeOptions;
+use crate::{anthropic, chorus, openai_chat};
+
+/// A format chorus converts to and from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// chorus' own JSON.
+    Chorus,
+    /// OpenAI Chat Completions.
+    OpenAiChat,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Format {
+    /// Every format, in the order `chorus formats` prints them.
+    pub const ALL: [Format; 3] = [Format::Chorus, Format::OpenAiChat, Format::Anthropic];
+
+    /// The id used on the command line.
+    pub fn id(self) -> &'static str {
+        self.capabilities().format
+    }
+
+    /// Every id.
+    pub fn ids() -> Vec<&'static str> {
+        Format::ALL.iter().map(|f| f.id()).collect()
+    }
+
+    /// The capability table.
+    pub fn capabilities(self) -> &'static Capabilities {
+        match self {
+            Format::Chorus => &chorus::CAPABILITIES,
+            Format::OpenAiChat => &openai_chat::CAPABILITIES,
+            Format::Anthropic => &anthropic::CAPABILITIES,
+        }
+    }
+
+    /// Open formats write unknown top-level keys back as they are.
+    pub fn is_open(self) -> bool {
+        matches!(self, Format::Chorus | Format::OpenAiChat)
+    }
+
+    /// Decodes `input` (JSON, or text for text formats).
+    pub fn decode(self, input: &str) -> Result<Conversation, Error> {
+        Ok(match self {
+            Format::Chorus => chorus::decode_str(input)?,
+            Format::OpenAiChat => openai_chat::decode_str(input)?,
+            Format::Anthropic => anthropic::decode(&parse_json(input)?)?,
+        })
+    }
+
+    /// Encodes `conversation` as text: pretty JSON, or the format's text.
+    pub fn encode(self, conversation: &Conversation, options: &EncodeOptions) -> Encoded<String> {
+        match self {
+            Format::Chorus => chorus::encode(conversation).map(pretty),
+            Format::OpenAiChat => openai_chat::encode(conversation, options).map(pretty),
+            Format::Anthropic => anthropic::encode(conversation, options).map(pretty),
+        }
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+
+    fn from_str(id: &str) -> Result<Self, Error> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.id() == id)
+            .ok_or_else(|| Error::UnknownFormat(id.to_owned()))
+    }
+}
+
+/// Parses JSON text, with the position of a syntax error.
+pub(crate) fn parse_json(input: &str) -> Result<serde_json::Value, crate::DecodeError> {
+    serde_json::from_str(input).map_err(|e| {
+        crate::DecodeError::new(
+            format!("{}:{}", e.line(), e.column()),
+            "valid JSON",
+            e.to_string(),
+        )
+    })
+}
+
+fn pretty(value: serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Converts `input` from one format to another through chorus; losses are reported, and turned
+/// into an error when `strict` is set.
+pub fn convert(
+    from: Format,
+    to: Format,
+    input: &str,
+    options: &EncodeOptions,
+    strict: bool,
+) -> Result<Encoded<String>, Error> {
+    let conversation = from.decode(input)?;
+    let encoded = to.encode(&conversation, options);
+    if strict && !encoded.losses.is_empty() {
+        return Err(Error::Lossy(encoded.losses));
+    }
+    Ok(encoded)
+}
