@@ -12,6 +12,7 @@ pub mod error;
 pub mod loss;
 pub mod openai_chat;
 pub mod options;
+pub mod qwen3;
 
 mod registry;
 

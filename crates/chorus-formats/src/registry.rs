@@ -8,7 +8,7 @@ use crate::capability::Capabilities;
 use crate::error::Error;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
-use crate::{anthropic, chorus, openai_chat};
+use crate::{anthropic, chorus, openai_chat, qwen3};
 
 /// A format chorus converts to and from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -19,11 +19,18 @@ pub enum Format {
     OpenAiChat,
     /// Anthropic Messages.
     Anthropic,
+    /// Qwen3 ChatML text.
+    Qwen3,
 }
 
 impl Format {
     /// Every format, in the order `chorus formats` prints them.
-    pub const ALL: [Format; 3] = [Format::Chorus, Format::OpenAiChat, Format::Anthropic];
+    pub const ALL: [Format; 4] = [
+        Format::Chorus,
+        Format::OpenAiChat,
+        Format::Anthropic,
+        Format::Qwen3,
+    ];
 
     /// The id used on the command line.
     pub fn id(self) -> &'static str {
@@ -41,6 +48,7 @@ impl Format {
             Format::Chorus => &chorus::CAPABILITIES,
             Format::OpenAiChat => &openai_chat::CAPABILITIES,
             Format::Anthropic => &anthropic::CAPABILITIES,
+            Format::Qwen3 => &qwen3::CAPABILITIES,
         }
     }
 
@@ -55,6 +63,7 @@ impl Format {
             Format::Chorus => chorus::decode_str(input)?,
             Format::OpenAiChat => openai_chat::decode_str(input)?,
             Format::Anthropic => anthropic::decode(&parse_json(input)?)?,
+            Format::Qwen3 => qwen3::decode(input)?,
         })
     }
 
@@ -64,6 +73,7 @@ impl Format {
             Format::Chorus => chorus::encode(conversation).map(pretty),
             Format::OpenAiChat => openai_chat::encode(conversation, options).map(pretty),
             Format::Anthropic => anthropic::encode(conversation, options).map(pretty),
+            Format::Qwen3 => qwen3::encode(conversation, options),
         }
     }
 }
