@@ -17,8 +17,12 @@ pub mod memory;
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod pipeline;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod routing;
 pub mod sqlite;
+#[cfg(any(feature = "nats", feature = "redis"))]
+mod stored;
 
 pub use agent::{Agent, AgentError};
 pub use bus::{Bus, handle_once};
@@ -32,5 +36,7 @@ pub use error::{BusError, BusResult, Issue};
 pub use memory::MemoryBus;
 #[cfg(feature = "nats")]
 pub use nats::NatsBus;
+#[cfg(feature = "redis")]
+pub use redis::RedisBus;
 pub use routing::{Binding, Filter, RoutingRule};
 pub use sqlite::SqliteBus;

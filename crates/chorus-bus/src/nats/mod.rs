@@ -29,10 +29,8 @@ use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
 use crate::routing::{Binding, Filter};
-use wire::{
-    Committed, DEAD_HEADER, DeadInfo, envelope_from, envelope_headers, hex, key_token, nats_error,
-    unhex,
-};
+use crate::stored::{Committed, DeadInfo};
+use wire::{DEAD_HEADER, envelope_from, envelope_headers, hex, key_token, nats_error, unhex};
 
 /// How long another process's new binding may take to be seen by this one's publishes.
 const BINDING_CACHE: Duration = Duration::from_secs(1);

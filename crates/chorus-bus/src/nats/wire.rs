@@ -1,11 +1,10 @@
 //! How the NATS backend names things and packs envelopes into JetStream messages.
 
 use async_nats::HeaderMap;
-use serde::{Deserialize, Serialize};
 
-use crate::delivery::DeadReason;
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
+use crate::stored::{envelope_from_keys, keys_json};
 
 /// Header carrying the envelope's routing keys (JSON, without the bytes).
 pub(crate) const ENVELOPE_HEADER: &str = "Chorus-Envelope";
@@ -41,11 +40,8 @@ pub(crate) fn key_token(key: Option<&str>) -> String {
 
 /// Headers holding the envelope's routing keys.
 pub(crate) fn envelope_headers(env: &Envelope) -> BusResult<HeaderMap> {
-    let mut keys = env.clone();
-    keys.bytes = Vec::new();
-    let json = serde_json::to_string(&keys).map_err(nats_error)?;
     let mut headers = HeaderMap::new();
-    headers.insert(ENVELOPE_HEADER, json.as_str());
+    headers.insert(ENVELOPE_HEADER, keys_json(env)?.as_str());
     Ok(headers)
 }
 
@@ -54,26 +50,7 @@ pub(crate) fn envelope_from(headers: Option<&HeaderMap>, payload: &[u8]) -> BusR
     let json = headers
         .and_then(|h| h.get(ENVELOPE_HEADER))
         .ok_or_else(|| BusError::Corrupt("a stream message lacks the envelope header".into()))?;
-    let mut env: Envelope = serde_json::from_str(json.as_str())
-        .map_err(|e| BusError::Corrupt(format!("an envelope header does not parse: {e}")))?;
-    env.bytes = payload.to_vec();
-    Ok(env)
-}
-
-/// What a dead letter's header holds.
-#[derive(Serialize, Deserialize)]
-pub(crate) struct DeadInfo {
-    pub message_id: Option<String>,
-    pub queue: Option<String>,
-    pub reason: DeadReason,
-    pub envelope: Option<Envelope>,
-}
-
-/// What `commit_once` stores per (handler, message id).
-#[derive(Serialize, Deserialize)]
-pub(crate) struct Committed {
-    pub record: Vec<u8>,
-    pub outgoing: Vec<(Envelope, Vec<String>)>,
+    envelope_from_keys(json.as_str(), payload)
 }
 
 #[cfg(test)]

@@ -1,0 +1,549 @@
+//! Redis Streams backend with consumer groups (feature `redis`).
+//!
+//! Keys for namespace `ns`: stream `ns:q:<queue>:<rank>` per queue and priority (group
+//! `workers`; acknowledged entries are deleted), lists `ns:task:*`, `ns:corr:*`, `ns:conv:*`
+//! (the tracking logs), hash `ns:dead` (dead letters), set `ns:bindings`, hash
+//! `ns:done:<handler>` plus list `ns:effects:<handler>` (handled ids and their effects) and
+//! `ns:seen:<id>` keys expiring after the dedupe window. Publishing runs as one Lua script, so
+//! de-duplication, queues and logs change together. A nack delay longer than `ack_wait` is
+//! shortened to `ack_wait` (Redis cannot hide a pending entry longer than its idle time).
+
+mod scripts;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::MultiplexedConnection;
+use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply, StreamReadReply};
+use redis::{AsyncCommands, Value};
+
+use crate::bus::Bus;
+use crate::config::{BusConfig, millis};
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::envelope::Envelope;
+use crate::error::{BusError, BusResult};
+use crate::fair::FairScheduler;
+use crate::routing::Binding;
+use crate::stored::{Committed, DeadInfo, pack, unpack};
+
+const GROUP: &str = "workers";
+
+fn redis_error(e: impl std::fmt::Display) -> BusError {
+    BusError::Backend {
+        backend: "redis",
+        detail: e.to_string(),
+    }
+}
+
+/// A bus on Redis Streams.
+pub struct RedisBus {
+    config: BusConfig,
+    ns: String,
+    conn: MultiplexedConnection,
+    consumer: String,
+    groups: Mutex<HashSet<String>>,
+    schedulers: Mutex<HashMap<String, FairScheduler>>,
+}
+
+impl RedisBus {
+    /// Connects to `url` (e.g. `redis://127.0.0.1:6379`) and uses keys under `ns:`.
+    pub async fn connect(url: &str, ns: &str, config: BusConfig) -> BusResult<RedisBus> {
+        let client = redis::Client::open(url).map_err(redis_error)?;
+        let conn = tokio::time::timeout(
+            Duration::from_secs(3),
+            client.get_multiplexed_async_connection(),
+        )
+        .await
+        .map_err(|_| redis_error(format!("connecting to {url} timed out")))?
+        .map_err(|e| redis_error(format!("cannot connect to {url}: {e}")))?;
+        Ok(RedisBus {
+            config,
+            ns: ns.to_owned(),
+            conn,
+            consumer: format!("c-{}", uuid::Uuid::new_v4().simple()),
+            groups: Mutex::default(),
+            schedulers: Mutex::default(),
+        })
+    }
+
+    /// Deletes every key of this namespace (for tests and teardown).
+    pub async fn destroy(self) -> BusResult<()> {
+        let mut conn = self.conn.clone();
+        let keys: Vec<String> = conn
+            .keys(format!("{}:*", self.ns))
+            .await
+            .map_err(redis_error)?;
+        for chunk in keys.chunks(500) {
+            let _: () = conn.del(chunk).await.map_err(redis_error)?;
+        }
+        Ok(())
+    }
+
+    fn stream(&self, queue: &str, rank: u8) -> String {
+        format!("{}:q:{queue}:{rank}", self.ns)
+    }
+
+    fn con(&self) -> MultiplexedConnection {
+        self.conn.clone()
+    }
+
+    async fn ensure_group(&self, key: &str) -> BusResult<()> {
+        if self
+            .groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
+        {
+            return Ok(());
+        }
+        let created: Result<(), redis::RedisError> = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(key)
+            .arg(GROUP)
+            .arg("0")
+            .arg("MKSTREAM")
+            .query_async(&mut self.con())
+            .await;
+        match created {
+            Ok(()) => {}
+            Err(e) if e.code() == Some("BUSYGROUP") => {}
+            Err(e) => return Err(redis_error(e)),
+        }
+        self.groups
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_owned());
+        Ok(())
+    }
+
+    /// Claims up to `n` entries of one stream: overdue ones first, then new ones.
+    async fn claim(&self, key: &str, n: usize) -> BusResult<Vec<(String, u32, Vec<u8>)>> {
+        let mut con = self.con();
+        let overdue: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+            .arg(key)
+            .arg(GROUP)
+            .arg(&self.consumer)
+            .arg(millis(self.config.ack_wait))
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(n)
+            .query_async(&mut con)
+            .await
+            .map_err(redis_error)?;
+        let mut out = Vec::new();
+        for entry in overdue.claimed {
+            let pending: StreamPendingCountReply = redis::cmd("XPENDING")
+                .arg(key)
+                .arg(GROUP)
+                .arg(&entry.id)
+                .arg(&entry.id)
+                .arg(1)
+                .query_async(&mut con)
+                .await
+                .map_err(redis_error)?;
+            let attempt = pending.ids.first().map_or(1, |p| p.times_delivered);
+            out.push((
+                entry.id.clone(),
+                u32::try_from(attempt).unwrap_or(u32::MAX),
+                field(&entry.map)?,
+            ));
+        }
+        if out.len() < n {
+            let fresh: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+                .arg("GROUP")
+                .arg(GROUP)
+                .arg(&self.consumer)
+                .arg("COUNT")
+                .arg(n - out.len())
+                .arg("STREAMS")
+                .arg(key)
+                .arg(">")
+                .query_async(&mut con)
+                .await
+                .map_err(redis_error)?;
+            for entry in fresh.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+                out.push((entry.id.clone(), 1, field(&entry.map)?));
+            }
+        }
+        Ok(out)
+    }
+
+    fn parts(&self, d: &Delivery) -> BusResult<(String, String)> {
+        let (rank, id) = d
+            .token
+            .split_once('|')
+            .ok_or_else(|| BusError::StaleDelivery {
+                token: d.token.clone(),
+                message_id: d.envelope.id.clone(),
+            })?;
+        Ok((format!("{}:q:{}:{rank}", self.ns, d.queue), id.to_owned()))
+    }
+
+    /// Sets the entry's idle time, so that it is redelivered `ack_wait - idle` from now.
+    async fn set_idle(&self, d: &Delivery, idle: Duration) -> BusResult<()> {
+        let (key, id) = self.parts(d)?;
+        let _: Value = redis::cmd("XCLAIM")
+            .arg(&key)
+            .arg(GROUP)
+            .arg(&self.consumer)
+            .arg(0)
+            .arg(&id)
+            .arg("IDLE")
+            .arg(millis(idle))
+            .arg("RETRYCOUNT")
+            .arg(d.attempt)
+            .arg("JUSTID")
+            .query_async(&mut self.con())
+            .await
+            .map_err(redis_error)?;
+        Ok(())
+    }
+
+    async fn add_dead(
+        &self,
+        info: &DeadInfo,
+        bytes: &[u8],
+        settle: Option<(String, String)>,
+    ) -> BusResult<String> {
+        let mut value = serde_json::to_vec(info).map_err(redis_error)?;
+        value.push(b'\n');
+        value.extend_from_slice(bytes);
+        let (key, id) = settle.unwrap_or_default();
+        let dead_id: i64 = scripts::dead()
+            .arg(&self.ns)
+            .arg(value)
+            .arg(key)
+            .arg(id)
+            .invoke_async(&mut self.con())
+            .await
+            .map_err(redis_error)?;
+        Ok(dead_id.to_string())
+    }
+
+    async fn list(&self, key: String, start: isize, stop: isize) -> BusResult<Vec<Envelope>> {
+        let values: Vec<Vec<u8>> = self
+            .con()
+            .lrange(key, start, stop)
+            .await
+            .map_err(redis_error)?;
+        values.iter().map(|v| unpack(v)).collect()
+    }
+
+    async fn publish_outgoing(&self, outgoing: &[(Envelope, Vec<String>)]) -> BusResult<()> {
+        for (env, queues) in outgoing {
+            self.store(env, queues, true).await?;
+        }
+        Ok(())
+    }
+}
+
+fn field(map: &HashMap<String, Value>) -> BusResult<Vec<u8>> {
+    match map.get("m") {
+        Some(Value::BulkString(b)) => Ok(b.clone()),
+        _ => Err(BusError::Corrupt(
+            "a stream entry lacks its message field".into(),
+        )),
+    }
+}
+
+#[async_trait]
+impl Bus for RedisBus {
+    fn config(&self) -> &BusConfig {
+        &self.config
+    }
+
+    async fn bind(&self, binding: Binding) -> BusResult<()> {
+        let member = serde_json::to_string(&binding).map_err(redis_error)?;
+        let _: i64 = self
+            .con()
+            .sadd(format!("{}:bindings", self.ns), member)
+            .await
+            .map_err(redis_error)?;
+        Ok(())
+    }
+
+    async fn bindings(&self) -> BusResult<Vec<Binding>> {
+        let members: Vec<String> = self
+            .con()
+            .smembers(format!("{}:bindings", self.ns))
+            .await
+            .map_err(redis_error)?;
+        let mut list: Vec<Binding> = members
+            .iter()
+            .map(|m| serde_json::from_str(m))
+            .collect::<Result<_, _>>()
+            .map_err(|e| BusError::Corrupt(format!("a binding does not parse: {e}")))?;
+        list.sort_by(|a, b| (&a.queue, a.filter.parts()).cmp(&(&b.queue, b.filter.parts())));
+        Ok(list)
+    }
+
+    async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
+        let mut invocation = scripts::store();
+        invocation
+            .arg(&self.ns)
+            .arg(&env.id)
+            .arg(if dedupe { "1" } else { "0" })
+            .arg(millis(self.config.dedupe_window).max(1))
+            .arg(env.priority.rank())
+            .arg(pack(env)?)
+            .arg(env.task_id.as_deref().unwrap_or(""))
+            .arg(env.correlation_id.as_deref().unwrap_or(""))
+            .arg(env.conversation_id.as_deref().unwrap_or(""));
+        for q in queues {
+            invocation.arg(q);
+        }
+        let stored: i64 = invocation
+            .invoke_async(&mut self.con())
+            .await
+            .map_err(redis_error)?;
+        Ok(stored == 1)
+    }
+
+    async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
+        let keys: Vec<String> = (0..4).map(|r| self.stream(queue, r)).collect();
+        for key in &keys {
+            self.ensure_group(key).await?;
+        }
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.xlen(key);
+        }
+        let lens: Vec<usize> = pipe
+            .query_async(&mut self.con())
+            .await
+            .map_err(redis_error)?;
+        let waiting: [usize; 4] = [lens[0], lens[1], lens[2], lens[3]];
+        let plan = {
+            let mut all = self.schedulers.lock().unwrap_or_else(|p| p.into_inner());
+            all.entry(queue.to_owned())
+                .or_insert_with(|| FairScheduler::new(self.config.weights))
+                .plan(waiting, max)
+        };
+        let mut wanted = [0usize; 4];
+        for p in &plan {
+            wanted[p.rank() as usize] += 1;
+        }
+        let mut levels: Vec<std::collections::VecDeque<(String, u32, Vec<u8>)>> = Vec::new();
+        for (rank, key) in keys.iter().enumerate() {
+            let got = if wanted[rank] > 0 {
+                self.claim(key, wanted[rank]).await?
+            } else {
+                Vec::new()
+            };
+            levels.push(got.into());
+        }
+        let mut out = Vec::with_capacity(plan.len());
+        for p in plan {
+            let Some((id, attempt, value)) = levels[p.rank() as usize].pop_front() else {
+                continue;
+            };
+            out.push(Delivery {
+                envelope: std::sync::Arc::new(unpack(&value)?),
+                queue: queue.to_owned(),
+                attempt,
+                token: format!("{}|{id}", p.rank()),
+            });
+        }
+        Ok(out)
+    }
+
+    async fn ack(&self, d: &Delivery) -> BusResult<()> {
+        let (key, id) = self.parts(d)?;
+        let (acked, _): (i64, i64) = redis::pipe()
+            .atomic()
+            .xack(&key, GROUP, &[&id])
+            .xdel(&key, &[&id])
+            .query_async(&mut self.con())
+            .await
+            .map_err(redis_error)?;
+        if acked == 0 {
+            return Err(BusError::StaleDelivery {
+                token: d.token.clone(),
+                message_id: d.envelope.id.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
+        self.set_idle(d, self.config.ack_wait.saturating_sub(delay))
+            .await
+    }
+
+    async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
+        self.set_idle(d, Duration::ZERO).await
+    }
+
+    async fn dead_letter(&self, d: &Delivery, reason: DeadReason) -> BusResult<()> {
+        let env = (*d.envelope).clone();
+        let info = DeadInfo {
+            message_id: Some(env.id.clone()),
+            queue: Some(d.queue.clone()),
+            reason,
+            envelope: Some(Envelope {
+                bytes: Vec::new(),
+                ..env
+            }),
+        };
+        self.add_dead(&info, &d.envelope.bytes, Some(self.parts(d)?))
+            .await?;
+        Ok(())
+    }
+
+    async fn record_rejected(
+        &self,
+        bytes: &[u8],
+        message_id: Option<&str>,
+        reason: DeadReason,
+    ) -> BusResult<String> {
+        let info = DeadInfo {
+            message_id: message_id.map(str::to_owned),
+            queue: None,
+            reason,
+            envelope: None,
+        };
+        self.add_dead(&info, bytes, None).await
+    }
+
+    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
+        let all: HashMap<i64, Vec<u8>> = self
+            .con()
+            .hgetall(format!("{}:dead", self.ns))
+            .await
+            .map_err(redis_error)?;
+        let mut ids: Vec<_> = all.keys().copied().collect();
+        ids.sort_unstable();
+        ids.into_iter()
+            .map(|id| {
+                let value = &all[&id];
+                let split = value
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .unwrap_or(value.len());
+                let info: DeadInfo = serde_json::from_slice(&value[..split])
+                    .map_err(|e| BusError::Corrupt(format!("a dead letter does not parse: {e}")))?;
+                let bytes = value.get(split + 1..).unwrap_or_default().to_vec();
+                Ok(DeadLetter {
+                    id: id.to_string(),
+                    message_id: info.message_id,
+                    queue: info.queue,
+                    reason: info.reason,
+                    envelope: info.envelope.map(|e| Envelope {
+                        bytes: bytes.clone(),
+                        ..e
+                    }),
+                    bytes,
+                })
+            })
+            .collect()
+    }
+
+    async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
+        let removed: i64 = self
+            .con()
+            .hdel(format!("{}:dead", self.ns), id)
+            .await
+            .map_err(redis_error)?;
+        if removed == 0 {
+            return Err(BusError::UnknownDeadLetter(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn already_handled(&self, handler: &str, message_id: &str) -> BusResult<bool> {
+        let value: Option<Vec<u8>> = self
+            .con()
+            .hget(format!("{}:done:{handler}", self.ns), message_id)
+            .await
+            .map_err(redis_error)?;
+        let Some(value) = value else { return Ok(false) };
+        // Outgoing messages of a commit cut short by a crash are published again, de-duplicated.
+        let committed: Committed = serde_json::from_slice(&value)
+            .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))?;
+        self.publish_outgoing(&committed.outgoing).await?;
+        Ok(true)
+    }
+
+    async fn commit_once(
+        &self,
+        handler: &str,
+        message_id: &str,
+        record: &[u8],
+        outgoing: &[(Envelope, Vec<String>)],
+    ) -> BusResult<bool> {
+        let committed = Committed {
+            record: record.to_vec(),
+            outgoing: outgoing.to_vec(),
+        };
+        let value = serde_json::to_vec(&committed).map_err(redis_error)?;
+        let fresh: i64 = scripts::commit()
+            .arg(&self.ns)
+            .arg(handler)
+            .arg(message_id)
+            .arg(value)
+            .invoke_async(&mut self.con())
+            .await
+            .map_err(redis_error)?;
+        if fresh == 0 {
+            return Ok(false);
+        }
+        self.publish_outgoing(outgoing).await?;
+        Ok(true)
+    }
+
+    async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>> {
+        let mut con = self.con();
+        let ids: Vec<String> = con
+            .lrange(format!("{}:effects:{handler}", self.ns), 0, -1)
+            .await
+            .map_err(redis_error)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let value: Vec<u8> = con
+                .hget(format!("{}:done:{handler}", self.ns), &id)
+                .await
+                .map_err(redis_error)?;
+            let committed: Committed = serde_json::from_slice(&value)
+                .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))?;
+            out.push(EffectRecord {
+                handler: handler.to_owned(),
+                message_id: id,
+                record: committed.record,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
+        self.list(format!("{}:task:{task_id}", self.ns), 0, -1)
+            .await
+    }
+
+    async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {
+        self.list(format!("{}:corr:{correlation_id}", self.ns), 0, -1)
+            .await
+    }
+
+    async fn conversation(
+        &self,
+        conversation_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> BusResult<Vec<LogEntry>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let start = isize::try_from(after).unwrap_or(isize::MAX);
+        let stop = start.saturating_add(isize::try_from(limit).unwrap_or(isize::MAX) - 1);
+        let envelopes = self
+            .list(format!("{}:conv:{conversation_id}", self.ns), start, stop)
+            .await?;
+        Ok(envelopes
+            .into_iter()
+            .zip(after + 1..)
+            .map(|(envelope, seq)| LogEntry { seq, envelope })
+            .collect())
+    }
+}

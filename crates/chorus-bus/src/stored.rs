@@ -1,0 +1,73 @@
+//! Records the server backends (NATS, Redis) keep next to the messages themselves.
+
+use serde::{Deserialize, Serialize};
+
+use crate::delivery::DeadReason;
+use crate::envelope::Envelope;
+use crate::error::{BusError, BusResult};
+
+/// What a dead letter keeps besides the original bytes.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct DeadInfo {
+    pub message_id: Option<String>,
+    pub queue: Option<String>,
+    pub reason: DeadReason,
+    pub envelope: Option<Envelope>,
+}
+
+/// What `commit_once` keeps per (handler, message id): the effect and its outgoing messages.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Committed {
+    pub record: Vec<u8>,
+    pub outgoing: Vec<(Envelope, Vec<String>)>,
+}
+
+/// The envelope's routing keys as JSON, without the bytes.
+pub(crate) fn keys_json(env: &Envelope) -> BusResult<String> {
+    let keys = Envelope {
+        bytes: Vec::new(),
+        ..env.clone()
+    };
+    serde_json::to_string(&keys)
+        .map_err(|e| BusError::Storage(format!("cannot encode an envelope: {e}")))
+}
+
+/// Rebuilds an envelope from its routing-key JSON and its bytes.
+pub(crate) fn envelope_from_keys(json: &str, bytes: &[u8]) -> BusResult<Envelope> {
+    let mut env: Envelope = serde_json::from_str(json)
+        .map_err(|e| BusError::Corrupt(format!("stored routing keys do not parse: {e}")))?;
+    env.bytes = bytes.to_vec();
+    Ok(env)
+}
+
+/// One value holding the routing keys, a newline, then the bytes (JSON never holds a raw newline).
+pub(crate) fn pack(env: &Envelope) -> BusResult<Vec<u8>> {
+    let mut out = keys_json(env)?.into_bytes();
+    out.push(b'\n');
+    out.extend_from_slice(&env.bytes);
+    Ok(out)
+}
+
+/// The inverse of [`pack`].
+pub(crate) fn unpack(value: &[u8]) -> BusResult<Envelope> {
+    let split = value
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| BusError::Corrupt("a stored message has no key/bytes separator".into()))?;
+    let keys = std::str::from_utf8(&value[..split])
+        .map_err(|_| BusError::Corrupt("stored routing keys are not UTF-8".into()))?;
+    envelope_from_keys(keys, &value[split + 1..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_round_trips_bytes_with_newlines() {
+        let mut env = Envelope::new("id", vec!["q".into()], b"line1\nline2\n".to_vec());
+        env.task_id = Some("t\n2".into());
+        assert_eq!(unpack(&pack(&env).unwrap()).unwrap(), env);
+        assert!(matches!(unpack(b"no separator"), Err(BusError::Corrupt(_))));
+    }
+}
