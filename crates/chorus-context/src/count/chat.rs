@@ -1,0 +1,263 @@
+//! Counting whole messages and conversations: text, media, tool calls, tool definitions and the
+//! chat framing overhead.
+
+use std::sync::Arc;
+
+use chorus_core::{Content, ContentPart, Conversation, Message, ToolDefinition};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::approximate::{ApproxOptions, approximate_message};
+use super::profile::{Family, ModelProfile};
+use super::pyrepr::json_dumps_len;
+use super::text::{BpeEncoding, TextTokenizer};
+use super::tools::tool_definition_tokens;
+use crate::data::render_part;
+use crate::error::Result;
+use crate::media::{CostTable, MediaPricer};
+
+/// Tokens by what they are spent on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Breakdown {
+    /// Text of contents, names, reasoning and rendered data parts.
+    pub text: usize,
+    /// Images and video frames.
+    pub images: usize,
+    /// Audio.
+    pub audio: usize,
+    /// Tool calls and tool definitions.
+    pub tools: usize,
+    /// Framing: per-message tokens, role names, reply priming.
+    pub overhead: usize,
+}
+
+impl Breakdown {
+    /// The sum of all categories.
+    pub fn total(&self) -> usize {
+        self.text + self.images + self.audio + self.tools + self.overhead
+    }
+
+    fn add(&mut self, other: &Breakdown) {
+        self.text += other.text;
+        self.images += other.images;
+        self.audio += other.audio;
+        self.tools += other.tools;
+        self.overhead += other.overhead;
+    }
+}
+
+/// The count of a list of messages, as `chorus count` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConversationCount {
+    /// All tokens of the request's input.
+    pub total: usize,
+    /// Per-message totals, in order (reply priming and tool definitions are not in them).
+    pub messages: Vec<usize>,
+    /// The total by category.
+    pub breakdown: Breakdown,
+}
+
+/// Counts the tokens a model will see, offline.
+#[derive(Clone)]
+pub struct TokenCounter {
+    profile: ModelProfile,
+    text: Arc<dyn TextTokenizer>,
+    media: MediaPricer,
+    approx: ApproxOptions,
+}
+
+/// Chorus's estimate of the framing of one tool call (not a published figure).
+const TOKENS_PER_TOOL_CALL: usize = 3;
+
+impl TokenCounter {
+    /// A counter for `model` with the default media cost table.
+    pub fn for_model(model: &str) -> Result<Self> {
+        Self::with_table(model, &CostTable::default())
+    }
+
+    /// A counter for `model` with media prices from `table`.
+    pub fn with_table(model: &str, table: &CostTable) -> Result<Self> {
+        let profile = ModelProfile::for_model(model)?;
+        let text: Arc<dyn TextTokenizer> = match profile.family {
+            Family::Cl100kBase => Arc::new(BpeEncoding::Cl100kBase),
+            _ => Arc::new(BpeEncoding::O200kBase),
+        };
+        Ok(TokenCounter {
+            media: MediaPricer::new(table, &profile.model)?,
+            profile,
+            text,
+            approx: ApproxOptions::default(),
+        })
+    }
+
+    /// A counter with any text tokenizer (e.g. a Hugging Face `tokenizer.json`), the cookbook's
+    /// chat overheads, and the media prices `table` gives `media_model`.
+    pub fn with_tokenizer(
+        tokenizer: Arc<dyn TextTokenizer>,
+        media_model: &str,
+        table: &CostTable,
+    ) -> Result<Self> {
+        let mut profile = ModelProfile::for_model("gpt-4o")?;
+        profile.model = media_model.to_owned();
+        Ok(TokenCounter {
+            media: MediaPricer::new(table, media_model)?,
+            profile,
+            text: tokenizer,
+            approx: ApproxOptions::default(),
+        })
+    }
+
+    /// Lets image parts name local files whose headers are then read.
+    pub fn read_local_files(mut self, yes: bool) -> Self {
+        self.media = self.media.read_local_files(yes);
+        self
+    }
+
+    /// The model profile in use.
+    pub fn profile(&self) -> &ModelProfile {
+        &self.profile
+    }
+
+    /// Tokens of plain text (for the approximate family: characters / 4, rounded up).
+    pub fn count_text(&self, text: &str) -> usize {
+        match self.profile.family {
+            Family::Approximate => {
+                (text.chars().count() as f64 / self.approx.chars_per_token).ceil() as usize
+            }
+            _ => self.text.count(text),
+        }
+    }
+
+    /// The breakdown of one message; `index` places it in error pointers (`/messages/{index}`).
+    pub fn count_message(&self, message: &Message, index: usize) -> Result<Breakdown> {
+        if self.profile.family == Family::Approximate {
+            return Ok(self.approximate_breakdown(message));
+        }
+        let pointer = format!("/messages/{index}");
+        let o = self.profile.overhead;
+        let mut b = Breakdown {
+            overhead: o.tokens_per_message.max(0) as usize + self.text.count(message.role.as_str()),
+            ..Breakdown::default()
+        };
+        if let Some(name) = &message.name {
+            b.text += self.text.count(name);
+            let with_name = b.overhead as i64 + o.tokens_per_name;
+            b.overhead = with_name.max(0) as usize;
+        }
+        match message.content() {
+            None => {}
+            Some(Content::Text(text)) => b.text += self.text.count(text),
+            Some(Content::Parts(parts)) => {
+                for (i, part) in parts.iter().enumerate() {
+                    self.count_part(part, &format!("{pointer}/content/{i}"), &mut b)?;
+                }
+            }
+        }
+        for call in message.calls() {
+            b.tools += TOKENS_PER_TOOL_CALL
+                + self.text.count(&call.function.name)
+                + self.text.count(&call.function.arguments);
+        }
+        if let Some(id) = &message.tool_call_id {
+            b.overhead += self.text.count(id);
+        }
+        Ok(b)
+    }
+
+    fn count_part(&self, part: &ContentPart, pointer: &str, b: &mut Breakdown) -> Result<()> {
+        match part {
+            ContentPart::Text(t) => b.text += self.text.count(&t.text),
+            ContentPart::Reasoning(r) => b.text += self.text.count(&r.text),
+            ContentPart::Data(d) => b.text += self.text.count(&render_part(d)),
+            ContentPart::Image(image) => b.images += self.media.image(image, pointer)? as usize,
+            ContentPart::Audio(audio) => b.audio += self.media.audio(audio, pointer)? as usize,
+            ContentPart::File(file) => {
+                b.text += file
+                    .file
+                    .filename
+                    .as_deref()
+                    .map_or(0, |n| self.text.count(n))
+            }
+            ContentPart::Other(map) => {
+                b.text += self.text.count(&Value::Object(map.clone()).to_string())
+            }
+        }
+        Ok(())
+    }
+
+    fn approximate_breakdown(&self, message: &Message) -> Breakdown {
+        let total = approximate_message(message, &self.approx) as usize;
+        let images = match message.content() {
+            Some(Content::Parts(parts)) => {
+                parts
+                    .iter()
+                    .filter(|p| matches!(p, ContentPart::Image(_)))
+                    .count()
+                    * self.approx.tokens_per_image
+            }
+            _ => 0,
+        };
+        let overhead = self.approx.extra_tokens_per_message as usize;
+        Breakdown {
+            text: total - images - overhead,
+            images,
+            overhead,
+            ..Breakdown::default()
+        }
+    }
+
+    /// Tokens of tool definitions: the cookbook heuristic, or for the approximate family
+    /// LangChain's `json.dumps` length / 4.
+    pub fn count_tools(&self, tools: &[ToolDefinition]) -> usize {
+        if self.profile.family == Family::Approximate {
+            let chars: usize = tools
+                .iter()
+                .map(|t| json_dumps_len(&serde_json::to_value(t).unwrap_or(Value::Null)))
+                .sum();
+            return (chars as f64 / self.approx.chars_per_token).ceil() as usize;
+        }
+        tool_definition_tokens(tools, &self.profile.tools, self.text.as_ref())
+    }
+
+    /// Counts messages as one request: per-message counts plus the reply priming.
+    pub fn count_messages(&self, messages: &[Message]) -> Result<ConversationCount> {
+        self.count_request(messages, &[])
+    }
+
+    /// Counts a conversation with its tool definitions.
+    pub fn count_conversation(&self, conversation: &Conversation) -> Result<ConversationCount> {
+        self.count_request(
+            &conversation.messages,
+            conversation.tools.as_deref().unwrap_or_default(),
+        )
+    }
+
+    fn count_request(
+        &self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+    ) -> Result<ConversationCount> {
+        let mut breakdown = Breakdown::default();
+        let mut per_message = Vec::with_capacity(messages.len());
+        for (i, m) in messages.iter().enumerate() {
+            let b = self.count_message(m, i)?;
+            per_message.push(b.total());
+            breakdown.add(&b);
+        }
+        breakdown.overhead += self.reply_priming();
+        breakdown.tools += self.count_tools(tools);
+        Ok(ConversationCount {
+            total: breakdown.total(),
+            messages: per_message,
+            breakdown,
+        })
+    }
+
+    /// Tokens added once per request to prime the reply (0 for the approximate family).
+    pub fn reply_priming(&self) -> usize {
+        match self.profile.family {
+            Family::Approximate => 0,
+            _ => self.profile.overhead.reply_priming,
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The one error type of this crate: every variant names where, what was expected and what was found.
+
+use thiserror::Error;
+
+/// Why counting, data assembly, variable resolution or trimming failed.
+#[derive(Debug, Error, PartialEq)]
+pub enum ContextError {
+    /// The model name maps to no known tokenizer family.
+    #[error(
+        "unknown model `{model}`: expected a model of a known family ({known}); hint: use `approximate` for unknown models"
+    )]
+    UnknownModel {
+        /// The name given.
+        model: String,
+        /// The families chorus knows.
+        known: String,
+    },
+    /// A media part could not be measured.
+    #[error("{pointer}: {what}; found {found}{}", hint_suffix(.hint))]
+    Media {
+        /// JSON pointer of the part.
+        pointer: String,
+        /// What was expected.
+        what: String,
+        /// What was found instead.
+        found: String,
+        /// How to fix it, when a common mistake is known.
+        hint: Option<String>,
+    },
+    /// A media cost table is malformed or names a missing entry.
+    #[error("media cost table {pointer}: {message}")]
+    CostTable {
+        /// JSON pointer into the table.
+        pointer: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `†kind.path` variable or an `_outputPath` could not be resolved.
+    #[error("{pointer}: variable `{variable}` cannot be resolved: {reason}{}", hint_suffix(.hint))]
+    Variable {
+        /// JSON pointer of the string holding the variable.
+        pointer: String,
+        /// The variable as written.
+        variable: String,
+        /// Why it failed.
+        reason: String,
+        /// Keys that exist at the failing level, or another hint.
+        hint: Option<String>,
+    },
+    /// Tool-call arguments are not a JSON document.
+    #[error("{pointer}: expected tool-call arguments as a JSON string; found {found}")]
+    Arguments {
+        /// JSON pointer of the arguments.
+        pointer: String,
+        /// The parse error.
+        found: String,
+    },
+    /// The budget cannot be met.
+    #[error("cannot fit {needed} tokens into a budget of {budget}: {reason}")]
+    DoesNotFit {
+        /// Tokens of what could not be dropped.
+        needed: usize,
+        /// The budget.
+        budget: usize,
+        /// Why nothing more could be dropped.
+        reason: String,
+    },
+    /// Parameters that contradict each other.
+    #[error("invalid parameters: {0}")]
+    Parameters(String),
+    /// A tokenizer file could not be loaded.
+    #[error("tokenizer {path}: {message}")]
+    Tokenizer {
+        /// Where it was read from.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn hint_suffix(hint: &Option<String>) -> String {
+    hint.as_ref()
+        .map(|h| format!(" (hint: {h})"))
+        .unwrap_or_default()
+}
+
+/// Result with [`ContextError`].
+pub type Result<T> = std::result::Result<T, ContextError>;

@@ -1,0 +1,89 @@
+//! Media cost models: images (tiles, patches, crop units, resolution levels) and audio, priced
+//! from a user-overridable table with sizes read from the media's own headers.
+
+pub mod image_cost;
+pub mod probe;
+pub mod table;
+
+use chorus_core::{AudioPart, ImagePart};
+
+use crate::error::{ContextError, Result};
+pub use image_cost::{ImageRequest, Resolution, image_tokens};
+pub use probe::{SizeSource, audio_seconds, image_size, wav_seconds};
+pub use table::{CostTable, ImageModel, ModelRule, Size};
+
+/// The media prices of one model, resolved from a [`CostTable`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MediaPricer {
+    model: String,
+    image: ImageModel,
+    audio_per_second: Option<f64>,
+    remote_default: Size,
+    read_files: bool,
+}
+
+impl MediaPricer {
+    /// The prices `table` gives `model`.
+    pub fn new(table: &CostTable, model: &str) -> Result<Self> {
+        let rule = table.rule(model).ok_or_else(|| ContextError::CostTable {
+            pointer: "/models".into(),
+            message: format!("no rule matches model `{model}`; add one with prefix \"\""),
+        })?;
+        Ok(MediaPricer {
+            model: model.to_owned(),
+            image: table.image_models[&rule.image].clone(),
+            audio_per_second: rule.audio_tokens_per_second,
+            remote_default: table.remote_image_default,
+            read_files: false,
+        })
+    }
+
+    /// Allows reading image headers from local files named by `file://` URLs or plain paths.
+    pub fn read_local_files(mut self, yes: bool) -> Self {
+        self.read_files = yes;
+        self
+    }
+
+    /// Tokens of an image part at JSON pointer `pointer`.
+    pub fn image(&self, part: &ImagePart, pointer: &str) -> Result<u64> {
+        let size =
+            image_size(&part.image_url, self.read_files).map_err(|found| ContextError::Media {
+                pointer: format!("{pointer}/image_url/url"),
+                what: "expected an image (PNG, JPEG, WebP or GIF)".into(),
+                found,
+                hint: Some(
+                    "a `data:` URL must hold base64 image bytes, e.g. data:image/png;base64,…"
+                        .into(),
+                ),
+            })?;
+        let size = size.map_or(self.remote_default, |(size, _)| size);
+        let resolution = part
+            .extra
+            .get("media_resolution")
+            .and_then(|v| v.as_str())
+            .and_then(Resolution::parse);
+        let request = ImageRequest {
+            detail: part.image_url.detail,
+            resolution,
+            video_frame: part.video_metadata.is_some(),
+        };
+        Ok(image_tokens(&self.image, size.width, size.height, request))
+    }
+
+    /// Tokens of an audio part at JSON pointer `pointer`.
+    pub fn audio(&self, part: &AudioPart, pointer: &str) -> Result<u64> {
+        let rate = self.audio_per_second.ok_or_else(|| ContextError::Media {
+            pointer: pointer.to_owned(),
+            what: format!("audio input, which model `{}` does not take", self.model),
+            found: "an input_audio part".into(),
+            hint: Some("transcribe the audio or choose an audio-capable model".into()),
+        })?;
+        let seconds = audio_seconds(&part.input_audio).map_err(|found| ContextError::Media {
+            pointer: format!("{pointer}/input_audio"),
+            what: "audio whose duration can be read (wav, or pcm16 with sample_rate)".into(),
+            found,
+            hint: Some("add \"duration_sec\" to input_audio for compressed formats".into()),
+        })?;
+        Ok((seconds * rate).ceil() as u64)
+    }
+}

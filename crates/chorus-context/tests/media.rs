@@ -1,0 +1,230 @@
+//! Published image and audio examples reproduced from real headers built here, in messages.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use chorus_context::media::{CostTable, MediaPricer};
+use chorus_context::{ContextError, TokenCounter};
+use chorus_core::{ContentPart, Message, Role};
+use serde_json::json;
+
+fn png(w: u32, h: u32) -> Vec<u8> {
+    let mut v = b"\x89PNG\r\n\x1a\n".to_vec();
+    v.extend(13u32.to_be_bytes());
+    v.extend(b"IHDR");
+    v.extend(w.to_be_bytes());
+    v.extend(h.to_be_bytes());
+    v.extend([8, 2, 0, 0, 0]);
+    v.extend([0, 0, 0, 0]); // CRC (not checked by header readers)
+    v
+}
+
+fn jpeg(w: u16, h: u16) -> Vec<u8> {
+    let mut v = vec![0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10];
+    v.extend(b"JFIF\0");
+    v.extend([1, 1, 0, 0, 1, 0, 1, 0, 0]);
+    v.extend([0xFF, 0xC0, 0x00, 0x11, 0x08]);
+    v.extend(h.to_be_bytes());
+    v.extend(w.to_be_bytes());
+    v.extend([3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]);
+    v.extend([0xFF, 0xD9]);
+    v
+}
+
+fn webp(w: u32, h: u32) -> Vec<u8> {
+    let mut v = b"RIFF".to_vec();
+    v.extend(22u32.to_le_bytes());
+    v.extend(b"WEBPVP8X");
+    v.extend(10u32.to_le_bytes());
+    v.extend([0, 0, 0, 0]);
+    v.extend(&(w - 1).to_le_bytes()[..3]);
+    v.extend(&(h - 1).to_le_bytes()[..3]);
+    v
+}
+
+fn gif(w: u16, h: u16) -> Vec<u8> {
+    let mut v = b"GIF89a".to_vec();
+    v.extend(w.to_le_bytes());
+    v.extend(h.to_le_bytes());
+    v.extend([0, 0, 0, 0x3B]);
+    v
+}
+
+fn image_part(mime: &str, bytes: &[u8], detail: &str) -> ContentPart {
+    serde_json::from_value(json!({
+        "type": "image_url",
+        "image_url": {"url": format!("data:{mime};base64,{}", STANDARD.encode(bytes)), "detail": detail}
+    }))
+    .unwrap()
+}
+
+fn image_cost(model: &str, part: &ContentPart) -> u64 {
+    let ContentPart::Image(image) = part else {
+        panic!("not an image")
+    };
+    MediaPricer::new(&CostTable::default(), model)
+        .unwrap()
+        .image(image, "/p")
+        .unwrap()
+}
+
+#[test]
+fn gpt4o_high_1024_square_png_is_765_in_a_message() {
+    let message = Message::with_parts(
+        Role::User,
+        vec![
+            ContentPart::text("What is this?"),
+            image_part("image/png", &png(1024, 1024), "high"),
+        ],
+    );
+    let counter = TokenCounter::for_model("gpt-4o").unwrap();
+    let b = counter.count_message(&message, 0).unwrap();
+    assert_eq!(b.images, 765);
+    assert_eq!(b.text, counter.count_text("What is this?"));
+}
+
+#[test]
+fn published_examples_from_each_header_format() {
+    // OpenAI: 2048x4096 high = 1105 (WebP header); low = 85 whatever the size (GIF header).
+    assert_eq!(
+        image_cost(
+            "gpt-4o",
+            &image_part("image/webp", &webp(2048, 4096), "high")
+        ),
+        1105
+    );
+    assert_eq!(
+        image_cost("gpt-4o", &image_part("image/gif", &gif(4000, 3000), "low")),
+        85
+    );
+    // Anthropic 28-px patches: 1092x1092 = 1521 (JPEG header).
+    assert_eq!(
+        image_cost(
+            "claude-sonnet-4-5",
+            &image_part("image/jpeg", &jpeg(1092, 1092), "auto")
+        ),
+        1521
+    );
+    // Gemini: 960x540 = 6 tiles of 258 (PNG header).
+    assert_eq!(
+        image_cost(
+            "gemini-2.5-flash",
+            &image_part("image/png", &png(960, 540), "auto")
+        ),
+        1548
+    );
+    // gpt-4o-mini tiles: 2833 + 5667 * 4 for 1024x1024 high.
+    assert_eq!(
+        image_cost(
+            "gpt-4o-mini",
+            &image_part("image/png", &png(1024, 1024), "high")
+        ),
+        25501
+    );
+}
+
+#[test]
+fn remote_images_use_hints_then_the_documented_default() {
+    let hinted: ContentPart = serde_json::from_value(json!({
+        "type": "image_url",
+        "image_url": {"url": "https://example.com/a.jpg", "detail": "high", "width": 2048, "height": 4096}
+    }))
+    .unwrap();
+    assert_eq!(image_cost("gpt-4o", &hinted), 1105);
+    let bare: ContentPart = serde_json::from_value(json!({
+        "type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}
+    }))
+    .unwrap();
+    assert_eq!(image_cost("gpt-4o", &bare), 765); // default 1024x1024
+}
+
+#[test]
+fn a_user_table_overrides_prices() {
+    let table = CostTable::with_overlay(
+        r#"{"image_models":{"cheap":{"kind":"openai_tiles","base":1,"tile":2,"max_side":2048,"short_side":768,"tile_size":512}},
+            "models":[{"prefix":"gpt-4o","image":"cheap"}]}"#,
+    )
+    .unwrap();
+    let counter = TokenCounter::with_table("gpt-4o", &table).unwrap();
+    let message = Message::with_parts(
+        Role::User,
+        vec![image_part("image/png", &png(1024, 1024), "high")],
+    );
+    assert_eq!(counter.count_message(&message, 0).unwrap().images, 9);
+}
+
+#[test]
+fn local_files_are_read_only_when_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.png");
+    std::fs::write(&path, png(2048, 4096)).unwrap();
+    let part: ContentPart = serde_json::from_value(json!({
+        "type": "image_url", "image_url": {"url": format!("file://{}", path.display()), "detail": "high"}
+    }))
+    .unwrap();
+    let message = Message::with_parts(Role::User, vec![part]);
+    let reading = TokenCounter::for_model("gpt-4o")
+        .unwrap()
+        .read_local_files(true);
+    assert_eq!(reading.count_message(&message, 0).unwrap().images, 1105);
+    let pure = TokenCounter::for_model("gpt-4o").unwrap();
+    assert_eq!(pure.count_message(&message, 0).unwrap().images, 765);
+}
+
+#[test]
+fn broken_image_data_is_rejected_with_its_pointer() {
+    let message = Message::with_parts(
+        Role::User,
+        vec![
+            ContentPart::text("x"),
+            image_part("image/png", b"not an image", "high"),
+        ],
+    );
+    let err = TokenCounter::for_model("gpt-4o")
+        .unwrap()
+        .count_message(&message, 4)
+        .unwrap_err();
+    let ContextError::Media { pointer, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(pointer, "/messages/4/content/1/image_url/url");
+}
+
+fn wav_part(seconds: u32) -> ContentPart {
+    let rate = 16000u32;
+    let data_len = seconds * rate * 2;
+    let mut v = b"RIFF".to_vec();
+    v.extend((36 + data_len).to_le_bytes());
+    v.extend(b"WAVEfmt ");
+    v.extend(16u32.to_le_bytes());
+    v.extend([1, 0, 1, 0]);
+    v.extend(rate.to_le_bytes());
+    v.extend((rate * 2).to_le_bytes());
+    v.extend([2, 0, 16, 0]);
+    v.extend(b"data");
+    v.extend(data_len.to_le_bytes());
+    v.extend(vec![0u8; data_len as usize]);
+    serde_json::from_value(json!({
+        "type": "input_audio", "input_audio": {"data": STANDARD.encode(v), "format": "wav"}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn wav_audio_costs_ten_tokens_a_second_on_openai() {
+    let message = Message::with_parts(Role::User, vec![wav_part(3)]);
+    let counter = TokenCounter::for_model("gpt-4o-audio-preview").unwrap();
+    assert_eq!(counter.count_message(&message, 0).unwrap().audio, 30);
+    let ContentPart::Audio(audio) = wav_part(2) else {
+        unreachable!()
+    };
+    let gemini = MediaPricer::new(&CostTable::default(), "gemini-2.5-pro").unwrap();
+    assert_eq!(gemini.audio(&audio, "/a").unwrap(), 64);
+    let claude = MediaPricer::new(&CostTable::default(), "claude-sonnet-4-5").unwrap();
+    assert!(
+        claude
+            .audio(&audio, "/a")
+            .unwrap_err()
+            .to_string()
+            .contains("does not take")
+    );
+}
