@@ -40,6 +40,7 @@ pub(crate) fn envelope_from_keys(json: &str, bytes: &[u8]) -> BusResult<Envelope
     Ok(env)
 }
 
+#[cfg(feature = "redis")]
 /// One value holding the routing keys, a newline, then the bytes (JSON never holds a raw newline).
 pub(crate) fn pack(env: &Envelope) -> BusResult<Vec<u8>> {
     let mut out = keys_json(env)?.into_bytes();
@@ -48,6 +49,7 @@ pub(crate) fn pack(env: &Envelope) -> BusResult<Vec<u8>> {
     Ok(out)
 }
 
+#[cfg(feature = "redis")]
 /// The inverse of [`pack`].
 pub(crate) fn unpack(value: &[u8]) -> BusResult<Envelope> {
     let split = value
@@ -59,7 +61,7 @@ pub(crate) fn unpack(value: &[u8]) -> BusResult<Envelope> {
     envelope_from_keys(keys, &value[split + 1..])
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "redis"))]
 mod tests {
     use super::*;
 

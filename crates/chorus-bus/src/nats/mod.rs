@@ -346,29 +346,29 @@ impl Bus for NatsBus {
         let acks = try_join_all(acks.into_iter().map(std::future::IntoFuture::into_future))
             .await
             .map_err(nats_error)?;
-        let stored = !dedupe || acks.iter().any(|a| !a.duplicate);
-        if stored {
-            let subject = format!(
-                "{}.log.{}.{}.{}",
-                self.ns,
-                key_token(env.task_id.as_deref()),
-                key_token(env.correlation_id.as_deref()),
-                key_token(env.conversation_id.as_deref())
-            );
-            let mut publish = Publish::build()
-                .payload(env.bytes.clone().into())
-                .headers(headers);
-            if dedupe {
-                publish = publish.message_id(env.id.clone());
-            }
-            self.js
-                .send_publish(subject, publish)
-                .await
-                .map_err(nats_error)?
-                .await
-                .map_err(nats_error)?;
+        // The log entry is written even when every queue copy was a duplicate: a producer that
+        // died between the two finds its message logged on the retry.
+        let subject = format!(
+            "{}.log.{}.{}.{}",
+            self.ns,
+            key_token(env.task_id.as_deref()),
+            key_token(env.correlation_id.as_deref()),
+            key_token(env.conversation_id.as_deref())
+        );
+        let mut publish = Publish::build()
+            .payload(env.bytes.clone().into())
+            .headers(headers);
+        if dedupe {
+            publish = publish.message_id(env.id.clone());
         }
-        Ok(stored)
+        let logged = self
+            .js
+            .send_publish(subject, publish)
+            .await
+            .map_err(nats_error)?
+            .await
+            .map_err(nats_error)?;
+        Ok(!dedupe || !logged.duplicate || acks.iter().any(|a| !a.duplicate))
     }
 
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
