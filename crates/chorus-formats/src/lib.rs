@@ -9,6 +9,7 @@ pub mod capability;
 pub mod chorus;
 pub mod common;
 pub mod error;
+pub mod gemini;
 pub mod loss;
 pub mod openai_chat;
 pub mod options;

@@ -8,7 +8,7 @@ use crate::capability::Capabilities;
 use crate::error::Error;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
-use crate::{anthropic, chorus, openai_chat, qwen3};
+use crate::{anthropic, chorus, gemini, openai_chat, qwen3};
 
 /// A format chorus converts to and from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,14 +21,17 @@ pub enum Format {
     Anthropic,
     /// Qwen3 ChatML text.
     Qwen3,
+    /// Google Gemini generateContent.
+    Gemini,
 }
 
 impl Format {
     /// Every format, in the order `chorus formats` prints them.
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 5] = [
         Format::Chorus,
         Format::OpenAiChat,
         Format::Anthropic,
+        Format::Gemini,
         Format::Qwen3,
     ];
 
@@ -49,6 +52,7 @@ impl Format {
             Format::OpenAiChat => &openai_chat::CAPABILITIES,
             Format::Anthropic => &anthropic::CAPABILITIES,
             Format::Qwen3 => &qwen3::CAPABILITIES,
+            Format::Gemini => &gemini::CAPABILITIES,
         }
     }
 
@@ -64,6 +68,7 @@ impl Format {
             Format::OpenAiChat => openai_chat::decode_str(input)?,
             Format::Anthropic => anthropic::decode(&parse_json(input)?)?,
             Format::Qwen3 => qwen3::decode(input)?,
+            Format::Gemini => gemini::decode(&parse_json(input)?)?,
         })
     }
 
@@ -74,6 +79,7 @@ impl Format {
             Format::OpenAiChat => openai_chat::encode(conversation, options).map(pretty),
             Format::Anthropic => anthropic::encode(conversation, options).map(pretty),
             Format::Qwen3 => qwen3::encode(conversation, options),
+            Format::Gemini => gemini::encode(conversation, options).map(pretty),
         }
     }
 }

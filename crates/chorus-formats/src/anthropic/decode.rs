@@ -239,7 +239,7 @@ fn part(
         }
         "document" if matches!(source_type(map, at)?, "base64" | "url" | "text" | "file") => {
             let source = object(field(map, "source", at)?, &child(at, "source"))?;
-            let file = FileRef {
+            let mut file = FileRef {
                 file_id: opt_string(source, "file_id", at)?.map(str::to_owned),
                 file_data: opt_string(source, "data", at)?.map(str::to_owned),
                 url: opt_string(source, "url", at)?.map(str::to_owned),
@@ -247,6 +247,11 @@ fn part(
                 mime_type: opt_string(source, "media_type", at)?.map(str::to_owned),
                 extra: Map::new(),
             };
+            if source.get("type").and_then(Value::as_str) == Some("base64") {
+                // Chat Completions' convention: inline files are data URLs.
+                let mime = file.mime_type.take().unwrap_or_default();
+                file.file_data = file.file_data.map(|d| format!("data:{mime};base64,{d}"));
+            }
             (
                 ContentPart::File(FilePart {
                     file,

@@ -77,7 +77,21 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
                         Policy::Moved,
                         "system message moved into the top-level system prompt",
                     );
+                } else if !system.is_empty() {
+                    losses.push(
+                        &at,
+                        Policy::Merged,
+                        "system messages merged into one system prompt",
+                    );
                 }
+                if m.content().is_none() {
+                    losses.push(
+                        child(&at, "content"),
+                        Policy::Downgraded,
+                        "missing or null content is written as no blocks",
+                    );
+                }
+                drop_all(&m.extra, &at, "the Anthropic system prompt", losses);
                 system.push((*i, m));
             }
             Role::User | Role::Tool | Role::Assistant => turn(m, &at, &mut turns, losses),
@@ -106,6 +120,7 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
 /// Message fields Anthropic has no place for.
 fn fields(m: &Message, at: &str, losses: &mut Losses) {
     for (key, present) in [
+        ("name", m.name.is_some()),
         ("id", m.id.is_some()),
         ("created_at", m.created_at.is_some()),
         ("channel", m.channel.is_some()),
@@ -152,6 +167,14 @@ fn turn(m: &Message, at: &str, turns: &mut Vec<Turn>, losses: &mut Losses) {
     let citations = m.metadata.as_ref().and_then(|md| md.citation_map.as_ref());
     let mut blocks = Vec::new();
     let mut text = None;
+    let null_content = m.content.is_none() || (m.content == Some(None) && m.calls().is_empty());
+    if null_content && (m.role != Role::Tool || m.content.is_some()) {
+        losses.push(
+            child(at, "content"),
+            Policy::Downgraded,
+            "missing or null content is written as an empty block list",
+        );
+    }
     if m.role == Role::Tool {
         blocks.push(tool_result(m, std::mem::take(&mut extra), at, losses));
     } else {
@@ -207,7 +230,19 @@ fn turn(m: &Message, at: &str, turns: &mut Vec<Turn>, losses: &mut Losses) {
 
 fn tool_use(call: &chorus_core::ToolCall, at: &str, losses: &mut Losses) -> Value {
     let input = match call.parsed_arguments() {
-        Ok(value @ Value::Object(_)) => value,
+        Ok(Value::Object(map)) => {
+            if crate::gemini::encode::compact(&map) != call.function.arguments {
+                losses.push(
+                    child(at, "tool_calls"),
+                    Policy::Downgraded,
+                    format!(
+                        "arguments of call {} are re-serialized from the input object",
+                        call.id
+                    ),
+                );
+            }
+            Value::Object(map)
+        }
         _ => {
             losses.push(
                 child(at, "tool_calls"),
@@ -382,6 +417,26 @@ fn document(file: &chorus_core::FileRef, at: &str, losses: &mut Losses) -> Value
             "a document has one source; the others are not sent",
         );
     }
+    let is_data_url = file
+        .file_data
+        .as_deref()
+        .is_some_and(|d| DataUrl::parse(d).is_some());
+    if is_data_url && file.mime_type.is_some() {
+        losses.push(
+            child(&file_at, "mime_type"),
+            Policy::Dropped,
+            "the data URL's media type is sent instead",
+        );
+    }
+    let raw_base64 =
+        file.file_data.is_some() && !is_data_url && file.mime_type.as_deref() != Some("text/plain");
+    if raw_base64 && file.file_id.is_none() {
+        losses.push(
+            child(&file_at, "file_data"),
+            Policy::Downgraded,
+            "inline base64 comes back as a data URL",
+        );
+    }
     if file.url.is_some() && file.mime_type.is_some() && file.file_data.is_none() {
         losses.push(
             child(&file_at, "mime_type"),
@@ -443,7 +498,7 @@ fn tool(tool: &ToolDefinition, at: &str, losses: &mut Losses) -> Value {
     }
     if f.strict.is_some() {
         losses.push(
-            child(at, "function/strict"),
+            format!("{}/function/strict", at),
             Policy::Dropped,
             "Anthropic tools have no `strict`",
         );

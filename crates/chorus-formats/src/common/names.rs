@@ -26,6 +26,11 @@ pub fn apply(
     let mut out: Vec<(usize, Message)> = Vec::with_capacity(messages.len());
     let mut folding: Option<(usize, String)> = None;
     for (index, mut message) in messages {
+        if message.role == Role::Tool {
+            // A tool message's `name` is the function's name, which codecs handle themselves.
+            out.push((index, message));
+            continue;
+        }
         if policy == NamePolicy::History && foldable(&message) {
             let name = message.name.take().unwrap_or_default();
             let fold = folding.get_or_insert_with(|| (index, HISTORY_HEADER.to_owned()));
@@ -64,14 +69,6 @@ fn foldable(message: &Message) -> bool {
 
 fn prefix(message: &mut Message, index: usize, name: &str, losses: &mut Losses) {
     let path = format!("/messages/{index}/name");
-    if message.role == Role::Tool {
-        losses.push(
-            path,
-            Policy::Dropped,
-            "the target has no name on tool results",
-        );
-        return;
-    }
     let done = match message.content.as_mut().and_then(Option::as_mut) {
         Some(Content::Text(text)) => {
             text.insert_str(0, &format!("{name}: "));

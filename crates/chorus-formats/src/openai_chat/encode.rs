@@ -235,7 +235,7 @@ fn part_value(part: &ContentPart, at: &str, losses: &mut Losses) -> Option<Value
         ContentPart::Audio(a) => {
             if a.input_audio.sample_rate.is_some() {
                 losses.push(
-                    child(at, "input_audio/sample_rate"),
+                    format!("{}/input_audio/sample_rate", at),
                     Policy::Dropped,
                     "Chat Completions audio has no sample rate",
                 );

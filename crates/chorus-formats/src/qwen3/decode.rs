@@ -16,6 +16,9 @@ const END: &str = "<|im_end|>";
 /// answer the calls before them in order. A final open assistant turn is parsed as a completion;
 /// an empty one (the generation prompt) is left out. Text without `<|im_start|>` is a completion.
 pub fn conversation(text: &str) -> Result<Conversation, DecodeError> {
+    if text.is_empty() {
+        return Ok(Conversation::default());
+    }
     if !text.contains(START) {
         let mut calls = 0;
         return Ok(Conversation {

@@ -167,6 +167,7 @@ fn assistant(out: &mut String, m: &Flat, after_query: bool, last: bool, losses: 
 fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losses) -> Option<Flat> {
     let at = item("/messages", index);
     for (key, present) in [
+        ("name", m.name.is_some()),
         ("id", m.id.is_some()),
         ("created_at", m.created_at.is_some()),
         ("channel", m.channel.is_some()),
@@ -294,7 +295,7 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
         }
         if serde_json::from_str::<serde_json::Value>(&call.function.arguments).is_err() {
             losses.push(
-                child(&call_at, "function/arguments"),
+                format!("{}/function/arguments", call_at),
                 Policy::Downgraded,
                 "arguments are not JSON; the call will not parse back",
             );
@@ -308,6 +309,13 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
         );
         *calls_seen += 1;
         calls.push((call.function.name.clone(), call.function.arguments.clone()));
+    }
+    if !calls.is_empty() && content.is_empty() && matches!(m.content, Some(Some(_))) {
+        losses.push(
+            child(&at, "content"),
+            Policy::Downgraded,
+            "empty content next to tool calls parses back as null",
+        );
     }
     if m.tool_calls == Some(None) || (m.tool_calls.is_some() && calls.is_empty()) {
         losses.push(

@@ -1,0 +1,464 @@
+//! Gemini `generateContent` request or response JSON → chorus (snake_case or camelCase keys).
+
+use chorus_core::{
+    AudioPart, Content, ContentPart, Conversation, FilePart, FileRef, FunctionCall,
+    FunctionDefinition, ImagePart, ImageUrl, InputAudio, Message, Metadata, ReasoningPart, Role,
+    TextPart, TokenUsage, ToolCall, ToolDefinition,
+};
+use serde_json::{Map, Value};
+
+use crate::Format;
+use crate::common::extras::stash;
+use crate::common::json::{array, child, item, object, opt_string, string, unknown_keys};
+use crate::error::DecodeError;
+use crate::qwen3::call_id;
+
+const ME: Format = Format::Gemini;
+
+/// A field under its snake_case or camelCase name.
+fn get<'a>(map: &'a Map<String, Value>, snake: &str) -> Option<(&'a Value, String)> {
+    if let Some(v) = map.get(snake) {
+        return Some((v, snake.to_owned()));
+    }
+    let camel = to_camel(snake);
+    map.get(&camel).map(|v| (v, camel))
+}
+
+fn to_camel(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut upper = false;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The keys of `map` other than `known` (given in snake_case; camelCase forms count too).
+fn rest(map: &Map<String, Value>, known: &[&str]) -> Map<String, Value> {
+    let camel: Vec<String> = known.iter().map(|k| to_camel(k)).collect();
+    let mut all: Vec<&str> = known.to_vec();
+    all.extend(camel.iter().map(String::as_str));
+    unknown_keys(map, &all)
+}
+
+/// Calls waiting for their function responses, oldest first.
+#[derive(Default)]
+struct Pending {
+    calls: Vec<(String, String)>,
+    seen: usize,
+}
+
+/// Decodes a request `{contents, system_instruction?, tools?, ...}` or a response with `candidates`.
+pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
+    let map = object(value, "")?;
+    if map.contains_key("candidates") {
+        return response(map);
+    }
+    let mut messages = Vec::new();
+    if let Some((system, key)) = get(map, "system_instruction") {
+        let at = child("", &key);
+        let parts_value = object(system, &at)?
+            .get("parts")
+            .ok_or_else(|| DecodeError::new(child(&at, "parts"), "a `parts` array", "nothing"))?;
+        let mut m = Message::new(Role::System, "");
+        let mut parts = Vec::new();
+        for (i, p) in array(parts_value, &child(&at, "parts"))?.iter().enumerate() {
+            parts.push(media_or_text(p, &item(&child(&at, "parts"), i))?);
+        }
+        m.content = Some(Some(match parts.as_slice() {
+            [ContentPart::Text(t)] if t.extra.is_empty() => Content::Text(t.text.clone()),
+            _ => Content::Parts(parts),
+        }));
+        messages.push(m);
+    }
+    let contents = map
+        .get("contents")
+        .ok_or_else(|| DecodeError::new("/contents", "a `contents` array", "nothing"))?;
+    let mut pending = Pending::default();
+    for (i, c) in array(contents, "/contents")?.iter().enumerate() {
+        content(c, &item("/contents", i), &mut pending, &mut messages)?;
+    }
+    let mut extra = Map::new();
+    let mut unknown = rest(map, &["system_instruction", "contents", "tools"]);
+    let mut tools = None;
+    if let Some(list) = map.get("tools") {
+        let mut defs = Vec::new();
+        let mut others = Vec::new();
+        for (i, t) in array(list, "/tools")?.iter().enumerate() {
+            let at = item("/tools", i);
+            match get(object(t, &at)?, "function_declarations") {
+                Some((decls, key)) => {
+                    for (j, d) in array(decls, &child(&at, &key))?.iter().enumerate() {
+                        defs.push(declaration(d, &item(&child(&at, &key), j))?);
+                    }
+                }
+                None => others.push(t.clone()),
+            }
+        }
+        tools = Some(defs);
+        if !others.is_empty() {
+            unknown.insert("tools".into(), Value::Array(others));
+        }
+    }
+    stash(&mut extra, ME, unknown);
+    Ok(Conversation {
+        messages,
+        tools,
+        extra,
+    })
+}
+
+fn response(map: &Map<String, Value>) -> Result<Conversation, DecodeError> {
+    let mut messages = Vec::new();
+    let candidates = array(&map["candidates"], "/candidates")?;
+    for (i, candidate) in candidates.iter().enumerate() {
+        let at = item("/candidates", i);
+        let cand = object(candidate, &at)?;
+        let start = messages.len();
+        if let Some(c) = cand.get("content") {
+            content(
+                c,
+                &child(&at, "content"),
+                &mut Pending::default(),
+                &mut messages,
+            )?;
+        }
+        let Some(m) = messages.get_mut(start) else {
+            continue;
+        };
+        m.id = get(map, "response_id")
+            .and_then(|(v, _)| v.as_str())
+            .map(str::to_owned);
+        let mut metadata = Metadata {
+            model_version: get(map, "model_version")
+                .and_then(|(v, _)| v.as_str())
+                .map(str::to_owned),
+            ..Metadata::default()
+        };
+        if let Some((usage, _)) = get(map, "usage_metadata") {
+            let mut extra = usage.as_object().cloned().unwrap_or_default();
+            let mut take = |k: &str| extra.remove(k).and_then(|v| v.as_u64());
+            metadata.token_usage = Some(TokenUsage {
+                prompt_tokens: take("promptTokenCount"),
+                completion_tokens: take("candidatesTokenCount"),
+                total_tokens: take("totalTokenCount"),
+                extra,
+                ..TokenUsage::default()
+            });
+        }
+        stash(&mut metadata.extra, ME, rest(cand, &["content"]));
+        m.metadata = Some(metadata);
+    }
+    let mut conversation = Conversation {
+        messages,
+        ..Conversation::default()
+    };
+    stash(
+        &mut conversation.extra,
+        ME,
+        rest(
+            map,
+            &[
+                "candidates",
+                "response_id",
+                "model_version",
+                "usage_metadata",
+            ],
+        ),
+    );
+    Ok(conversation)
+}
+
+/// One `contents` entry; function responses become tool messages in place.
+fn content(
+    value: &Value,
+    at: &str,
+    pending: &mut Pending,
+    out: &mut Vec<Message>,
+) -> Result<(), DecodeError> {
+    let map = object(value, at)?;
+    let role = match opt_string(map, "role", at)? {
+        Some("model") => Role::Assistant,
+        Some("user") | Some("function") | None => Role::User,
+        Some(other) => {
+            return Err(
+                DecodeError::new(child(at, "role"), "user or model", format!("{other:?}"))
+                    .hint("Gemini calls the assistant `model`"),
+            );
+        }
+    };
+    let parts_at = child(at, "parts");
+    let parts = array(map.get("parts").unwrap_or(&Value::Null), &parts_at)?;
+    let mut current: Vec<ContentPart> = Vec::new();
+    let mut calls = Vec::new();
+    let mut open = false;
+    for (i, p) in parts.iter().enumerate() {
+        let p_at = item(&parts_at, i);
+        let pm = object(p, &p_at)?;
+        if let Some((call, key)) = get(pm, "function_call") {
+            calls.push(function_call(
+                call,
+                &child(&p_at, &key),
+                rest(pm, &["function_call"]),
+                pending,
+            )?);
+            open = true;
+        } else if let Some((resp, key)) = get(pm, "function_response") {
+            if open && role != Role::Assistant {
+                out.push(Message::with_parts(role, std::mem::take(&mut current)));
+                open = false;
+            }
+            out.push(function_response(
+                resp,
+                &child(&p_at, &key),
+                rest(pm, &["function_response"]),
+                pending,
+            )?);
+        } else {
+            current.push(media_or_text(p, &p_at)?);
+            open = true;
+        }
+    }
+    if open || parts.is_empty() {
+        let mut m = Message::with_parts(role, current);
+        if !calls.is_empty() {
+            if m.parts().is_empty() {
+                m.content = Some(None);
+            }
+            m.tool_calls = Some(Some(calls));
+        }
+        stash(&mut m.extra, ME, rest(map, &["role", "parts"]));
+        out.push(m);
+    }
+    Ok(())
+}
+
+fn function_call(
+    value: &Value,
+    at: &str,
+    part_rest: Map<String, Value>,
+    pending: &mut Pending,
+) -> Result<ToolCall, DecodeError> {
+    let map = object(value, at)?;
+    let name = string(map, "name", at)?.to_owned();
+    let args = map
+        .get("args")
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let id = match opt_string(map, "id", at)? {
+        Some(id) => id.to_owned(),
+        None => call_id(pending.seen),
+    };
+    pending.seen += 1;
+    pending.calls.push((id.clone(), name.clone()));
+    let mut call = ToolCall {
+        id,
+        kind: Some("function".into()),
+        function: FunctionCall {
+            name,
+            arguments: args.to_string(),
+            extra: Map::new(),
+        },
+        extra: Map::new(),
+    };
+    stash(&mut call.extra, ME, part_rest);
+    stash(
+        &mut call.function.extra,
+        ME,
+        rest(map, &["name", "args", "id"]),
+    );
+    Ok(call)
+}
+
+fn function_response(
+    value: &Value,
+    at: &str,
+    part_rest: Map<String, Value>,
+    pending: &mut Pending,
+) -> Result<Message, DecodeError> {
+    let map = object(value, at)?;
+    let name = string(map, "name", at)?.to_owned();
+    let id = match opt_string(map, "id", at)? {
+        Some(id) => {
+            pending.calls.retain(|(c, _)| c != id);
+            id.to_owned()
+        }
+        None => match pending.calls.iter().position(|(_, n)| *n == name) {
+            Some(k) => pending.calls.remove(k).0,
+            None => {
+                return Err(DecodeError::new(
+                    at,
+                    "a function response after its function call",
+                    format!("a response for `{name}` with no open call"),
+                )
+                .hint("give both the call and the response the same `id`"));
+            }
+        },
+    };
+    let response = map.get("response").cloned().unwrap_or(Value::Null);
+    let mut m = Message::new(Role::Tool, response.to_string());
+    m.name = Some(name);
+    m.tool_call_id = Some(id);
+    let mut unknown = rest(map, &["name", "id", "response"]);
+    unknown.extend(part_rest);
+    stash(&mut m.extra, ME, unknown);
+    Ok(m)
+}
+
+/// A text, thought, inline_data or file_data part.
+fn media_or_text(value: &Value, at: &str) -> Result<ContentPart, DecodeError> {
+    let map = object(value, at)?;
+    if let Some(Value::String(text)) = map.get("text") {
+        if map.get("thought") == Some(&Value::Bool(true)) {
+            let mut part = ReasoningPart {
+                text: text.clone(),
+                ..ReasoningPart::default()
+            };
+            part.signature = get(map, "thought_signature")
+                .and_then(|(v, _)| v.as_str())
+                .map(str::to_owned);
+            stash(
+                &mut part.extra,
+                ME,
+                rest(map, &["text", "thought", "thought_signature"]),
+            );
+            return Ok(ContentPart::Reasoning(part));
+        }
+        let mut part = TextPart {
+            text: text.clone(),
+            ..TextPart::default()
+        };
+        stash(&mut part.extra, ME, rest(map, &["text"]));
+        return Ok(ContentPart::Text(part));
+    }
+    if let Some((inline, key)) = get(map, "inline_data") {
+        let in_at = child(at, &key);
+        let inline = object(inline, &in_at)?;
+        let mime = get(inline, "mime_type")
+            .and_then(|(v, _)| v.as_str())
+            .ok_or_else(|| {
+                DecodeError::new(child(&in_at, "mime_type"), "a media type", "nothing")
+            })?;
+        let data = string(inline, "data", &in_at)?;
+        let part_rest = rest(map, &["inline_data"]);
+        let mut part = if let Some(format) = mime.strip_prefix("audio/") {
+            ContentPart::Audio(AudioPart {
+                input_audio: InputAudio {
+                    data: data.into(),
+                    format: format.into(),
+                    sample_rate: None,
+                    extra: Map::new(),
+                },
+                extra: Map::new(),
+            })
+        } else if mime.starts_with("image/") {
+            ContentPart::Image(image(format!("data:{mime};base64,{data}")))
+        } else {
+            ContentPart::File(FilePart {
+                file: FileRef {
+                    file_data: Some(format!("data:{mime};base64,{data}")),
+                    ..FileRef::default()
+                },
+                extra: Map::new(),
+            })
+        };
+        stash(part_extra(&mut part), ME, part_rest);
+        return Ok(part);
+    }
+    if let Some((file, key)) = get(map, "file_data") {
+        let f_at = child(at, &key);
+        let file = object(file, &f_at)?;
+        let uri = get(file, "file_uri")
+            .and_then(|(v, _)| v.as_str())
+            .ok_or_else(|| DecodeError::new(child(&f_at, "file_uri"), "a file URI", "nothing"))?;
+        let mime = get(file, "mime_type")
+            .and_then(|(v, _)| v.as_str())
+            .map(str::to_owned);
+        let mut part = match &mime {
+            Some(m) if m.starts_with("image/") => {
+                let mut img = image(uri.into());
+                stash(
+                    &mut img.image_url.extra,
+                    ME,
+                    Map::from_iter([("mime_type".to_owned(), Value::String(m.clone()))]),
+                );
+                ContentPart::Image(img)
+            }
+            _ => ContentPart::File(FilePart {
+                file: FileRef {
+                    url: Some(uri.into()),
+                    mime_type: mime,
+                    ..FileRef::default()
+                },
+                extra: Map::new(),
+            }),
+        };
+        stash(part_extra(&mut part), ME, rest(map, &["file_data"]));
+        return Ok(part);
+    }
+    let mut other = map.clone();
+    other.insert(
+        crate::openai_chat::encode::ORIGIN.into(),
+        Value::String(ME.id().into()),
+    );
+    if !other.contains_key("type") {
+        other.insert("type".into(), Value::String("gemini_part".into()));
+    }
+    Ok(ContentPart::Other(other))
+}
+
+fn image(url: String) -> ImagePart {
+    ImagePart {
+        image_url: ImageUrl {
+            url,
+            detail: None,
+            rotation: None,
+            width: None,
+            height: None,
+            extra: Map::new(),
+        },
+        video_metadata: None,
+        extra: Map::new(),
+    }
+}
+
+/// The `extra` map of a known part.
+pub fn part_extra(part: &mut ContentPart) -> &mut Map<String, Value> {
+    match part {
+        ContentPart::Text(p) => &mut p.extra,
+        ContentPart::Reasoning(p) => &mut p.extra,
+        ContentPart::Image(p) => &mut p.extra,
+        ContentPart::Audio(p) => &mut p.extra,
+        ContentPart::File(p) => &mut p.extra,
+        ContentPart::Data(p) => &mut p.extra,
+        ContentPart::Other(map) => map,
+    }
+}
+
+fn declaration(value: &Value, at: &str) -> Result<ToolDefinition, DecodeError> {
+    let map = object(value, at)?;
+    let mut function = FunctionDefinition {
+        name: string(map, "name", at)?.to_owned(),
+        description: opt_string(map, "description", at)?.map(str::to_owned),
+        parameters: map.get("parameters").cloned(),
+        strict: None,
+        extra: Map::new(),
+    };
+    stash(
+        &mut function.extra,
+        ME,
+        rest(map, &["name", "description", "parameters"]),
+    );
+    Ok(ToolDefinition {
+        kind: Some("function".into()),
+        function,
+        extra: Map::new(),
+    })
+}

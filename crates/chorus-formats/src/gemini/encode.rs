@@ -1,0 +1,524 @@
+//! chorus → Gemini `generateContent` request JSON (snake_case keys, as in Google's REST examples).
+
+use chorus_core::media::DataUrl;
+use chorus_core::{Content, ContentPart, Conversation, Message, Role};
+use serde_json::{Map, Value, json};
+
+use crate::Format;
+use crate::common::extras::{drop_all, for_target, merge_into, namespace};
+use crate::common::json::{child, item};
+use crate::common::media::{data_as_text, image_url};
+use crate::common::names;
+use crate::common::pairing::paired_order;
+use crate::loss::{Losses, Policy};
+use crate::openai_chat::encode::ORIGIN;
+use crate::options::EncodeOptions;
+use crate::qwen3::call_id;
+
+const ME: Format = Format::Gemini;
+
+/// Encodes a conversation as a `generateContent` request.
+pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
+    let order = paired_order(&conversation.messages, losses);
+    let ordered = order
+        .into_iter()
+        .map(|i| (i, conversation.messages[i].clone()))
+        .collect();
+    let messages = names::apply(ordered, options.names, losses);
+    let mut system_parts = Vec::new();
+    let mut contents: Vec<Map<String, Value>> = Vec::new();
+    let mut call_names: Vec<(String, String)> = Vec::new();
+    let mut calls_seen = 0;
+    let mut last_was_result = false;
+    let mut seen_system = false;
+    for (i, m) in &messages {
+        let at = item("/messages", *i);
+        fields(m, &at, losses);
+        match m.role {
+            Role::System | Role::Developer => {
+                if m.role == Role::Developer {
+                    losses.push(
+                        child(&at, "role"),
+                        Policy::Downgraded,
+                        "developer message sent as system instruction",
+                    );
+                }
+                if !contents.is_empty() {
+                    losses.push(
+                        &at,
+                        Policy::Moved,
+                        "system message moved into system_instruction",
+                    );
+                } else if seen_system {
+                    losses.push(
+                        &at,
+                        Policy::Merged,
+                        "system messages merged into one system_instruction",
+                    );
+                }
+                if m.content().is_none() {
+                    losses.push(
+                        child(&at, "content"),
+                        Policy::Downgraded,
+                        "missing or null content is written as no parts",
+                    );
+                }
+                seen_system = true;
+                system_parts.extend(parts(m, &at, losses));
+                drop_all(&m.extra, &at, "a Gemini system instruction", losses);
+                last_was_result = false;
+            }
+            Role::Tool => {
+                let (part, media) = function_response(m, &at, &call_names, losses);
+                match contents.last_mut() {
+                    Some(last) if last_was_result => push_parts(last, vec![part]),
+                    _ => contents.push(new_content("user", vec![part], Map::new())),
+                }
+                if let Some(last) = contents.last_mut() {
+                    push_parts(last, media);
+                }
+                last_was_result = true;
+            }
+            Role::User | Role::Assistant => {
+                let mut out = parts(m, &at, losses);
+                for (n, call) in m.calls().iter().enumerate() {
+                    let call_at = item(&child(&at, "tool_calls"), n);
+                    call_names.push((call.id.clone(), call.function.name.clone()));
+                    out.push(function_call(call, &call_at, calls_seen, losses));
+                    calls_seen += 1;
+                }
+                if m.calls().is_empty() && m.content().is_none() {
+                    losses.push(
+                        child(&at, "content"),
+                        Policy::Downgraded,
+                        "missing or null content is written as no parts",
+                    );
+                } else if !m.calls().is_empty() && m.content.is_none() {
+                    losses.push(
+                        child(&at, "content"),
+                        Policy::Downgraded,
+                        "missing content next to calls parses back as null",
+                    );
+                } else if !m.calls().is_empty()
+                    && matches!(m.content(), Some(Content::Parts(p)) if p.is_empty())
+                {
+                    losses.push(
+                        child(&at, "content"),
+                        Policy::Downgraded,
+                        "an empty part list next to calls parses back as null",
+                    );
+                }
+                let role = if m.role == Role::Assistant {
+                    "model"
+                } else {
+                    "user"
+                };
+                let extra = for_target(&m.extra, ME, &at, losses);
+                contents.push(new_content(role, out, extra));
+                last_was_result = false;
+            }
+        }
+    }
+    let mut out = Map::new();
+    if !system_parts.is_empty() || messages.iter().any(|(_, m)| m.role == Role::System) {
+        out.insert("system_instruction".into(), json!({"parts": system_parts}));
+    }
+    out.insert(
+        "contents".into(),
+        Value::Array(contents.into_iter().map(Value::Object).collect()),
+    );
+    let mut extra = conversation.extra.clone();
+    let other_tools = extra
+        .get_mut(&namespace(ME))
+        .and_then(Value::as_object_mut)
+        .and_then(|ns| ns.remove("tools"));
+    if conversation.tools.is_some() || other_tools.is_some() {
+        let mut list = Vec::new();
+        if let Some(tools) = &conversation.tools {
+            let decls: Vec<Value> = tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| declaration(t, &item("/tools", i), losses))
+                .collect();
+            list.push(json!({"function_declarations": decls}));
+        }
+        if let Some(Value::Array(others)) = other_tools {
+            list.extend(others);
+        }
+        out.insert("tools".into(), Value::Array(list));
+    }
+    merge_into(&mut out, &extra, ME, "", losses);
+    Value::Object(out)
+}
+
+fn new_content(role: &str, parts: Vec<Value>, extra: Map<String, Value>) -> Map<String, Value> {
+    let mut content = Map::new();
+    content.insert("role".into(), Value::String(role.into()));
+    content.insert("parts".into(), Value::Array(parts));
+    content.extend(extra);
+    content
+}
+
+fn push_parts(content: &mut Map<String, Value>, more: Vec<Value>) {
+    if let Some(Value::Array(parts)) = content.get_mut("parts") {
+        parts.extend(more);
+    }
+}
+
+fn fields(m: &Message, at: &str, losses: &mut Losses) {
+    for (key, present) in [
+        ("id", m.id.is_some()),
+        ("created_at", m.created_at.is_some()),
+        ("channel", m.channel.is_some()),
+        ("recipient", m.recipient.is_some()),
+        ("metadata", m.metadata.is_some()),
+    ] {
+        if present {
+            losses.push(
+                child(at, key),
+                Policy::Dropped,
+                format!("Gemini contents have no `{key}`"),
+            );
+        }
+    }
+}
+
+/// The parts of a message's content.
+fn parts(m: &Message, at: &str, losses: &mut Losses) -> Vec<Value> {
+    match m.content() {
+        None => Vec::new(),
+        Some(Content::Text(text)) => vec![json!({"text": text})],
+        Some(Content::Parts(parts)) => {
+            let pointer = child(at, "content");
+            parts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| part(p, m.role, &item(&pointer, i), losses))
+                .collect()
+        }
+    }
+}
+
+fn part(part: &ContentPart, role: Role, at: &str, losses: &mut Losses) -> Option<Value> {
+    let (value, extra) = match part {
+        ContentPart::Text(t) => {
+            if t.index.is_some() {
+                losses.push(
+                    child(at, "index"),
+                    Policy::Dropped,
+                    "Gemini parts have no `index`",
+                );
+            }
+            (json!({"text": t.text}), &t.extra)
+        }
+        ContentPart::Reasoning(r) if role == Role::Assistant => {
+            let mut v = json!({"text": r.text, "thought": true});
+            if let Some(sig) = &r.signature {
+                v["thought_signature"] = Value::String(sig.clone());
+            }
+            (v, &r.extra)
+        }
+        ContentPart::Image(img) => {
+            let url = image_url(img, at, false, losses);
+            let ns = img
+                .image_url
+                .extra
+                .get(&namespace(ME))
+                .and_then(|v| v.get("mime_type"))
+                .and_then(Value::as_str);
+            let rest: Map<String, Value> = img
+                .image_url
+                .extra
+                .iter()
+                .filter(|(k, _)| **k != namespace(ME))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            drop_all(&rest, &child(at, "image_url"), "a Gemini image", losses);
+            let v = match DataUrl::parse(&url) {
+                Some(data) => {
+                    json!({"inline_data": {"mime_type": data.media_type, "data": data.base64}})
+                }
+                None => {
+                    let mime = ns.map(str::to_owned).unwrap_or_else(|| {
+                        losses.push(
+                            format!("{}/image_url/url", at),
+                            Policy::Downgraded,
+                            "Gemini needs a media type for file_data; guessed from the URL",
+                        );
+                        guess_mime(&url)
+                    });
+                    json!({"file_data": {"mime_type": mime, "file_uri": url}})
+                }
+            };
+            (v, &img.extra)
+        }
+        ContentPart::Audio(a) => {
+            if a.input_audio.sample_rate.is_some() {
+                losses.push(
+                    format!("{}/input_audio/sample_rate", at),
+                    Policy::Dropped,
+                    "Gemini inline audio has no sample rate",
+                );
+            }
+            drop_all(
+                &a.input_audio.extra,
+                &child(at, "input_audio"),
+                "Gemini inline audio",
+                losses,
+            );
+            (
+                json!({"inline_data": {"mime_type": format!("audio/{}", a.input_audio.format), "data": a.input_audio.data}}),
+                &a.extra,
+            )
+        }
+        ContentPart::File(f) => {
+            let file = &f.file;
+            let file_at = child(at, "file");
+            let v = if let Some(data) = file.file_data.as_deref().and_then(DataUrl::parse) {
+                json!({"inline_data": {"mime_type": data.media_type, "data": data.base64}})
+            } else if let Some(data) = &file.file_data {
+                json!({"inline_data": {"mime_type": file.mime_type.clone().unwrap_or_else(|| "application/octet-stream".into()), "data": data}})
+            } else if let Some(uri) = file.url.as_ref().or(file.file_id.as_ref()) {
+                let mut fd = json!({"file_uri": uri});
+                if let Some(mime) = &file.mime_type {
+                    fd["mime_type"] = Value::String(mime.clone());
+                }
+                json!({"file_data": fd})
+            } else {
+                losses.push(&file_at, Policy::Dropped, "a file without data or URI");
+                return None;
+            };
+            let data_url = file
+                .file_data
+                .as_deref()
+                .is_some_and(|d| DataUrl::parse(d).is_some());
+            for (key, lost) in [
+                ("filename", file.filename.is_some()),
+                (
+                    "file_id",
+                    file.file_id.is_some() && (file.url.is_some() || file.file_data.is_some()),
+                ),
+                (
+                    "file_id",
+                    file.file_id.is_some() && file.url.is_none() && file.file_data.is_none(),
+                ),
+                ("url", file.url.is_some() && file.file_data.is_some()),
+                ("mime_type", file.mime_type.is_some() && data_url),
+                ("file_data", file.file_data.is_some() && !data_url),
+                (
+                    "mime_type",
+                    media_kind(file)
+                        .is_some_and(|m| m.starts_with("image/") || m.starts_with("audio/")),
+                ),
+            ] {
+                if lost {
+                    losses.push(
+                        child(&file_at, key),
+                        Policy::Downgraded,
+                        format!("Gemini parts do not keep the file's `{key}` as given"),
+                    );
+                }
+            }
+            drop_all(&file.extra, &file_at, "a Gemini file", losses);
+            (v, &f.extra)
+        }
+        ContentPart::Data(d) => return Some(json!({"text": data_as_text(d, at, losses)})),
+        ContentPart::Other(other) if other.get(ORIGIN).and_then(Value::as_str) == Some(ME.id()) => {
+            let mut v = other.clone();
+            v.remove(ORIGIN);
+            if v.get("type").and_then(Value::as_str) == Some("gemini_part") {
+                v.remove("type");
+            }
+            return Some(Value::Object(v));
+        }
+        other => {
+            let why = match other {
+                ContentPart::Reasoning(_) => {
+                    "Gemini carries thoughts only in model turns".to_owned()
+                }
+                _ => format!("Gemini has no part for a `{}` part", other.type_name()),
+            };
+            losses.push(at, Policy::Dropped, why);
+            return None;
+        }
+    };
+    let mut value = value;
+    if let Value::Object(map) = &mut value {
+        merge_into(map, extra, ME, at, losses);
+    }
+    Some(value)
+}
+
+/// The media type a file part is sent with, when known.
+fn media_kind(file: &chorus_core::FileRef) -> Option<&str> {
+    match file.file_data.as_deref().and_then(DataUrl::parse) {
+        Some(data) => Some(data.media_type),
+        None => file.mime_type.as_deref(),
+    }
+}
+
+fn guess_mime(url: &str) -> String {
+    let lower = url.to_ascii_lowercase();
+    let ext = lower.rsplit('.').next().unwrap_or_default();
+    match ext {
+        "png" => "image/png",
+        "webp" => "image/webp",
+        "gif" => "image/gif",
+        "heic" => "image/heic",
+        _ => "image/jpeg",
+    }
+    .into()
+}
+
+fn function_call(call: &chorus_core::ToolCall, at: &str, n: usize, losses: &mut Losses) -> Value {
+    let args = match call.parsed_arguments() {
+        Ok(Value::Object(map)) if compact(&map) == call.function.arguments => Value::Object(map),
+        Ok(Value::Object(map)) => {
+            losses.push(
+                format!("{at}/function/arguments"),
+                Policy::Downgraded,
+                "arguments re-serialized from the args object",
+            );
+            Value::Object(map)
+        }
+        _ => {
+            losses.push(
+                format!("{at}/function/arguments"),
+                Policy::Downgraded,
+                "arguments are not a JSON object; sent as {}",
+            );
+            json!({})
+        }
+    };
+    let mut fc = json!({"name": call.function.name, "args": args});
+    if call.id != call_id(n) {
+        fc["id"] = Value::String(call.id.clone());
+    }
+    if let Value::Object(map) = &mut fc {
+        merge_into(
+            map,
+            &call.function.extra,
+            ME,
+            &child(at, "function"),
+            losses,
+        );
+    }
+    let mut part = Map::new();
+    part.insert("function_call".into(), fc);
+    merge_into(&mut part, &call.extra, ME, at, losses);
+    Value::Object(part)
+}
+
+/// A function_response part, and the media of the result that moves after it.
+fn function_response(
+    m: &Message,
+    at: &str,
+    calls: &[(String, String)],
+    losses: &mut Losses,
+) -> (Value, Vec<Value>) {
+    let id = m.tool_call_id.clone().unwrap_or_default();
+    let call_name = calls.iter().find(|(c, _)| *c == id).map(|(_, n)| n.clone());
+    let name = match (&m.name, call_name) {
+        (Some(name), _) => name.clone(),
+        (None, Some(name)) => {
+            losses.push(
+                child(at, "name"),
+                Policy::Downgraded,
+                "Gemini function responses carry the function name; taken from the call",
+            );
+            name
+        }
+        (None, None) => String::new(),
+    };
+    let text = m.text();
+    let response = match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => {
+            if compact(&map) != text || !matches!(m.content(), Some(Content::Text(_))) {
+                losses.push(
+                    child(at, "content"),
+                    Policy::Downgraded,
+                    "the result is sent as the JSON object it holds",
+                );
+            }
+            Value::Object(map)
+        }
+        _ => {
+            losses.push(
+                child(at, "content"),
+                Policy::Downgraded,
+                "a result that is not a JSON object is wrapped as {\"result\": text}",
+            );
+            json!({"result": text})
+        }
+    };
+    let mut fr = json!({"name": name, "response": response});
+    let generated = calls.iter().position(|(c, _)| *c == id).map(call_id);
+    if generated.as_deref() != Some(id.as_str()) {
+        fr["id"] = Value::String(id);
+    }
+    let mut media = Vec::new();
+    if let Some(Content::Parts(parts)) = m.content() {
+        for (i, p) in parts.iter().enumerate() {
+            if !matches!(p, ContentPart::Text(_)) {
+                let p_at = item(&child(at, "content"), i);
+                if let Some(v) = part(p, Role::Tool, &p_at, losses) {
+                    losses.push(
+                        p_at,
+                        Policy::Moved,
+                        "media of a function response sent as a part after it",
+                    );
+                    media.push(v);
+                }
+            }
+        }
+    }
+    let mut extra = for_target(&m.extra, ME, at, losses);
+    let part_keys: Map<String, Value> = extra
+        .iter()
+        .filter(|(k, _)| k.as_str() == "thought_signature" || k.as_str() == "thoughtSignature")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    extra.retain(|k, _| !part_keys.contains_key(k));
+    if let Value::Object(map) = &mut fr {
+        map.extend(extra);
+    }
+    let mut p = Map::new();
+    p.insert("function_response".into(), fr);
+    p.extend(part_keys);
+    (Value::Object(p), media)
+}
+
+fn declaration(tool: &chorus_core::ToolDefinition, at: &str, losses: &mut Losses) -> Value {
+    let f = &tool.function;
+    let mut out = json!({"name": f.name});
+    if let Some(d) = &f.description {
+        out["description"] = Value::String(d.clone());
+    }
+    if let Some(p) = &f.parameters {
+        out["parameters"] = p.clone();
+    }
+    if f.strict.is_some() {
+        losses.push(
+            format!("{}/function/strict", at),
+            Policy::Dropped,
+            "Gemini declarations have no `strict`",
+        );
+    }
+    if tool.kind.as_deref().is_some_and(|k| k != "function") {
+        losses.push(
+            child(at, "type"),
+            Policy::Dropped,
+            "Gemini function declarations have no tool type",
+        );
+    }
+    if let Value::Object(map) = &mut out {
+        merge_into(map, &f.extra, ME, &child(at, "function"), losses);
+    }
+    drop_all(&tool.extra, at, "a Gemini function declaration", losses);
+    out
+}
+
+/// The compact JSON text of an object, as decoders write arguments.
+pub(crate) fn compact(map: &Map<String, Value>) -> String {
+    serde_json::to_string(map).unwrap_or_default()
+}

@@ -1,0 +1,238 @@
+//! chorus → X → chorus for every format X: when the encoder reports no loss the conversation
+//! comes back unchanged, tool pairing always survives, and the encoder output always decodes.
+
+use chorus_core::{Content, ContentPart, Conversation, Message, Role, ToolCall};
+use chorus_formats::common::pairing::is_paired;
+use chorus_formats::{EncodeOptions, Format};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const TEXTS: [&str; 5] = [
+    "hello",
+    "东京 weather?",
+    "two\nlines",
+    "",
+    "a \"quoted\" {json}",
+];
+
+fn text() -> impl Strategy<Value = String> {
+    prop::sample::select(&TEXTS[..]).prop_map(str::to_owned)
+}
+
+fn part() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => text().prop_map(|t| json!({"type": "text", "text": t})),
+        1 => text().prop_map(|t| json!({"type": "text", "text": t, "index": 0})),
+        1 => (text(), any::<bool>()).prop_map(|(t, signed)| if signed {
+            json!({"type": "reasoning", "text": t, "signature": "sig"})
+        } else {
+            json!({"type": "reasoning", "text": t})
+        }),
+        1 => prop::sample::select(vec!["https://example.com/a.png", "data:image/png;base64,iVBORw0KGgo="])
+            .prop_map(|url| json!({"type": "image_url", "image_url": {"url": url}})),
+        1 => Just(json!({"type": "image_url", "image_url": {"url": "https://example.com/b.jpg", "detail": "low", "rotation": 90}})),
+        1 => Just(json!({"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}})),
+        1 => Just(json!({"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "r.pdf"}})),
+        1 => Just(json!({"type": "data", "kind": "state", "data": {"step": 1}})),
+    ]
+}
+
+fn content() -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        1 => Just(None),
+        1 => Just(Some(Value::Null)),
+        4 => text().prop_map(|t| Some(Value::String(t))),
+        3 => prop::collection::vec(part(), 0..4).prop_map(|p| Some(Value::Array(p))),
+    ]
+}
+
+/// One plain message, or an assistant turn with calls followed by all its results.
+fn turn() -> impl Strategy<Value = Vec<Value>> {
+    let plain = (
+        prop::sample::select(vec!["system", "developer", "user", "assistant"]),
+        content(),
+        prop::option::weighted(0.2, prop::sample::select(vec!["alice", "bob"])),
+        prop::option::weighted(0.1, Just("msg_1")),
+        prop::option::weighted(0.1, Just(json!({"model_version": "m1"}))),
+        prop::option::weighted(0.1, Just(json!(7))),
+    )
+        .prop_map(|(role, content, name, id, metadata, custom)| {
+            let mut m = json!({"role": role});
+            set(&mut m, "content", content);
+            set(&mut m, "name", name.map(Value::from));
+            set(&mut m, "id", id.map(Value::from));
+            set(&mut m, "metadata", metadata);
+            set(&mut m, "custom", custom);
+            vec![m]
+        });
+    let calls = (content(), 1usize..4, prop::collection::vec(content(), 3), any::<bool>()).prop_map(
+        |(content, n, results, typed)| {
+            let calls: Vec<Value> = (0..n)
+                .map(|k| {
+                    let mut call = json!({"id": format!("id{k}"), "function": {"name": "get_weather", "arguments": format!("{{\"city\": \"c{k}\"}}")}});
+                    if typed {
+                        call["type"] = json!("function");
+                    }
+                    call
+                })
+                .collect();
+            let mut assistant = json!({"role": "assistant", "tool_calls": calls});
+            set(&mut assistant, "content", content);
+            let mut out = vec![assistant];
+            for (k, result) in results.into_iter().take(n).enumerate() {
+                let mut m = json!({"role": "tool", "tool_call_id": format!("id{k}")});
+                set(&mut m, "content", result);
+                out.push(m);
+            }
+            out
+        },
+    );
+    prop_oneof![3 => plain, 1 => calls]
+}
+
+fn set(target: &mut Value, key: &str, value: Option<Value>) {
+    if let Some(value) = value {
+        target[key] = value;
+    }
+}
+
+fn conversation() -> impl Strategy<Value = Conversation> {
+    (prop::collection::vec(turn(), 0..6), any::<bool>()).prop_map(|(turns, with_tools)| {
+        // Call ids are renumbered across the conversation so that they are unique.
+        let mut messages: Vec<Value> = turns.into_iter().flatten().collect();
+        let mut next = 0;
+        let mut current: Vec<String> = Vec::new();
+        for m in &mut messages {
+            if let Some(calls) = m.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                current.clear();
+                for call in calls {
+                    let id = format!("call_{next}");
+                    next += 1;
+                    current.push(id.clone());
+                    call["id"] = json!(id);
+                }
+            } else if m["role"] == "tool" {
+                let k: usize = m["tool_call_id"].as_str().unwrap()[2..].parse().unwrap();
+                m["tool_call_id"] = json!(current[k]);
+            }
+        }
+        let mut conversation = json!({"messages": messages});
+        if with_tools {
+            conversation["tools"] = json!([{"type": "function", "function": {"name": "get_weather",
+                "description": "Weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
+        }
+        serde_json::from_value(conversation).unwrap()
+    })
+}
+
+/// Forms that carry the same information: text content as one text part; no call type as `function`.
+fn normalized(conversation: &Conversation) -> Conversation {
+    let mut out = conversation.clone();
+    for m in &mut out.messages {
+        if let Some(Some(Content::Text(text))) = &m.content {
+            m.content = Some(Some(Content::Parts(vec![ContentPart::text(text.clone())])));
+        }
+        if let Some(Some(calls)) = &mut m.tool_calls {
+            for call in calls.iter_mut() {
+                call.kind.get_or_insert_with(|| "function".into());
+            }
+        }
+    }
+    out
+}
+
+fn check(format: Format, conversation: &Conversation) -> Result<(), TestCaseError> {
+    let encoded = format.encode(conversation, &EncodeOptions::default());
+    let back = format.decode(&encoded.value).map_err(|e| {
+        TestCaseError::fail(format!(
+            "{} output does not decode: {e}\n{}",
+            format.id(),
+            encoded.value
+        ))
+    })?;
+    if is_paired(&conversation.messages) {
+        prop_assert!(
+            is_paired(&back.messages),
+            "pairing lost in {}:\n{}",
+            format.id(),
+            encoded.value
+        );
+    }
+    if encoded.losses.is_empty() {
+        prop_assert_eq!(
+            normalized(&back),
+            normalized(conversation),
+            "{} without reported losses:\n{}",
+            format.id(),
+            encoded.value
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn chorus_round_trips_exactly(c in conversation()) {
+        let encoded = Format::Chorus.encode(&c, &EncodeOptions::default());
+        prop_assert!(encoded.losses.is_empty());
+        prop_assert_eq!(Format::Chorus.decode(&encoded.value).unwrap(), c);
+    }
+
+    #[test]
+    fn openai_chat_round_trips_except_reported_losses(c in conversation()) {
+        check(Format::OpenAiChat, &c)?;
+    }
+
+    #[test]
+    fn anthropic_round_trips_except_reported_losses(c in conversation()) {
+        check(Format::Anthropic, &c)?;
+    }
+
+    #[test]
+    fn gemini_round_trips_except_reported_losses(c in conversation()) {
+        check(Format::Gemini, &c)?;
+    }
+
+    #[test]
+    fn qwen3_round_trips_except_reported_losses(c in conversation()) {
+        check(Format::Qwen3, &c)?;
+    }
+}
+
+#[test]
+fn the_generator_produces_loss_free_cases_for_every_format() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    for format in [
+        Format::OpenAiChat,
+        Format::Anthropic,
+        Format::Gemini,
+        Format::Qwen3,
+    ] {
+        let lossless = (0..300)
+            .filter(|_| {
+                let c = conversation().new_tree(&mut runner).unwrap().current();
+                !c.messages.is_empty()
+                    && format
+                        .encode(&c, &EncodeOptions::default())
+                        .losses
+                        .is_empty()
+            })
+            .count();
+        assert!(
+            lossless >= 10,
+            "{}: only {lossless} of 300 cases were loss-free",
+            format.id()
+        );
+    }
+}
+
+#[test]
+fn role_and_call_helpers_agree() {
+    let mut m = Message::new(Role::Assistant, "x");
+    m.tool_calls = Some(Some(vec![ToolCall::function("a", "f", &json!({}))]));
+    assert!(!is_paired(&[m]));
+}
