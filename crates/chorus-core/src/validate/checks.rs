@@ -11,12 +11,10 @@ use indexmap::IndexMap;
 use super::problem::Problem;
 use crate::citation::anchors;
 use crate::handoff::{
-    HandoffMessage, HandoffPacket, HandoffType, ProtocolVersion, SUPPORTED_MAJOR,
-    SUPPORTED_VERSION, VersionCheck,
+    HandoffType, ProtocolVersion, SUPPORTED_MAJOR, SUPPORTED_VERSION, VersionCheck,
 };
 use crate::media::DataUrl;
-use crate::message::{Content, Message, Role};
-use crate::parts::{ContentPart, DataPart};
+use serde_json::Value;
 
 /// Citation keys known so far in a conversation.
 pub(crate) type KnownCitations = HashSet<String>;
@@ -50,14 +48,26 @@ fn check_routing_id(pointer: String, id: &str, problems: &mut Vec<Problem>) {
     }
 }
 
-/// Checks one message; `citations` holds keys defined by earlier messages of a conversation.
+fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+fn array_at<'a>(value: &'a Value, key: &str) -> &'a [Value] {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// Checks one schema-valid message; `citations` holds keys defined by earlier messages.
 pub(crate) fn check_message(
-    message: &Message,
+    message: &Value,
     pointer: &str,
     citations: &mut KnownCitations,
     problems: &mut Vec<Problem>,
 ) {
-    if message.role == Role::Tool && message.tool_call_id.is_none() {
+    let role = str_at(message, "role").unwrap_or_default();
+    if role == "tool" && message.get("tool_call_id").is_none() {
         problems.push(
             Problem::error(
                 format!("{pointer}/tool_call_id"),
@@ -66,83 +76,91 @@ pub(crate) fn check_message(
             .with_hint("copy `id` from the assistant's tool call"),
         );
     }
-    if !message.calls().is_empty() && message.role != Role::Assistant {
+    let calls = array_at(message, "tool_calls");
+    if !calls.is_empty() && role != "assistant" {
         problems.push(Problem::error(
             format!("{pointer}/tool_calls"),
             format!(
-                "expected tool calls only on assistant messages, found them on a {} message",
-                message.role.as_str()
+                "expected tool calls only on assistant messages, found them on a {role} message"
             ),
         ));
     }
     let mut call_ids = HashSet::new();
-    for (i, call) in message.calls().iter().enumerate() {
-        let call_pointer = format!("{pointer}/tool_calls/{i}");
-        if !call_ids.insert(call.id.as_str()) {
+    for (i, call) in calls.iter().enumerate() {
+        let id = str_at(call, "id").unwrap_or_default();
+        if !call_ids.insert(id) {
             problems.push(Problem::error(
-                format!("{call_pointer}/id"),
-                format!("expected unique call ids, found {:?} twice", call.id),
+                format!("{pointer}/tool_calls/{i}/id"),
+                format!("expected unique call ids, found {id:?} twice"),
             ));
         }
-        if let Err(error) = call.parsed_arguments() {
+        let arguments = call
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}");
+        if let Err(error) = serde_json::from_str::<serde::de::IgnoredAny>(arguments) {
             problems.push(
                 Problem::error(
-                    format!("{call_pointer}/function/arguments"),
+                    format!("{pointer}/tool_calls/{i}/function/arguments"),
                     format!("expected a JSON document in the string, found invalid JSON: {error}"),
                 )
                 .with_hint("arguments is the JSON text of an object, e.g. \"{\\\"city\\\": \\\"Paris\\\"}\""),
             );
         }
     }
-    if let Some(map) = message
-        .metadata
-        .as_ref()
-        .and_then(|m| m.citation_map.as_ref())
-    {
+    if let Some(Value::Object(map)) = message.pointer("/metadata/citation_map") {
         citations.extend(map.keys().cloned());
     }
-    match message.content() {
-        Some(Content::Text(text)) => {
-            check_anchors(text, &format!("{pointer}/content"), citations, problems)
+    match message.get("content") {
+        Some(Value::String(text)) => {
+            check_anchors(text, || format!("{pointer}/content"), citations, problems);
         }
-        Some(Content::Parts(parts)) => {
+        Some(Value::Array(parts)) => {
             for (i, part) in parts.iter().enumerate() {
-                check_part(part, &format!("{pointer}/content/{i}"), citations, problems);
+                check_part(
+                    part,
+                    || format!("{pointer}/content/{i}"),
+                    citations,
+                    problems,
+                );
             }
         }
-        None => {}
+        _ => {}
     }
 }
 
 fn check_anchors(
     text: &str,
-    pointer: &str,
+    pointer: impl Fn() -> String,
     citations: &KnownCitations,
     problems: &mut Vec<Problem>,
 ) {
     for (_, id) in anchors(text) {
         if !citations.contains(id) {
             problems.push(
-                Problem::error(pointer, format!("expected anchor [{id}] to have an entry in metadata.citation_map, found none"))
-                    .with_hint("add the citation to metadata.citation_map or remove the anchor"),
+                Problem::error(
+                    pointer(),
+                    format!("expected anchor [{id}] to have an entry in metadata.citation_map, found none"),
+                )
+                .with_hint("add the citation to metadata.citation_map or remove the anchor"),
             );
         }
     }
 }
 
-fn check_base64(data: &str, pointer: String, problems: &mut Vec<Problem>) {
+fn check_base64(data: &str, pointer: impl Fn() -> String, problems: &mut Vec<Problem>) {
     if STANDARD.decode(data.trim_end()).is_ok() {
         return;
     }
     if data.contains("...") {
         problems.push(Problem::warning(
-            pointer,
+            pointer(),
             "expected base64, found an elided placeholder (`...`)",
         ));
     } else {
         problems.push(
             Problem::error(
-                pointer,
+                pointer(),
                 "expected base64 (standard alphabet, padded), found text that does not decode",
             )
             .with_hint("encode the raw bytes with standard base64, without line breaks"),
@@ -150,56 +168,78 @@ fn check_base64(data: &str, pointer: String, problems: &mut Vec<Problem>) {
     }
 }
 
-pub(crate) fn check_part(
-    part: &ContentPart,
-    pointer: &str,
+/// Checks one content part; `pointer` builds the part's pointer only when a check needs it.
+fn check_part(
+    part: &Value,
+    pointer: impl Fn() -> String,
     citations: &KnownCitations,
     problems: &mut Vec<Problem>,
 ) {
-    match part {
-        ContentPart::Text(text) => {
-            check_anchors(&text.text, &format!("{pointer}/text"), citations, problems)
+    match str_at(part, "type").unwrap_or_default() {
+        "text" => {
+            let text = str_at(part, "text").unwrap_or_default();
+            check_anchors(text, || format!("{}/text", pointer()), citations, problems);
         }
-        ContentPart::Image(image) => {
-            if let Some(url) = DataUrl::parse(&image.image_url.url) {
-                check_base64(url.base64, format!("{pointer}/image_url/url"), problems);
-            } else if image.image_url.url.starts_with("data:") {
+        "image_url" => {
+            let url = part
+                .pointer("/image_url/url")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if let Some(data_url) = DataUrl::parse(url) {
+                check_base64(
+                    data_url.base64,
+                    || format!("{}/image_url/url", pointer()),
+                    problems,
+                );
+            } else if url.starts_with("data:") {
                 problems.push(
-                    Problem::error(format!("{pointer}/image_url/url"), "expected a base64 data URL (data:<type>;base64,<data>), found another data URL")
-                        .with_hint("images in data URLs must be base64-encoded"),
+                    Problem::error(
+                        format!("{}/image_url/url", pointer()),
+                        "expected a base64 data URL (data:<type>;base64,<data>), found another data URL",
+                    )
+                    .with_hint("images in data URLs must be base64-encoded"),
                 );
             }
         }
-        ContentPart::Audio(audio) => check_base64(
-            &audio.input_audio.data,
-            format!("{pointer}/input_audio/data"),
-            problems,
-        ),
-        ContentPart::File(file) => {
-            if let Some(data) = &file.file.file_data {
-                let payload = DataUrl::parse(data).map_or(data.as_str(), |url| url.base64);
-                check_base64(payload, format!("{pointer}/file/file_data"), problems);
+        "input_audio" => {
+            let data = part
+                .pointer("/input_audio/data")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            check_base64(data, || format!("{}/input_audio/data", pointer()), problems);
+        }
+        "file" => {
+            if let Some(data) = part.pointer("/file/file_data").and_then(Value::as_str) {
+                let payload = DataUrl::parse(data).map_or(data, |url| url.base64);
+                check_base64(
+                    payload,
+                    || format!("{}/file/file_data", pointer()),
+                    problems,
+                );
             }
         }
-        ContentPart::Data(data) => check_data_part(data, pointer, problems),
-        ContentPart::Reasoning(_) | ContentPart::Other(_) => {}
+        "data" => check_data_part(part, &pointer(), problems),
+        _ => {}
     }
 }
 
 /// Checks a data part: a usable `kind`, a compilable schema, and data that fits it (a warning,
 /// because data parts are often partial patches merged later).
-pub(crate) fn check_data_part(part: &DataPart, pointer: &str, problems: &mut Vec<Problem>) {
-    if let Some(kind) = &part.kind {
+pub(crate) fn check_data_part(part: &Value, pointer: &str, problems: &mut Vec<Problem>) {
+    if let Some(kind) = str_at(part, "kind") {
         check_routing_id(format!("{pointer}/kind"), kind, problems);
     }
-    let Some(schema) = &part.schema else { return };
+    let Some(schema) = part.get("schema") else {
+        return;
+    };
     match jsonschema::validator_for(schema) {
         Err(error) => problems.push(Problem::error(
             format!("{pointer}/schema"),
             format!("expected a valid JSON Schema, found one that does not compile: {error}"),
         )),
         Ok(validator) => {
-            for error in validator.iter_errors(&part.data) {
+            let data = part.get("data").unwrap_or(&Value::Null);
+            for error in validator.iter_errors(data) {
                 problems.push(Problem::warning(
                     format!("{pointer}/data{}", error.instance_path().as_str()),
                     format!("data does not match its own schema: {error}"),
@@ -210,15 +250,15 @@ pub(crate) fn check_data_part(part: &DataPart, pointer: &str, problems: &mut Vec
 }
 
 /// Checks tool pairing across a conversation, then each message.
-pub(crate) fn check_conversation(messages: &[Message], problems: &mut Vec<Problem>) {
+pub(crate) fn check_conversation(messages: &[Value], problems: &mut Vec<Problem>) {
     let mut citations = KnownCitations::new();
     let mut pending: IndexMap<&str, String> = IndexMap::new();
     let mut answered: HashSet<&str> = HashSet::new();
     for (i, message) in messages.iter().enumerate() {
         let pointer = format!("/messages/{i}");
         check_message(message, &pointer, &mut citations, problems);
-        if message.role == Role::Tool {
-            let Some(id) = message.tool_call_id.as_deref() else {
+        if str_at(message, "role") == Some("tool") {
+            let Some(id) = str_at(message, "tool_call_id") else {
                 continue;
             };
             if pending.shift_remove(id).is_some() {
@@ -230,26 +270,33 @@ pub(crate) fn check_conversation(messages: &[Message], problems: &mut Vec<Proble
                 ));
             } else {
                 problems.push(
-                    Problem::error(format!("{pointer}/tool_call_id"), format!("expected the id of an earlier tool call, found {id:?}, which no earlier assistant message calls"))
-                        .with_hint("a tool result must follow the assistant message whose tool_calls contain its id"),
+                    Problem::error(
+                        format!("{pointer}/tool_call_id"),
+                        format!("expected the id of an earlier tool call, found {id:?}, which no earlier assistant message calls"),
+                    )
+                    .with_hint("a tool result must follow the assistant message whose tool_calls contain its id"),
                 );
             }
             continue;
         }
         for (id, call_pointer) in pending.drain(..) {
             problems.push(
-                Problem::error(call_pointer, format!("expected a tool message answering call {id:?} before message {i}, found none"))
-                    .with_hint("answer every call (an error result is fine) before the conversation goes on"),
+                Problem::error(
+                    call_pointer,
+                    format!("expected a tool message answering call {id:?} before message {i}, found none"),
+                )
+                .with_hint("answer every call (an error result is fine) before the conversation goes on"),
             );
         }
-        for (j, call) in message.calls().iter().enumerate() {
-            if answered.contains(call.id.as_str()) || pending.contains_key(call.id.as_str()) {
+        for (j, call) in array_at(message, "tool_calls").iter().enumerate() {
+            let id = str_at(call, "id").unwrap_or_default();
+            if answered.contains(id) || pending.contains_key(id) {
                 problems.push(Problem::error(
                     format!("{pointer}/tool_calls/{j}/id"),
-                    format!("expected a new call id, found {:?} used before", call.id),
+                    format!("expected a new call id, found {id:?} used before"),
                 ));
             }
-            pending.insert(call.id.as_str(), format!("{pointer}/tool_calls/{j}"));
+            pending.insert(id, format!("{pointer}/tool_calls/{j}"));
         }
     }
     for (id, call_pointer) in pending {
@@ -260,45 +307,50 @@ pub(crate) fn check_conversation(messages: &[Message], problems: &mut Vec<Proble
     }
 }
 
-/// The version check of a handoff: `None` when the version cannot be parsed (the schema says so).
-pub(crate) fn check_handoff(
-    handoff: &HandoffMessage,
-    problems: &mut Vec<Problem>,
-) -> Option<VersionCheck> {
-    let meta = &handoff.metadata;
-    let version = ProtocolVersion::parse(&meta.protocol_version).map(ProtocolVersion::check);
+/// Checks a schema-valid handoff: version, routing ids and expiry.
+pub(crate) fn check_handoff(handoff: &Value, problems: &mut Vec<Problem>) {
+    let meta = handoff.get("metadata").unwrap_or(&Value::Null);
+    let version_text = str_at(meta, "protocol_version").unwrap_or_default();
+    let version = ProtocolVersion::parse(version_text).map(ProtocolVersion::check);
     if version == Some(VersionCheck::Unsupported) {
         problems.push(
-            Problem::error("/metadata/protocol_version", format!("expected a supported protocol version ({SUPPORTED_MAJOR}.x.y; this build writes {SUPPORTED_VERSION}), found {:?}", meta.protocol_version))
-                .with_hint("a different major version is incompatible: convert the message or upgrade chorus"),
+            Problem::error(
+                "/metadata/protocol_version",
+                format!("expected a supported protocol version ({SUPPORTED_MAJOR}.x.y; this build writes {SUPPORTED_VERSION}), found {version_text:?}"),
+            )
+            .with_hint("a different major version is incompatible: convert the message or upgrade chorus"),
         );
     }
-    check_routing_id("/metadata/sender_id".into(), &meta.sender_id, problems);
-    for (i, id) in meta.recipient_id.ids().into_iter().enumerate() {
-        let pointer = match &meta.recipient_id {
-            crate::handoff::Recipients::One(_) => "/metadata/recipient_id".to_owned(),
-            crate::handoff::Recipients::Many(_) => format!("/metadata/recipient_id/{i}"),
-        };
-        check_routing_id(pointer, id, problems);
+    check_routing_id(
+        "/metadata/sender_id".into(),
+        str_at(meta, "sender_id").unwrap_or_default(),
+        problems,
+    );
+    match meta.get("recipient_id") {
+        Some(Value::String(id)) => check_routing_id("/metadata/recipient_id".into(), id, problems),
+        Some(Value::Array(ids)) => {
+            for (i, id) in ids.iter().enumerate() {
+                let id = id.as_str().unwrap_or_default();
+                check_routing_id(format!("/metadata/recipient_id/{i}"), id, problems);
+            }
+        }
+        _ => {}
     }
-    if let HandoffType::Custom(name) = &handoff.payload.handoff_type {
+    if let Some(name) = handoff
+        .pointer("/payload/handoff_type")
+        .and_then(Value::as_str)
+        && matches!(HandoffType::parse(name), HandoffType::Custom(_))
+    {
         check_routing_id("/payload/handoff_type".into(), name, problems);
     }
-    if let Some(target) = handoff
-        .instructions
-        .failure_handling_strategy
-        .as_ref()
-        .and_then(|f| f.escalate_to.as_deref())
-    {
-        check_routing_id(
-            "/instructions/failure_handling_strategy/escalate_to".into(),
-            target,
-            problems,
-        );
+    let escalate_to = "/instructions/failure_handling_strategy/escalate_to";
+    if let Some(target) = handoff.pointer(escalate_to).and_then(Value::as_str) {
+        check_routing_id(escalate_to.into(), target, problems);
     }
-    if let Some(expiry) = &meta.expiration_time
+    let timestamp = str_at(meta, "timestamp").unwrap_or_default();
+    if let Some(expiry) = str_at(meta, "expiration_time")
         && let (Ok(created), Ok(expires)) = (
-            DateTime::parse_from_rfc3339(&meta.timestamp),
+            DateTime::parse_from_rfc3339(timestamp),
             DateTime::parse_from_rfc3339(expiry),
         )
         && expires <= created
@@ -306,29 +358,22 @@ pub(crate) fn check_handoff(
         problems.push(
             Problem::error(
                 "/metadata/expiration_time",
-                format!(
-                    "expected a time after the timestamp {}, found {expiry}",
-                    meta.timestamp
-                ),
+                format!("expected a time after the timestamp {timestamp}, found {expiry}"),
             )
             .with_hint("a message that expires when it is sent can never be delivered"),
         );
     }
-    version
 }
 
 /// Checks a `harmony_handoff_v1` packet's agent ids (the schema checks `protocol`).
-pub(crate) fn check_packet(packet: &HandoffPacket, problems: &mut Vec<Problem>) {
-    check_routing_id(
-        "/meta/source_agent".into(),
-        &packet.meta.source_agent,
-        problems,
-    );
-    check_routing_id(
-        "/meta/target_agent".into(),
-        &packet.meta.target_agent,
-        problems,
-    );
+pub(crate) fn check_packet(packet: &Value, problems: &mut Vec<Problem>) {
+    for key in ["source_agent", "target_agent"] {
+        let id = packet
+            .pointer(&format!("/meta/{key}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        check_routing_id(format!("/meta/{key}"), id, problems);
+    }
 }
 
 #[cfg(test)]

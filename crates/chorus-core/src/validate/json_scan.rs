@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use super::problem::Problem;
@@ -33,16 +34,31 @@ impl Default for Limits {
     }
 }
 
-/// Tracks where the parser is, for error pointers.
+/// Collects where an error happened: each level adds its key or index while the error
+/// unwinds, so the parse allocates nothing for pointers when the document is fine.
 struct Cursor {
-    path: RefCell<Vec<String>>,
+    unwound: RefCell<Vec<String>>,
     problem: RefCell<Option<Problem>>,
     max_depth: usize,
 }
 
 impl Cursor {
+    /// The pointer of the error, from the segments added while unwinding.
     fn pointer(&self) -> String {
-        self.path.borrow().iter().map(|t| format!("/{t}")).collect()
+        self.unwound
+            .borrow()
+            .iter()
+            .rev()
+            .map(|t| format!("/{t}"))
+            .collect()
+    }
+
+    /// Records the segment of the level an error passes through.
+    fn unwind<'a, E>(&'a self, segment: impl FnOnce() -> String + 'a) -> impl FnOnce(E) -> E + 'a {
+        move |error| {
+            self.unwound.borrow_mut().push(segment());
+            error
+        }
     }
 
     fn fail<E: de::Error>(&self, problem: Problem) -> E {
@@ -66,7 +82,7 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<Value, Problem> {
         .with_hint("raise the size limit (--max-bytes) if such documents are expected"));
     }
     let cursor = Cursor {
-        path: RefCell::new(Vec::new()),
+        unwound: RefCell::new(Vec::new()),
         problem: RefCell::new(None),
         max_depth: limits.max_depth.min(Limits::MAX_DEPTH),
     };
@@ -81,11 +97,11 @@ pub fn parse(bytes: &[u8], limits: &Limits) -> Result<Value, Problem> {
         Ok(value)
     });
     result.map_err(|error| {
-        cursor
-            .problem
-            .borrow_mut()
-            .take()
-            .unwrap_or_else(|| syntax_problem(&error, cursor.pointer()))
+        let pointer = cursor.pointer();
+        match cursor.problem.borrow_mut().take() {
+            Some(problem) => Problem { pointer, ..problem },
+            None => syntax_problem(&error, pointer),
+        }
     })
 }
 
@@ -131,7 +147,7 @@ impl ValueSeed<'_> {
         if depth > self.cursor.max_depth {
             return Err(self.cursor.fail(
                 Problem::error(
-                    self.cursor.pointer(),
+                    "",
                     format!(
                         "expected nesting of at most {} levels, found deeper nesting",
                         self.cursor.max_depth
@@ -186,19 +202,18 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         let inner = self.enter()?;
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         loop {
-            self.cursor.path.borrow_mut().push(items.len().to_string());
             let seed = ValueSeed {
                 cursor: inner.cursor,
                 depth: inner.depth,
             };
-            match seq.next_element_seed(seed)? {
+            let index = items.len();
+            match seq
+                .next_element_seed(seed)
+                .map_err(self.cursor.unwind(|| index.to_string()))?
+            {
                 Some(item) => items.push(item),
-                None => {
-                    self.cursor.path.borrow_mut().pop();
-                    return Ok(Value::Array(items));
-                }
+                None => return Ok(Value::Array(items)),
             }
-            self.cursor.path.borrow_mut().pop();
         }
     }
 
@@ -206,23 +221,29 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         let inner = self.enter()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
-            self.cursor.path.borrow_mut().push(escape_pointer(&key));
-            if map.contains_key(&key) {
-                return Err(self.cursor.fail(
-                    Problem::error(
-                        self.cursor.pointer(),
-                        format!("expected each key once in an object, found `{key}` twice"),
-                    )
-                    .with_hint("JSON readers disagree on which duplicate wins; keep one"),
-                ));
-            }
             let seed = ValueSeed {
                 cursor: inner.cursor,
                 depth: inner.depth,
             };
-            let value = access.next_value_seed(seed)?;
-            self.cursor.path.borrow_mut().pop();
-            map.insert(key, value);
+            let value = access
+                .next_value_seed(seed)
+                .map_err(self.cursor.unwind(|| escape_pointer(&key)))?;
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(slot) => {
+                    let key = slot.key().clone();
+                    self.cursor.unwound.borrow_mut().push(escape_pointer(&key));
+                    return Err(self.cursor.fail(
+                        Problem::error(
+                            "",
+                            format!("expected each key once in an object, found `{key}` twice"),
+                        )
+                        .with_hint("JSON readers disagree on which duplicate wins; keep one"),
+                    ));
+                }
+            }
         }
         Ok(Value::Object(map))
     }

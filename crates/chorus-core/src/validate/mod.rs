@@ -17,7 +17,6 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use jsonschema::{Draft, ValidationOptions};
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use thiserror::Error;
 
@@ -26,10 +25,7 @@ pub use detect::detect_kind;
 pub use json_scan::{Limits, parse};
 pub use problem::{Problem, Severity};
 
-use crate::conversation::Conversation;
-use crate::handoff::{HandoffMessage, HandoffPacket, HandoffType, VersionCheck};
-use crate::message::Message;
-use crate::parts::ContentPart;
+use crate::handoff::{HandoffType, VersionCheck};
 use crate::schema::{Kind, handoff_base_schema, handoff_data_schema};
 
 /// The outcome of validating one document.
@@ -247,10 +243,15 @@ impl Validator {
                 };
             }
         };
-        let mut problems: Vec<Problem> = self.kinds[&kind]
-            .iter_errors(value)
-            .flat_map(|e| describe::problems_from_schema_error(&e))
-            .collect();
+        let schema = &self.kinds[&kind];
+        let mut problems: Vec<Problem> = if schema.is_valid(value) {
+            Vec::new()
+        } else {
+            schema
+                .iter_errors(value)
+                .flat_map(|e| describe::problems_from_schema_error(&e))
+                .collect()
+        };
         if kind == Kind::Handoff {
             self.check_handoff_data(value, &mut problems);
         }
@@ -274,7 +275,9 @@ impl Validator {
         ) else {
             return;
         };
-        if let Some(validator) = self.data_schemas.get(name) {
+        if let Some(validator) = self.data_schemas.get(name)
+            && !validator.is_valid(data)
+        {
             for error in validator.iter_errors(data) {
                 for mut problem in describe::problems_from_schema_error(&error) {
                     problem.pointer.insert_str(0, "/payload/data");
@@ -286,31 +289,14 @@ impl Validator {
 
     fn semantic_checks(&self, value: &Value, kind: Kind, problems: &mut Vec<Problem>) {
         match kind {
-            Kind::Message => {
-                if let Some(message) = typed::<Message>(value, problems) {
-                    checks::check_message(&message, "", &mut Default::default(), problems);
-                }
-            }
+            Kind::Message => checks::check_message(value, "", &mut Default::default(), problems),
             Kind::Conversation => {
-                if let Some(conversation) = typed::<Conversation>(value, problems) {
-                    checks::check_conversation(&conversation.messages, problems);
-                }
+                let messages = value.get("messages").and_then(Value::as_array);
+                checks::check_conversation(messages.map_or(&[], Vec::as_slice), problems);
             }
-            Kind::Handoff => {
-                if let Some(handoff) = typed::<HandoffMessage>(value, problems) {
-                    checks::check_handoff(&handoff, problems);
-                }
-            }
-            Kind::HarmonyHandoff => {
-                if let Some(packet) = typed::<HandoffPacket>(value, problems) {
-                    checks::check_packet(&packet, problems);
-                }
-            }
-            Kind::Data => {
-                if let Some(ContentPart::Data(part)) = typed::<ContentPart>(value, problems) {
-                    checks::check_data_part(&part, "", problems);
-                }
-            }
+            Kind::Handoff => checks::check_handoff(value, problems),
+            Kind::HarmonyHandoff => checks::check_packet(value, problems),
+            Kind::Data => checks::check_data_part(value, "", problems),
         }
     }
 }
@@ -328,31 +314,6 @@ fn relax_for_newer_minor(value: &Value, problems: &mut [Problem]) {
         {
             problem.severity = Severity::Warning;
             problem.hint = Some("accepted: a newer minor protocol version may add fields".into());
-        }
-    }
-}
-
-/// Reads the typed form; a failure (schema and types disagree) becomes a problem.
-fn typed<T: DeserializeOwned>(value: &Value, problems: &mut Vec<Problem>) -> Option<T> {
-    match serde_path_to_error::deserialize::<_, T>(value) {
-        Ok(typed) => Some(typed),
-        Err(error) => {
-            let pointer: String = error
-                .path()
-                .iter()
-                .filter_map(|segment| match segment {
-                    serde_path_to_error::Segment::Seq { index } => Some(format!("/{index}")),
-                    serde_path_to_error::Segment::Map { key } => {
-                        Some(format!("/{}", crate::handoff::escape_pointer(key)))
-                    }
-                    _ => None,
-                })
-                .collect();
-            problems.push(Problem::error(
-                pointer,
-                format!("expected a well-formed value, found: {}", error.inner()),
-            ));
-            None
         }
     }
 }
