@@ -7,6 +7,7 @@ pub mod count;
 pub mod data;
 pub mod error;
 pub mod media;
+pub mod trim;
 
 pub use count::{Breakdown, ConversationCount, TokenCounter};
 pub use error::{ContextError, Result};

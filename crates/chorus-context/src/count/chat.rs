@@ -149,7 +149,7 @@ impl TokenCounter {
             Some(Content::Text(text)) => b.text += self.text.count(text),
             Some(Content::Parts(parts)) => {
                 for (i, part) in parts.iter().enumerate() {
-                    self.count_part(part, &format!("{pointer}/content/{i}"), &mut b)?;
+                    self.add_part(part, &format!("{pointer}/content/{i}"), &mut b)?;
                 }
             }
         }
@@ -164,7 +164,7 @@ impl TokenCounter {
         Ok(b)
     }
 
-    fn count_part(&self, part: &ContentPart, pointer: &str, b: &mut Breakdown) -> Result<()> {
+    fn add_part(&self, part: &ContentPart, pointer: &str, b: &mut Breakdown) -> Result<()> {
         match part {
             ContentPart::Text(t) => b.text += self.text.count(&t.text),
             ContentPart::Reasoning(r) => b.text += self.text.count(&r.text),
@@ -183,6 +183,20 @@ impl TokenCounter {
             }
         }
         Ok(())
+    }
+
+    /// Tokens of one content part at JSON pointer `pointer` (media priced by the cost table).
+    pub fn count_part(&self, part: &ContentPart, pointer: &str) -> Result<usize> {
+        if self.profile.family == Family::Approximate {
+            return Ok(match part {
+                ContentPart::Image(_) => self.approx.tokens_per_image,
+                ContentPart::Text(t) => self.count_text(&t.text),
+                other => self.count_text(&serde_json::to_string(other).unwrap_or_default()),
+            });
+        }
+        let mut b = Breakdown::default();
+        self.add_part(part, pointer, &mut b)?;
+        Ok(b.total())
     }
 
     fn approximate_breakdown(&self, message: &Message) -> Breakdown {

@@ -104,11 +104,7 @@ pub fn data_parts(messages: &[Message]) -> impl Iterator<Item = &DataPart> {
 }
 
 /// The current merged data of `kind` (and `instance`) in `messages`.
-pub fn current(
-    messages: &[Message],
-    kind: &str,
-    instance: Option<&Value>,
-) -> Option<MergedData> {
+pub fn current(messages: &[Message], kind: &str, instance: Option<&Value>) -> Option<MergedData> {
     let parts = data_parts(messages)
         .filter(|d| d.kind.as_deref() == Some(kind) && d.instance.as_ref() == instance);
     merge_parts(parts).into_iter().next()
