@@ -26,7 +26,10 @@ fn texts(parts: &[ContentPart]) -> Vec<&str> {
 }
 
 /// The counters the generator names, written again over chorus messages.
-fn counter(name: &str) -> Box<dyn Fn(&[Message]) -> usize> {
+type Counter = Box<dyn Fn(&[Message]) -> usize>;
+type Split = Box<dyn Fn(&str) -> Vec<String>>;
+
+fn counter(name: &str) -> Counter {
     match name {
         "dummy" => Box::new(|ms: &[Message]| {
             ms.iter()
@@ -68,7 +71,7 @@ fn counter(name: &str) -> Box<dyn Fn(&[Message]) -> usize> {
     }
 }
 
-fn splitter(name: &str) -> Box<dyn Fn(&str) -> Vec<String>> {
+fn splitter(name: &str) -> Split {
     match name {
         "default" => Box::new(split_lines),
         "chars" => Box::new(|t: &str| t.chars().map(String::from).collect()),
