@@ -12,6 +12,7 @@ pub mod error;
 pub mod gemini;
 pub mod loss;
 pub mod openai_chat;
+pub mod openai_responses;
 pub mod options;
 pub mod qwen3;
 

@@ -8,7 +8,7 @@ use crate::capability::Capabilities;
 use crate::error::Error;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
-use crate::{anthropic, chorus, gemini, openai_chat, qwen3};
+use crate::{anthropic, chorus, gemini, openai_chat, openai_responses, qwen3};
 
 /// A format chorus converts to and from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -17,6 +17,8 @@ pub enum Format {
     Chorus,
     /// OpenAI Chat Completions.
     OpenAiChat,
+    /// OpenAI Responses.
+    OpenAiResponses,
     /// Anthropic Messages.
     Anthropic,
     /// Qwen3 ChatML text.
@@ -27,9 +29,10 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order `chorus formats` prints them.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Chorus,
         Format::OpenAiChat,
+        Format::OpenAiResponses,
         Format::Anthropic,
         Format::Gemini,
         Format::Qwen3,
@@ -53,6 +56,7 @@ impl Format {
             Format::Anthropic => &anthropic::CAPABILITIES,
             Format::Qwen3 => &qwen3::CAPABILITIES,
             Format::Gemini => &gemini::CAPABILITIES,
+            Format::OpenAiResponses => &openai_responses::CAPABILITIES,
         }
     }
 
@@ -69,6 +73,7 @@ impl Format {
             Format::Anthropic => anthropic::decode(&parse_json(input)?)?,
             Format::Qwen3 => qwen3::decode(input)?,
             Format::Gemini => gemini::decode(&parse_json(input)?)?,
+            Format::OpenAiResponses => openai_responses::decode(&parse_json(input)?)?,
         })
     }
 
@@ -80,6 +85,7 @@ impl Format {
             Format::Anthropic => anthropic::encode(conversation, options).map(pretty),
             Format::Qwen3 => qwen3::encode(conversation, options),
             Format::Gemini => gemini::encode(conversation, options).map(pretty),
+            Format::OpenAiResponses => openai_responses::encode(conversation, options).map(pretty),
         }
     }
 }

@@ -196,6 +196,11 @@ proptest! {
     }
 
     #[test]
+    fn openai_responses_round_trips_except_reported_losses(c in conversation()) {
+        check(Format::OpenAiResponses, &c)?;
+    }
+
+    #[test]
     fn qwen3_round_trips_except_reported_losses(c in conversation()) {
         check(Format::Qwen3, &c)?;
     }

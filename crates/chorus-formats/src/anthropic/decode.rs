@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::Format;
 use crate::anthropic::citations::anchor;
-use crate::common::extras::stash;
+use crate::common::extras::{part_extra, stash};
 use crate::common::json::{array, child, field, item, object, opt_string, string, unknown_keys};
 use crate::error::DecodeError;
 use crate::openai_chat::encode::ORIGIN;
@@ -278,16 +278,9 @@ fn source_type<'a>(map: &'a Map<String, Value>, at: &str) -> Result<&'a str, Dec
 }
 
 fn with_extra(mut part: ContentPart, unknown: Map<String, Value>) -> ContentPart {
-    let extra = match &mut part {
-        ContentPart::Text(p) => &mut p.extra,
-        ContentPart::Reasoning(p) => &mut p.extra,
-        ContentPart::Image(p) => &mut p.extra,
-        ContentPart::File(p) => &mut p.extra,
-        ContentPart::Audio(p) => &mut p.extra,
-        ContentPart::Data(p) => &mut p.extra,
-        ContentPart::Other(_) => return part,
-    };
-    stash(extra, ME, unknown);
+    if !matches!(part, ContentPart::Other(_)) {
+        stash(part_extra(&mut part), ME, unknown);
+    }
     part
 }
 

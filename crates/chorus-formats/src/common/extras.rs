@@ -88,6 +88,20 @@ pub fn drop_all(extra: &Map<String, Value>, pointer: &str, holder: &str, losses:
     }
 }
 
+/// The `extra` map of a content part (an unknown part is its own map).
+pub fn part_extra(part: &mut chorus_core::ContentPart) -> &mut Map<String, Value> {
+    use chorus_core::ContentPart;
+    match part {
+        ContentPart::Text(p) => &mut p.extra,
+        ContentPart::Reasoning(p) => &mut p.extra,
+        ContentPart::Image(p) => &mut p.extra,
+        ContentPart::Audio(p) => &mut p.extra,
+        ContentPart::File(p) => &mut p.extra,
+        ContentPart::Data(p) => &mut p.extra,
+        ContentPart::Other(map) => map,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

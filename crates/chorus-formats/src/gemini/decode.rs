@@ -8,7 +8,7 @@ use chorus_core::{
 use serde_json::{Map, Value};
 
 use crate::Format;
-use crate::common::extras::stash;
+use crate::common::extras::{part_extra, stash};
 use crate::common::json::{array, child, item, object, opt_string, string, unknown_keys};
 use crate::error::DecodeError;
 use crate::qwen3::call_id;
@@ -426,19 +426,6 @@ fn image(url: String) -> ImagePart {
         },
         video_metadata: None,
         extra: Map::new(),
-    }
-}
-
-/// The `extra` map of a known part.
-pub fn part_extra(part: &mut ContentPart) -> &mut Map<String, Value> {
-    match part {
-        ContentPart::Text(p) => &mut p.extra,
-        ContentPart::Reasoning(p) => &mut p.extra,
-        ContentPart::Image(p) => &mut p.extra,
-        ContentPart::Audio(p) => &mut p.extra,
-        ContentPart::File(p) => &mut p.extra,
-        ContentPart::Data(p) => &mut p.extra,
-        ContentPart::Other(map) => map,
     }
 }
 

@@ -1,0 +1,405 @@
+//! OpenAI Responses API input or output items → chorus.
+
+use chorus_core::{
+    AudioPart, Content, ContentPart, Conversation, FilePart, FileRef, FunctionCall,
+    FunctionDefinition, ImagePart, ImageUrl, InputAudio, Message, Metadata, ReasoningPart, Role,
+    TextPart, TokenUsage, ToolCall, ToolDefinition,
+};
+use serde_json::{Map, Value};
+
+use crate::Format;
+use crate::common::extras::{part_extra, stash};
+use crate::common::json::{
+    array, child, describe, item, object, opt_string, string, typed, unknown_keys,
+};
+use crate::error::DecodeError;
+use crate::openai_chat::encode::ORIGIN;
+use crate::openai_responses::{INSTRUCTIONS, ITEM};
+
+const ME: Format = Format::OpenAiResponses;
+
+/// Decodes a request `{input, instructions?, tools?, ...}` or a response `{object: "response", output}`.
+pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
+    let map = object(value, "")?;
+    let mut conversation = Conversation::default();
+    if map.get("object").and_then(Value::as_str) == Some("response")
+        || (map.contains_key("output") && !map.contains_key("input"))
+    {
+        conversation.messages = items(map.get("output").unwrap_or(&Value::Null), "/output")?;
+        response_metadata(map, &mut conversation);
+        return Ok(conversation);
+    }
+    if let Some(instructions) = opt_string(map, "instructions", "")? {
+        let mut m = Message::new(Role::System, instructions);
+        stash(
+            &mut m.extra,
+            ME,
+            Map::from_iter([(INSTRUCTIONS.to_owned(), Value::Bool(true))]),
+        );
+        conversation.messages.push(m);
+    }
+    match map.get("input") {
+        Some(Value::String(text)) => conversation
+            .messages
+            .push(Message::new(Role::User, text.clone())),
+        Some(other) => conversation.messages.extend(items(other, "/input")?),
+        None => {
+            return Err(DecodeError::new(
+                "/input",
+                "an `input` string or array of items",
+                "nothing",
+            ));
+        }
+    }
+    let mut unknown = unknown_keys(map, &["input", "instructions", "tools"]);
+    if let Some(tools) = map.get("tools") {
+        let mut defs = Vec::new();
+        let mut others = Vec::new();
+        for (i, t) in array(tools, "/tools")?.iter().enumerate() {
+            let at = item("/tools", i);
+            let tm = object(t, &at)?;
+            if tm.get("type").and_then(Value::as_str) == Some("function") {
+                let mut function = FunctionDefinition {
+                    name: string(tm, "name", &at)?.to_owned(),
+                    description: opt_string(tm, "description", &at)?.map(str::to_owned),
+                    parameters: tm.get("parameters").cloned(),
+                    strict: tm.get("strict").and_then(Value::as_bool),
+                    extra: Map::new(),
+                };
+                stash(
+                    &mut function.extra,
+                    ME,
+                    unknown_keys(tm, &["type", "name", "description", "parameters", "strict"]),
+                );
+                defs.push(ToolDefinition {
+                    kind: Some("function".into()),
+                    function,
+                    extra: Map::new(),
+                });
+            } else {
+                others.push(t.clone());
+            }
+        }
+        conversation.tools = Some(defs);
+        if !others.is_empty() {
+            unknown.insert("tools".into(), Value::Array(others));
+        }
+    }
+    stash(&mut conversation.extra, ME, unknown);
+    Ok(conversation)
+}
+
+fn response_metadata(map: &Map<String, Value>, conversation: &mut Conversation) {
+    if let Some(m) = conversation
+        .messages
+        .iter_mut()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+    {
+        let metadata = m.metadata.get_or_insert_with(Metadata::default);
+        metadata.model_version = map.get("model").and_then(Value::as_str).map(str::to_owned);
+        if let Some(usage) = map.get("usage").and_then(Value::as_object) {
+            let mut extra = usage.clone();
+            let mut take = |k: &str| extra.remove(k).and_then(|v| v.as_u64());
+            metadata.token_usage = Some(TokenUsage {
+                prompt_tokens: take("input_tokens"),
+                completion_tokens: take("output_tokens"),
+                total_tokens: take("total_tokens"),
+                extra,
+                ..TokenUsage::default()
+            });
+        }
+    }
+    stash(
+        &mut conversation.extra,
+        ME,
+        unknown_keys(map, &["output", "model", "usage"]),
+    );
+}
+
+/// Which part of an assistant turn an item fills, in the order the turn is written.
+fn stage(kind: &str) -> Option<u8> {
+    match kind {
+        "reasoning" => Some(0),
+        "message" => Some(1),
+        "function_call" => Some(2),
+        _ => None,
+    }
+}
+
+/// Decodes input or output items; an assistant turn's reasoning, message and calls are one message.
+pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> {
+    let mut out: Vec<Message> = Vec::new();
+    let mut turn_stage: Option<u8> = None;
+    for (i, it) in array(value, pointer)?.iter().enumerate() {
+        let at = item(pointer, i);
+        let map = object(it, &at)?;
+        let kind = match map.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            None if map.contains_key("role") => "message",
+            Some(other) => {
+                return Err(DecodeError::new(
+                    child(&at, "type"),
+                    "an item type",
+                    describe(other),
+                ));
+            }
+            None => {
+                return Err(DecodeError::new(
+                    child(&at, "type"),
+                    "an item type",
+                    "nothing",
+                ));
+            }
+        };
+        let role = if kind == "message" {
+            Some(string(map, "role", &at)?)
+        } else {
+            None
+        };
+        let assistant_side = stage(kind).is_some() && role.is_none_or(|r| r == "assistant");
+        let continues = assistant_side
+            && turn_stage.is_some_and(|s| stage(kind).is_some_and(|k| k > s || (k == s && k != 1)));
+        match kind {
+            "message" => {
+                let role = role.unwrap_or_default();
+                let (id, content) = message_content(map, &at)?;
+                if continues {
+                    let m = out.last_mut().expect("a continued turn has a message");
+                    let mut parts = m.parts();
+                    if let Some(Content::Parts(more)) = &content {
+                        parts.extend(more.iter().cloned());
+                    } else if let Some(Content::Text(t)) = &content {
+                        parts.push(ContentPart::text(t.clone()));
+                    }
+                    m.content = Some(Some(Content::Parts(parts)));
+                    m.id = id;
+                } else {
+                    let mut m = Message::new(parse_role(role, &at)?, "");
+                    m.content = Some(content);
+                    m.id = id;
+                    out.push(m);
+                }
+                stash(
+                    &mut out.last_mut().expect("pushed").extra,
+                    ME,
+                    unknown_keys(map, &["type", "role", "content", "id"]),
+                );
+            }
+            "reasoning" => {
+                let part = reasoning(map);
+                if continues {
+                    let m = out.last_mut().expect("a continued turn has a message");
+                    let mut parts = m.parts();
+                    parts.push(part);
+                    m.content = Some(Some(Content::Parts(parts)));
+                } else {
+                    out.push(Message::with_parts(Role::Assistant, vec![part]));
+                }
+            }
+            "function_call" => {
+                let mut call = ToolCall {
+                    id: string(map, "call_id", &at)?.to_owned(),
+                    kind: Some("function".into()),
+                    function: FunctionCall {
+                        name: string(map, "name", &at)?.to_owned(),
+                        arguments: string(map, "arguments", &at)?.to_owned(),
+                        extra: Map::new(),
+                    },
+                    extra: Map::new(),
+                };
+                stash(
+                    &mut call.extra,
+                    ME,
+                    unknown_keys(map, &["type", "call_id", "name", "arguments"]),
+                );
+                if !continues {
+                    let mut m = Message::new(Role::Assistant, "");
+                    m.content = Some(None);
+                    out.push(m);
+                }
+                let m = out.last_mut().expect("pushed");
+                if let Some(Some(calls)) = &mut m.tool_calls {
+                    calls.push(call);
+                } else {
+                    m.tool_calls = Some(Some(vec![call]));
+                }
+            }
+            "function_call_output" => {
+                let mut m = Message::new(Role::Tool, "");
+                m.tool_call_id = Some(string(map, "call_id", &at)?.to_owned());
+                m.content = Some(Some(match map.get("output") {
+                    Some(Value::String(s)) => Content::Text(s.clone()),
+                    Some(other) => Content::Parts(parts(other, &child(&at, "output"))?),
+                    None => {
+                        return Err(DecodeError::new(
+                            child(&at, "output"),
+                            "the tool output",
+                            "nothing",
+                        ));
+                    }
+                }));
+                stash(
+                    &mut m.extra,
+                    ME,
+                    unknown_keys(map, &["type", "call_id", "output"]),
+                );
+                out.push(m);
+            }
+            _ => {
+                let mut other = map.clone();
+                other.insert(ORIGIN.into(), Value::String(ME.id().into()));
+                let mut m = Message::with_parts(Role::Assistant, vec![ContentPart::Other(other)]);
+                stash(
+                    &mut m.extra,
+                    ME,
+                    Map::from_iter([(ITEM.to_owned(), Value::Bool(true))]),
+                );
+                out.push(m);
+            }
+        }
+        turn_stage = if assistant_side { stage(kind) } else { None };
+    }
+    Ok(out)
+}
+
+fn parse_role(role: &str, at: &str) -> Result<Role, DecodeError> {
+    Ok(match role {
+        "system" => Role::System,
+        "developer" => Role::Developer,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        other => {
+            return Err(DecodeError::new(
+                child(at, "role"),
+                "system, developer, user or assistant",
+                format!("{other:?}"),
+            ));
+        }
+    })
+}
+
+fn message_content(
+    map: &Map<String, Value>,
+    at: &str,
+) -> Result<(Option<String>, Option<Content>), DecodeError> {
+    let id = opt_string(map, "id", at)?.map(str::to_owned);
+    let content = match map.get("content") {
+        Some(Value::String(s)) => Some(Content::Text(s.clone())),
+        Some(other) => Some(Content::Parts(parts(other, &child(at, "content"))?)),
+        None => None,
+    };
+    Ok((id, content))
+}
+
+fn reasoning(map: &Map<String, Value>) -> ContentPart {
+    let summary = map
+        .get("summary")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut part = ReasoningPart::default();
+    let mut rest = unknown_keys(map, &["type", "summary", "encrypted_content"]);
+    match summary.as_slice() {
+        [] => {}
+        [one]
+            if one.get("type").and_then(Value::as_str) == Some("summary_text")
+                && one.as_object().is_some_and(|o| o.len() == 2) =>
+        {
+            part.text = one["text"].as_str().unwrap_or_default().to_owned();
+        }
+        many => {
+            part.text = many
+                .iter()
+                .filter_map(|s| s.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            rest.insert("summary".into(), Value::Array(many.to_vec()));
+        }
+    }
+    part.signature = map
+        .get("encrypted_content")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    stash(&mut part.extra, ME, rest);
+    ContentPart::Reasoning(part)
+}
+
+/// Content parts: input_text / output_text / input_image / input_file / input_audio.
+pub fn parts(value: &Value, pointer: &str) -> Result<Vec<ContentPart>, DecodeError> {
+    let mut out = Vec::new();
+    for (i, p) in array(value, pointer)?.iter().enumerate() {
+        let at = item(pointer, i);
+        let map = object(p, &at)?;
+        let (mut part, known): (ContentPart, &[&str]) = match string(map, "type", &at)? {
+            "input_text" | "output_text" => (
+                ContentPart::Text(TextPart {
+                    text: string(map, "text", &at)?.to_owned(),
+                    ..TextPart::default()
+                }),
+                &["type", "text"],
+            ),
+            "input_image" if map.get("image_url").is_some_and(Value::is_string) => {
+                let image_url = ImageUrl {
+                    url: string(map, "image_url", &at)?.to_owned(),
+                    detail: match map.get("detail") {
+                        Some(d) => Some(typed(d, &child(&at, "detail"), "low, high or auto")?),
+                        None => None,
+                    },
+                    rotation: None,
+                    width: None,
+                    height: None,
+                    extra: Map::new(),
+                };
+                (
+                    ContentPart::Image(ImagePart {
+                        image_url,
+                        video_metadata: None,
+                        extra: Map::new(),
+                    }),
+                    &["type", "image_url", "detail"],
+                )
+            }
+            "input_file" => {
+                let file = FileRef {
+                    file_id: opt_string(map, "file_id", &at)?.map(str::to_owned),
+                    file_data: opt_string(map, "file_data", &at)?.map(str::to_owned),
+                    url: opt_string(map, "file_url", &at)?.map(str::to_owned),
+                    filename: opt_string(map, "filename", &at)?.map(str::to_owned),
+                    ..FileRef::default()
+                };
+                (
+                    ContentPart::File(FilePart {
+                        file,
+                        extra: Map::new(),
+                    }),
+                    &["type", "file_id", "file_data", "file_url", "filename"],
+                )
+            }
+            "input_audio" => {
+                let input_audio: InputAudio = typed(
+                    map.get("input_audio").unwrap_or(&Value::Null),
+                    &child(&at, "input_audio"),
+                    "{data, format}",
+                )?;
+                (
+                    ContentPart::Audio(AudioPart {
+                        input_audio,
+                        extra: Map::new(),
+                    }),
+                    &["type", "input_audio"],
+                )
+            }
+            _ => {
+                let mut other = map.clone();
+                other.insert(ORIGIN.into(), Value::String(ME.id().into()));
+                (ContentPart::Other(other), &[])
+            }
+        };
+        if !matches!(part, ContentPart::Other(_)) {
+            stash(part_extra(&mut part), ME, unknown_keys(map, known));
+        }
+        out.push(part);
+    }
+    Ok(out)
+}

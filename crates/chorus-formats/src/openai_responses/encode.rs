@@ -1,0 +1,420 @@
+//! chorus → OpenAI Responses API request (`instructions`, `input` items, `tools`).
+
+use chorus_core::{Content, ContentPart, Conversation, Message, Role};
+use serde_json::{Map, Value, json};
+
+use crate::Format;
+use crate::common::extras::{drop_all, for_target, merge_into, namespace};
+use crate::common::json::{child, item};
+use crate::common::media::{data_as_text, image_url};
+use crate::common::names;
+use crate::common::pairing::paired_order;
+use crate::loss::{Losses, Policy};
+use crate::openai_chat::encode::ORIGIN;
+use crate::openai_responses::{INSTRUCTIONS, ITEM};
+use crate::options::EncodeOptions;
+
+const ME: Format = Format::OpenAiResponses;
+
+fn marked(m: &Message, key: &str) -> bool {
+    m.extra.get(&namespace(ME)).and_then(|ns| ns.get(key)) == Some(&Value::Bool(true))
+}
+
+/// The message's extras without chorus' own markers.
+fn extras(m: &Message, at: &str, losses: &mut Losses) -> Map<String, Value> {
+    let mut out = for_target(&m.extra, ME, at, losses);
+    out.remove(INSTRUCTIONS);
+    out.remove(ITEM);
+    out
+}
+
+/// Encodes a conversation as a Responses request.
+pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
+    let order = paired_order(&conversation.messages, losses);
+    let ordered = order
+        .into_iter()
+        .map(|i| (i, conversation.messages[i].clone()))
+        .collect();
+    let messages = names::apply(ordered, options.names, losses);
+    let mut out = Map::new();
+    let mut input = Vec::new();
+    let mut prev_stage: Option<u8> = None;
+    for (n, (i, m)) in messages.iter().enumerate() {
+        let at = item("/messages", *i);
+        if m.role == Role::System
+            && n == 0
+            && marked(m, INSTRUCTIONS)
+            && let Some(Content::Text(text)) = m.content()
+        {
+            out.insert("instructions".into(), Value::String(text.clone()));
+            fields(m, &at, losses);
+            extras(m, &at, losses);
+            continue;
+        }
+        if marked(m, ITEM)
+            && let Some(Content::Parts(parts)) = m.content()
+            && let [ContentPart::Other(item)] = parts.as_slice()
+        {
+            let mut item = item.clone();
+            item.remove(ORIGIN);
+            input.push(Value::Object(item));
+            continue;
+        }
+        fields(m, &at, losses);
+        if m.role != Role::Assistant {
+            prev_stage = None;
+        }
+        match m.role {
+            Role::Tool => input.push(tool_output(m, &at, losses)),
+            Role::Assistant => {
+                let start = input.len();
+                assistant(m, &at, &mut input, losses);
+                let stages: Vec<u8> = input[start..].iter().filter_map(item_stage).collect();
+                if let (Some(prev), Some(&first)) = (prev_stage, stages.first())
+                    && (first > prev || (first == prev && first != 1))
+                {
+                    losses.push(
+                        &at,
+                        Policy::Merged,
+                        "follows an assistant turn it merges into when read back",
+                    );
+                }
+                prev_stage = stages.last().copied();
+                continue;
+            }
+            role => input.push(message(m, role.as_str(), &at, losses)),
+        }
+    }
+    out.insert("input".into(), Value::Array(input));
+    let mut extra = conversation.extra.clone();
+    let other_tools = extra
+        .get_mut(&namespace(ME))
+        .and_then(Value::as_object_mut)
+        .and_then(|ns| ns.remove("tools"));
+    if conversation.tools.is_some() || other_tools.is_some() {
+        let mut list: Vec<Value> = Vec::new();
+        for (i, t) in conversation.tools.iter().flatten().enumerate() {
+            let at = item("/tools", i);
+            let f = &t.function;
+            let mut tool = json!({"type": "function", "name": f.name});
+            if let Some(d) = &f.description {
+                tool["description"] = Value::String(d.clone());
+            }
+            if let Some(p) = &f.parameters {
+                tool["parameters"] = p.clone();
+            }
+            if let Some(s) = f.strict {
+                tool["strict"] = Value::Bool(s);
+            }
+            if t.kind.as_deref().is_some_and(|k| k != "function") {
+                losses.push(
+                    child(&at, "type"),
+                    Policy::Dropped,
+                    "sent as a function tool",
+                );
+            }
+            if let Value::Object(map) = &mut tool {
+                merge_into(map, &f.extra, ME, &child(&at, "function"), losses);
+            }
+            drop_all(&t.extra, &at, "a Responses function tool", losses);
+            list.push(tool);
+        }
+        if let Some(Value::Array(others)) = other_tools {
+            list.extend(others);
+        }
+        out.insert("tools".into(), Value::Array(list));
+    }
+    merge_into(&mut out, &extra, ME, "", losses);
+    Value::Object(out)
+}
+
+/// Where an item stands in an assistant turn: reasoning, message, function_call.
+fn item_stage(item: &Value) -> Option<u8> {
+    match item.get("type").and_then(Value::as_str) {
+        Some("reasoning") => Some(0),
+        Some("message") => Some(1),
+        Some("function_call") => Some(2),
+        _ => None,
+    }
+}
+
+fn fields(m: &Message, at: &str, losses: &mut Losses) {
+    let id_lost = m.id.is_some() && m.role != Role::Assistant;
+    for (key, present) in [
+        ("name", m.name.is_some()),
+        ("id", id_lost),
+        ("created_at", m.created_at.is_some()),
+        ("channel", m.channel.is_some()),
+        ("recipient", m.recipient.is_some()),
+        ("metadata", m.metadata.is_some()),
+    ] {
+        if present {
+            losses.push(
+                child(at, key),
+                Policy::Dropped,
+                format!("Responses items have no `{key}` here"),
+            );
+        }
+    }
+}
+
+fn message(m: &Message, role: &str, at: &str, losses: &mut Losses) -> Value {
+    let mut item = Map::new();
+    item.insert("role".into(), Value::String(role.into()));
+    let content = match m.content() {
+        Some(Content::Text(t)) => Value::String(t.clone()),
+        Some(Content::Parts(parts)) => {
+            Value::Array(self::parts(parts, m.role, &child(at, "content"), losses))
+        }
+        None => {
+            losses.push(
+                child(at, "content"),
+                Policy::Downgraded,
+                "missing or null content is written as an empty string",
+            );
+            Value::String(String::new())
+        }
+    };
+    item.insert("content".into(), content);
+    item.extend(extras(m, at, losses));
+    Value::Object(item)
+}
+
+/// Reasoning items, then the message item, then one function_call item per call.
+fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses) {
+    let mut rest: Vec<ContentPart> = Vec::new();
+    let all = match m.content() {
+        Some(Content::Parts(parts)) => parts.clone(),
+        _ => Vec::new(),
+    };
+    for (i, part) in all.iter().enumerate() {
+        let p_at = item(&child(at, "content"), i);
+        if let ContentPart::Reasoning(r) = part {
+            if !rest.is_empty() {
+                losses.push(
+                    &p_at,
+                    Policy::Moved,
+                    "reasoning items come before the message item",
+                );
+            }
+            let mut extra = for_target(&r.extra, ME, &p_at, losses);
+            let summary = extra.remove("summary").unwrap_or_else(|| {
+                if r.text.is_empty() {
+                    json!([])
+                } else {
+                    json!([{"type": "summary_text", "text": r.text}])
+                }
+            });
+            let mut item = json!({"type": "reasoning", "summary": summary});
+            if let Some(sig) = &r.signature {
+                item["encrypted_content"] = Value::String(sig.clone());
+            }
+            if let Value::Object(map) = &mut item {
+                map.extend(extra);
+            }
+            input.push(item);
+        } else {
+            rest.push(part.clone());
+        }
+    }
+    let text_form = matches!(m.content(), Some(Content::Text(_)));
+    if text_form || !rest.is_empty() || (m.calls().is_empty() && all.is_empty()) {
+        let mut item = Map::new();
+        item.insert("type".into(), "message".into());
+        item.insert("role".into(), "assistant".into());
+        if let Some(id) = &m.id {
+            item.insert("id".into(), Value::String(id.clone()));
+        }
+        let content = match m.content() {
+            Some(Content::Text(t)) => Value::String(t.clone()),
+            _ => Value::Array(parts(&rest, Role::Assistant, &child(at, "content"), losses)),
+        };
+        if m.content().is_none() {
+            losses.push(
+                child(at, "content"),
+                Policy::Downgraded,
+                "missing or null content is written as an empty list",
+            );
+        }
+        item.insert("content".into(), content);
+        item.extend(extras(m, at, losses));
+        input.push(Value::Object(item));
+    } else {
+        if m.id.is_some() {
+            losses.push(
+                child(at, "id"),
+                Policy::Dropped,
+                "no message item to carry the id",
+            );
+        }
+        drop_all(&m.extra, at, "a Responses function_call", losses);
+        let only_reasoning = !all.is_empty();
+        if m.content.is_none()
+            || (matches!(m.content(), Some(Content::Parts(p)) if p.is_empty())
+                && !m.calls().is_empty())
+            || (only_reasoning && m.calls().is_empty())
+        {
+            losses.push(
+                child(at, "content"),
+                Policy::Downgraded,
+                "content without a message item comes back as null or reasoning only",
+            );
+        }
+    }
+    for (n, call) in m.calls().iter().enumerate() {
+        let c_at = item(&child(at, "tool_calls"), n);
+        let mut item = json!({"type": "function_call", "call_id": call.id, "name": call.function.name, "arguments": call.function.arguments});
+        if let Value::Object(map) = &mut item {
+            merge_into(map, &call.extra, ME, &c_at, losses);
+        }
+        drop_all(
+            &call.function.extra,
+            &child(&c_at, "function"),
+            "a Responses function_call",
+            losses,
+        );
+        if call.kind.as_deref().is_some_and(|k| k != "function") {
+            losses.push(
+                child(&c_at, "type"),
+                Policy::Dropped,
+                "Responses calls are function calls",
+            );
+        }
+        input.push(item);
+    }
+}
+
+fn tool_output(m: &Message, at: &str, losses: &mut Losses) -> Value {
+    let output = match m.content() {
+        Some(Content::Text(t)) => Value::String(t.clone()),
+        Some(Content::Parts(parts)) => Value::Array(self::parts(
+            parts,
+            Role::Tool,
+            &child(at, "content"),
+            losses,
+        )),
+        None => {
+            losses.push(
+                child(at, "content"),
+                Policy::Downgraded,
+                "missing or null output is written as an empty string",
+            );
+            Value::String(String::new())
+        }
+    };
+    let mut item = json!({"type": "function_call_output", "call_id": m.tool_call_id.clone().unwrap_or_default(), "output": output});
+    if let Value::Object(map) = &mut item {
+        map.extend(extras(m, at, losses));
+    }
+    item
+}
+
+fn parts(parts: &[ContentPart], role: Role, pointer: &str, losses: &mut Losses) -> Vec<Value> {
+    let text_type = if role == Role::Assistant {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    let mut out = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let at = item(pointer, i);
+        let (value, extra) = match part {
+            ContentPart::Text(t) => {
+                if t.index.is_some() {
+                    losses.push(
+                        child(&at, "index"),
+                        Policy::Dropped,
+                        "Responses parts have no `index`",
+                    );
+                }
+                (json!({"type": text_type, "text": t.text}), &t.extra)
+            }
+            ContentPart::Image(img) if role != Role::Assistant => {
+                let url = image_url(img, &at, true, losses);
+                let mut v = json!({"type": "input_image", "image_url": url});
+                if let Some(d) = img.image_url.detail {
+                    v["detail"] = serde_json::to_value(d).unwrap_or(Value::Null);
+                }
+                drop_all(
+                    &img.image_url.extra,
+                    &child(&at, "image_url"),
+                    "a Responses input_image",
+                    losses,
+                );
+                (v, &img.extra)
+            }
+            ContentPart::Audio(a) if role != Role::Assistant => {
+                if a.input_audio.sample_rate.is_some() {
+                    losses.push(
+                        format!("{at}/input_audio/sample_rate"),
+                        Policy::Dropped,
+                        "Responses audio has no sample rate",
+                    );
+                }
+                drop_all(
+                    &a.input_audio.extra,
+                    &child(&at, "input_audio"),
+                    "Responses audio",
+                    losses,
+                );
+                (
+                    json!({"type": "input_audio", "input_audio": {"data": a.input_audio.data, "format": a.input_audio.format}}),
+                    &a.extra,
+                )
+            }
+            ContentPart::File(f) if role != Role::Assistant => {
+                let mut v = json!({"type": "input_file"});
+                for (key, value) in [
+                    ("file_id", &f.file.file_id),
+                    ("file_data", &f.file.file_data),
+                    ("file_url", &f.file.url),
+                    ("filename", &f.file.filename),
+                ] {
+                    if let Some(s) = value {
+                        v[key] = Value::String(s.clone());
+                    }
+                }
+                if f.file.mime_type.is_some() {
+                    losses.push(
+                        format!("{at}/file/mime_type"),
+                        Policy::Dropped,
+                        "Responses files have no media type field",
+                    );
+                }
+                drop_all(
+                    &f.file.extra,
+                    &child(&at, "file"),
+                    "a Responses input_file",
+                    losses,
+                );
+                (v, &f.extra)
+            }
+            ContentPart::Data(d) => {
+                out.push(json!({"type": text_type, "text": data_as_text(d, &at, losses)}));
+                continue;
+            }
+            ContentPart::Other(other)
+                if other.get(ORIGIN).and_then(Value::as_str) == Some(ME.id()) =>
+            {
+                let mut v = other.clone();
+                v.remove(ORIGIN);
+                out.push(Value::Object(v));
+                continue;
+            }
+            other => {
+                losses.push(
+                    at,
+                    Policy::Dropped,
+                    format!("Responses has no `{}` part here", other.type_name()),
+                );
+                continue;
+            }
+        };
+        let mut value = value;
+        if let Value::Object(map) = &mut value {
+            merge_into(map, extra, ME, &at, losses);
+        }
+        out.push(value);
+    }
+    out
+}
