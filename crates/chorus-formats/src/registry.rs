@@ -8,7 +8,7 @@ use crate::capability::Capabilities;
 use crate::error::Error;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
-use crate::{anthropic, chorus, gemini, openai_chat, openai_responses, qwen3};
+use crate::{agentscope, anthropic, chorus, gemini, openai_chat, openai_responses, qwen3};
 
 /// A format chorus converts to and from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,17 +25,20 @@ pub enum Format {
     Qwen3,
     /// Google Gemini generateContent.
     Gemini,
+    /// AgentScope Msg dicts.
+    AgentScope,
 }
 
 impl Format {
     /// Every format, in the order `chorus formats` prints them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Chorus,
         Format::OpenAiChat,
         Format::OpenAiResponses,
         Format::Anthropic,
         Format::Gemini,
         Format::Qwen3,
+        Format::AgentScope,
     ];
 
     /// The id used on the command line.
@@ -56,6 +59,7 @@ impl Format {
             Format::Anthropic => &anthropic::CAPABILITIES,
             Format::Qwen3 => &qwen3::CAPABILITIES,
             Format::Gemini => &gemini::CAPABILITIES,
+            Format::AgentScope => &agentscope::CAPABILITIES,
             Format::OpenAiResponses => &openai_responses::CAPABILITIES,
         }
     }
@@ -73,6 +77,7 @@ impl Format {
             Format::Anthropic => anthropic::decode(&parse_json(input)?)?,
             Format::Qwen3 => qwen3::decode(input)?,
             Format::Gemini => gemini::decode(&parse_json(input)?)?,
+            Format::AgentScope => agentscope::decode(&parse_json(input)?)?,
             Format::OpenAiResponses => openai_responses::decode(&parse_json(input)?)?,
         })
     }
@@ -85,6 +90,7 @@ impl Format {
             Format::Anthropic => anthropic::encode(conversation, options).map(pretty),
             Format::Qwen3 => qwen3::encode(conversation, options),
             Format::Gemini => gemini::encode(conversation, options).map(pretty),
+            Format::AgentScope => agentscope::encode(conversation, options).map(pretty),
             Format::OpenAiResponses => openai_responses::encode(conversation, options).map(pretty),
         }
     }

@@ -201,6 +201,11 @@ proptest! {
     }
 
     #[test]
+    fn agentscope_round_trips_except_reported_losses(c in conversation()) {
+        check(Format::AgentScope, &c)?;
+    }
+
+    #[test]
     fn qwen3_round_trips_except_reported_losses(c in conversation()) {
         check(Format::Qwen3, &c)?;
     }
