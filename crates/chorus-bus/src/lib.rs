@@ -5,6 +5,7 @@
 //! (Streams, feature `redis`). [`hub`] and [`pipeline`] orchestrate [`Agent`]s in process.
 
 pub mod agent;
+pub mod bench;
 pub mod bus;
 pub mod config;
 pub mod core;

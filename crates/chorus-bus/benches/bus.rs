@@ -1,0 +1,271 @@
+//! Bus throughput: 1 KiB handoffs, 1 producer, 4 consumers, each message acked.
+//!
+//! Side by side in one run: memory; sqlite group commit against sqlite with one fsync per
+//! message; the NATS backend against raw async-nats JetStream publish-with-ack + pull-and-ack;
+//! the Redis backend. Server backends run when CHORUS_TEST_NATS_URL / CHORUS_TEST_REDIS_URL are
+//! set. Prints medians and ratios at the end.
+//!
+//! `cargo bench -p chorus-bus --features nats,redis --bench bus`
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chorus_bus::bench::{BackendSpec, BenchOptions, BenchReport, Progress, run};
+use criterion::{Criterion, Throughput};
+
+type Results = Arc<Mutex<BTreeMap<&'static str, Vec<(f64, f64, f64)>>>>;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn record(results: &Results, label: &'static str, r: &BenchReport) {
+    assert_eq!((r.lost, r.duplicates), (0, 0), "{label}: {r:?}");
+    results.lock().unwrap().entry(label).or_default().push((
+        r.throughput_msgs_per_s,
+        r.p50_ms,
+        r.p99_ms,
+    ));
+}
+
+fn bench_backend(c: &mut Criterion, results: &Results, label: &'static str, opts: BenchOptions) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("bus");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(opts.messages as u64));
+    group.bench_function(label, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let started = Instant::now();
+                let report = rt
+                    .block_on(run(&opts, Arc::new(Progress::default())))
+                    .unwrap();
+                total += started.elapsed();
+                record(results, label, &report);
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+#[cfg(feature = "nats")]
+mod raw_nats {
+    //! The anchor: async-nats JetStream publish-with-ack and pull-and-ack, no chorus code.
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    use async_nats::jetstream::{self, consumer::pull, stream};
+    use chorus_bus::bench::BenchReport;
+    use futures::StreamExt;
+    use futures::stream::FuturesUnordered;
+
+    pub async fn run(url: &str, messages: usize, size: usize) -> BenchReport {
+        let client = async_nats::connect(url).await.expect("NATS reachable");
+        let js = jetstream::new(client);
+        let name = format!("chorus_raw_{}_{}", std::process::id(), chorus_bus::now_ms());
+        let stream = js
+            .create_stream(stream::Config {
+                name: name.clone(),
+                subjects: vec![format!("{name}.in")],
+                retention: stream::RetentionPolicy::WorkQueue,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let consumer: jetstream::consumer::PullConsumer = stream
+            .create_consumer(pull::Config {
+                durable_name: Some("raw".into()),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                max_ack_pending: 100_000,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let received = Arc::new(AtomicU64::new(0));
+        let mut consumers = Vec::new();
+        for _ in 0..4 {
+            let (consumer, received) = (consumer.clone(), received.clone());
+            consumers.push(tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while received.load(Ordering::SeqCst) < messages as u64 {
+                    let mut batch = consumer
+                        .fetch()
+                        .max_messages(64)
+                        .expires(Duration::from_millis(100))
+                        .messages()
+                        .await
+                        .unwrap();
+                    while let Some(m) = batch.next().await {
+                        let m = m.unwrap();
+                        let sent: u128 = std::str::from_utf8(&m.payload[..20])
+                            .unwrap()
+                            .trim()
+                            .parse()
+                            .unwrap();
+                        latencies.push(start.elapsed().as_micros() - sent);
+                        received.fetch_add(1, Ordering::SeqCst);
+                        m.ack().await.unwrap();
+                    }
+                }
+                (latencies, start.elapsed())
+            }));
+        }
+        let mut inflight = FuturesUnordered::new();
+        for _ in 0..messages {
+            if inflight.len() >= 256 {
+                inflight.next().await.unwrap();
+            }
+            let mut payload = format!("{:>20}", start.elapsed().as_micros()).into_bytes();
+            payload.resize(size.max(20), b'x');
+            let ack = js
+                .publish(format!("{name}.in"), payload.into())
+                .await
+                .unwrap();
+            inflight.push(async move { ack.await.unwrap() });
+        }
+        while inflight.next().await.is_some() {}
+        let mut all = Vec::new();
+        let mut end = Duration::ZERO;
+        for c in consumers {
+            let (l, e) = c.await.unwrap();
+            all.extend(l);
+            end = end.max(e);
+        }
+        js.delete_stream(&name).await.unwrap();
+        all.sort_unstable();
+        let pick = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+        BenchReport {
+            sent: messages as u64,
+            received: all.len() as u64,
+            lost: (messages - all.len()) as u64,
+            duplicates: 0,
+            throughput_msgs_per_s: all.len() as f64 / end.as_secs_f64(),
+            p50_ms: pick(0.5),
+            p99_ms: pick(0.99),
+        }
+    }
+}
+
+fn median(v: &[(f64, f64, f64)]) -> (f64, f64, f64) {
+    let mid = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    (
+        mid(v.iter().map(|r| r.0).collect()),
+        mid(v.iter().map(|r| r.1).collect()),
+        mid(v.iter().map(|r| r.2).collect()),
+    )
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let results: Results = Arc::default();
+    let dir = tempfile::tempdir().unwrap();
+    let base = BenchOptions::default();
+    bench_backend(
+        &mut c,
+        &results,
+        "memory",
+        BenchOptions {
+            messages: 100_000,
+            ..base.clone()
+        },
+    );
+    let sqlite = |name: &str| BackendSpec::Sqlite(dir.path().join(name));
+    bench_backend(
+        &mut c,
+        &results,
+        "sqlite group commit",
+        BenchOptions {
+            backend: sqlite("group.db"),
+            messages: 20_000,
+            ..base.clone()
+        },
+    );
+    bench_backend(
+        &mut c,
+        &results,
+        "sqlite one fsync per op (anchor)",
+        BenchOptions {
+            backend: sqlite("single.db"),
+            messages: 2_000,
+            max_batch: 1,
+            ..base.clone()
+        },
+    );
+    #[cfg(feature = "nats")]
+    if let Ok(url) = std::env::var("CHORUS_TEST_NATS_URL") {
+        bench_backend(
+            &mut c,
+            &results,
+            "nats",
+            BenchOptions {
+                backend: BackendSpec::Nats(url.clone()),
+                messages: 20_000,
+                ..base.clone()
+            },
+        );
+        let rt = runtime();
+        let mut group = c.benchmark_group("bus");
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(5));
+        group.throughput(Throughput::Elements(20_000));
+        group.bench_function("raw async-nats (anchor)", |b| {
+            b.iter_custom(|iters| {
+                let started = Instant::now();
+                for _ in 0..iters {
+                    let report = rt.block_on(raw_nats::run(&url, 20_000, 1024));
+                    record(&results, "raw async-nats (anchor)", &report);
+                }
+                started.elapsed()
+            })
+        });
+        group.finish();
+    }
+    #[cfg(feature = "redis")]
+    if let Ok(url) = std::env::var("CHORUS_TEST_REDIS_URL") {
+        bench_backend(
+            &mut c,
+            &results,
+            "redis",
+            BenchOptions {
+                backend: BackendSpec::Redis(url),
+                messages: 20_000,
+                ..base.clone()
+            },
+        );
+    }
+    c.final_summary();
+    let results = results.lock().unwrap();
+    println!("\nmedians over all runs (1 KiB, 1 producer, 4 consumers):");
+    println!(
+        "{:<36} {:>14} {:>9} {:>9}",
+        "backend", "msgs/s", "p50 ms", "p99 ms"
+    );
+    for (label, runs) in results.iter() {
+        let (t, p50, p99) = median(runs);
+        println!("{label:<36} {t:>14.0} {p50:>9.2} {p99:>9.2}");
+    }
+    let ratio = |a: &str, b: &str| {
+        let (Some(x), Some(y)) = (results.get(a), results.get(b)) else {
+            return;
+        };
+        println!("ratio {a} / {b}: {:.2}", median(x).0 / median(y).0);
+    };
+    ratio("sqlite group commit", "sqlite one fsync per op (anchor)");
+    ratio("nats", "raw async-nats (anchor)");
+}

@@ -1,0 +1,352 @@
+//! The load generator behind `chorus bench bus`: producers publish, consumers receive and ack.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde::Serialize;
+
+use crate::bus::Bus;
+use crate::config::BusConfig;
+use crate::envelope::Envelope;
+use crate::error::{BusError, BusResult};
+use crate::memory::MemoryBus;
+use crate::sqlite::SqliteBus;
+
+/// Which backend to load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendSpec {
+    /// The in-process bus.
+    Memory,
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A NATS server URL.
+    Nats(String),
+    /// A Redis server URL.
+    Redis(String),
+}
+
+impl BackendSpec {
+    /// Parses `memory`, `sqlite:PATH`, `nats://HOST:PORT` or `redis://HOST:PORT`.
+    pub fn parse(s: &str) -> BusResult<BackendSpec> {
+        let bad = |detail: &str| BusError::Config {
+            what: "--backend".into(),
+            detail: format!(
+                "{detail} (found {s:?}; expected memory, sqlite:PATH, nats://HOST:PORT or redis://HOST:PORT)"
+            ),
+        };
+        if s == "memory" {
+            return Ok(BackendSpec::Memory);
+        }
+        if let Some(path) = s.strip_prefix("sqlite:") {
+            return match path {
+                "" => Err(bad("the sqlite backend needs a file path")),
+                p => Ok(BackendSpec::Sqlite(PathBuf::from(p))),
+            };
+        }
+        if s.starts_with("nats://") {
+            return Ok(BackendSpec::Nats(s.to_owned()));
+        }
+        if s.starts_with("redis://") {
+            return Ok(BackendSpec::Redis(s.to_owned()));
+        }
+        Err(bad("unknown backend"))
+    }
+
+    /// Opens the backend with `config`; `max_batch` bounds a SQLite group commit.
+    pub async fn open(&self, config: BusConfig, max_batch: usize) -> BusResult<Arc<dyn Bus>> {
+        let ns = format!("chorus_bench_{}", std::process::id());
+        match self {
+            BackendSpec::Memory => Ok(Arc::new(MemoryBus::new(config))),
+            BackendSpec::Sqlite(path) => Ok(Arc::new(SqliteBus::open_with_batch(
+                path, config, max_batch,
+            )?)),
+            #[cfg(feature = "nats")]
+            BackendSpec::Nats(url) => Ok(Arc::new(
+                crate::nats::NatsBus::connect(url, &ns, config).await?,
+            )),
+            #[cfg(feature = "redis")]
+            BackendSpec::Redis(url) => Ok(Arc::new(
+                crate::redis::RedisBus::connect(url, &ns, config).await?,
+            )),
+            #[allow(unreachable_patterns)]
+            other => Err(BusError::Config {
+                what: "--backend".into(),
+                detail: format!("{other:?} needs chorus built with its cargo feature (ns {ns})"),
+            }),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// The backend.
+    pub backend: BackendSpec,
+    /// Messages to publish in all.
+    pub messages: usize,
+    /// Publishing tasks.
+    pub producers: usize,
+    /// Consuming tasks.
+    pub consumers: usize,
+    /// Size of each message's JSON, bytes.
+    pub size: usize,
+    /// Stop publishing after this long, even before `messages`.
+    pub duration: Option<Duration>,
+    /// Publishes in flight per producer.
+    pub window: usize,
+    /// Operations per SQLite commit at most (1 = one fsync per operation).
+    pub max_batch: usize,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            backend: BackendSpec::Memory,
+            messages: 100_000,
+            producers: 1,
+            consumers: 4,
+            size: 1024,
+            duration: None,
+            window: 256,
+            max_batch: crate::sqlite::DEFAULT_MAX_BATCH,
+        }
+    }
+}
+
+/// The result, as `chorus bench bus` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchReport {
+    /// Messages published and acknowledged by the bus.
+    pub sent: u64,
+    /// Distinct messages received.
+    pub received: u64,
+    /// Sent but never received.
+    pub lost: u64,
+    /// Deliveries beyond the first of a message.
+    pub duplicates: u64,
+    /// Received messages per second, from the first publish to the last receipt.
+    pub throughput_msgs_per_s: f64,
+    /// Median publish-to-receipt latency.
+    pub p50_ms: f64,
+    /// 99th percentile publish-to-receipt latency.
+    pub p99_ms: f64,
+}
+
+/// Live counters, for a progress display.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Messages published so far.
+    pub sent: AtomicU64,
+    /// Messages received so far.
+    pub received: AtomicU64,
+}
+
+/// A handoff-shaped JSON document of exactly `size` bytes (at least its skeleton).
+fn payload(size: usize) -> Vec<u8> {
+    let head = br#"{"payload":{"handoff_type":"NOTIFICATION","data":{"message":""#;
+    let tail = br#""}}}"#;
+    let fill = size.saturating_sub(head.len() + tail.len());
+    let mut out = Vec::with_capacity(size.max(head.len() + tail.len()));
+    out.extend_from_slice(head);
+    out.resize(head.len() + fill, b'x');
+    out.extend_from_slice(tail);
+    out
+}
+
+/// Runs the load and reports; `progress` is updated as it goes.
+pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<BenchReport> {
+    let config = BusConfig {
+        validator: None,
+        poll_interval: Duration::from_millis(1),
+        ..BusConfig::default()
+    };
+    let bus = opts.backend.open(config, opts.max_batch).await?;
+    let queue = format!("bench-{}-{}", std::process::id(), crate::config::now_ms());
+    let total = opts.messages.max(1);
+    let seen: Arc<Vec<AtomicU8>> = Arc::new((0..total).map(|_| AtomicU8::new(0)).collect());
+    let start = Instant::now();
+    let body = Arc::new(payload(opts.size));
+    let producers_done = Arc::new(AtomicU64::new(0));
+    let mut producers = Vec::new();
+    for p in 0..opts.producers.max(1) {
+        let (bus, queue, body, progress, done) = (
+            bus.clone(),
+            queue.clone(),
+            body.clone(),
+            progress.clone(),
+            producers_done.clone(),
+        );
+        let (window, duration, count) = (opts.window.max(1), opts.duration, opts.producers.max(1));
+        producers.push(tokio::spawn(async move {
+            let mut inflight = FuturesUnordered::new();
+            let mut result = Ok(());
+            for i in (p..total).step_by(count) {
+                if duration.is_some_and(|d| start.elapsed() >= d) {
+                    break;
+                }
+                if inflight.len() >= window
+                    && let Some(Err(e)) = inflight.next().await
+                {
+                    result = Err(e);
+                    break;
+                }
+                let sent_at = start.elapsed().as_micros();
+                let env =
+                    Envelope::new(format!("{i}-{sent_at}"), vec![queue.clone()], body.to_vec());
+                let (bus, progress) = (&bus, &progress);
+                inflight.push(async move {
+                    bus.publish_envelope(env).await?;
+                    progress.sent.fetch_add(1, Ordering::Relaxed);
+                    Ok::<(), BusError>(())
+                });
+            }
+            while let Some(r) = inflight.next().await {
+                if let Err(e) = r {
+                    result = result.and(Err(e));
+                }
+            }
+            done.fetch_add(1, Ordering::SeqCst);
+            result
+        }));
+    }
+    let mut consumers = Vec::new();
+    for _ in 0..opts.consumers.max(1) {
+        let (bus, queue, seen, progress, done) = (
+            bus.clone(),
+            queue.clone(),
+            seen.clone(),
+            progress.clone(),
+            producers_done.clone(),
+        );
+        let producer_count = opts.producers.max(1) as u64;
+        consumers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut duplicates = 0u64;
+            let mut idle_since: Option<Instant> = None;
+            let mut last = start.elapsed();
+            loop {
+                let all_sent = done.load(Ordering::SeqCst) == producer_count;
+                if all_sent
+                    && progress.received.load(Ordering::SeqCst)
+                        >= progress.sent.load(Ordering::SeqCst)
+                {
+                    break;
+                }
+                let batch = bus.receive(&queue, 64, Duration::from_millis(100)).await?;
+                if batch.is_empty() {
+                    let since = *idle_since.get_or_insert_with(Instant::now);
+                    if all_sent && since.elapsed() > Duration::from_secs(5) {
+                        break;
+                    }
+                    continue;
+                }
+                idle_since = None;
+                let now = start.elapsed();
+                for d in &batch {
+                    let (index, sent_at) = d.envelope.id.split_once('-').unwrap_or_default();
+                    let (index, sent_at): (usize, u128) = (
+                        index.parse().unwrap_or(usize::MAX),
+                        sent_at.parse().unwrap_or(0),
+                    );
+                    match seen.get(index).map(|s| s.fetch_add(1, Ordering::SeqCst)) {
+                        Some(0) => {
+                            progress.received.fetch_add(1, Ordering::SeqCst);
+                            latencies.push(now.as_micros().saturating_sub(sent_at));
+                        }
+                        _ => duplicates += 1,
+                    }
+                }
+                for d in &batch {
+                    bus.ack(d).await?;
+                }
+                last = start.elapsed();
+            }
+            Ok::<_, BusError>((latencies, duplicates, last))
+        }));
+    }
+    for p in producers {
+        p.await
+            .map_err(|e| BusError::Storage(format!("a producer task failed: {e}")))??;
+    }
+    let mut latencies = Vec::new();
+    let mut duplicates = 0;
+    let mut end = Duration::ZERO;
+    for c in consumers {
+        let (l, d, last) = c
+            .await
+            .map_err(|e| BusError::Storage(format!("a consumer task failed: {e}")))??;
+        latencies.extend(l);
+        duplicates += d;
+        end = end.max(last);
+    }
+    latencies.sort_unstable();
+    let pick = |q: f64| -> f64 {
+        if latencies.is_empty() {
+            return 0.0;
+        }
+        let i = ((latencies.len() as f64 - 1.0) * q).round() as usize;
+        latencies[i] as f64 / 1000.0
+    };
+    let sent = progress.sent.load(Ordering::SeqCst);
+    let received = progress.received.load(Ordering::SeqCst);
+    Ok(BenchReport {
+        sent,
+        received,
+        lost: sent.saturating_sub(received),
+        duplicates,
+        throughput_msgs_per_s: received as f64 / end.as_secs_f64().max(1e-9),
+        p50_ms: pick(0.50),
+        p99_ms: pick(0.99),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_specs_parse_or_explain() {
+        assert_eq!(BackendSpec::parse("memory").unwrap(), BackendSpec::Memory);
+        assert_eq!(
+            BackendSpec::parse("sqlite:/tmp/x.db").unwrap(),
+            BackendSpec::Sqlite("/tmp/x.db".into())
+        );
+        assert_eq!(
+            BackendSpec::parse("nats://127.0.0.1:4222").unwrap(),
+            BackendSpec::Nats("nats://127.0.0.1:4222".into())
+        );
+        let err = BackendSpec::parse("kafka://x").unwrap_err().to_string();
+        assert!(err.contains("expected memory, sqlite:PATH"), "{err}");
+        assert!(BackendSpec::parse("sqlite:").is_err());
+    }
+
+    #[test]
+    fn payloads_are_json_of_the_asked_size() {
+        for size in [1024, 200] {
+            let p = payload(size);
+            assert_eq!(p.len(), size);
+            serde_json::from_slice::<serde_json::Value>(&p).unwrap();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_small_memory_run_loses_nothing() {
+        let opts = BenchOptions {
+            messages: 2000,
+            ..BenchOptions::default()
+        };
+        let progress = Arc::new(Progress::default());
+        let report = run(&opts, progress.clone()).await.unwrap();
+        assert_eq!(
+            (report.sent, report.received, report.lost, report.duplicates),
+            (2000, 2000, 0, 0)
+        );
+        assert!(report.p50_ms <= report.p99_ms);
+        assert!(report.throughput_msgs_per_s > 0.0);
+        assert_eq!(progress.received.load(Ordering::SeqCst), 2000);
+    }
+}
