@@ -4,6 +4,7 @@
 //! public `decode` / `encode`), `decode.rs`, `encode.rs` and golden tests. Every codec converts
 //! to and from [`chorus_core::Conversation`]; no codec converts straight into another.
 
+pub mod a2a;
 pub mod agentscope;
 pub mod anthropic;
 pub mod capability;

@@ -8,7 +8,7 @@ use crate::capability::Capabilities;
 use crate::error::Error;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
-use crate::{agentscope, anthropic, chorus, gemini, openai_chat, openai_responses, qwen3};
+use crate::{a2a, agentscope, anthropic, chorus, gemini, openai_chat, openai_responses, qwen3};
 
 /// A format chorus converts to and from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,11 +27,13 @@ pub enum Format {
     Gemini,
     /// AgentScope Msg dicts.
     AgentScope,
+    /// A2A messages.
+    A2a,
 }
 
 impl Format {
     /// Every format, in the order `chorus formats` prints them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Chorus,
         Format::OpenAiChat,
         Format::OpenAiResponses,
@@ -39,6 +41,7 @@ impl Format {
         Format::Gemini,
         Format::Qwen3,
         Format::AgentScope,
+        Format::A2a,
     ];
 
     /// The id used on the command line.
@@ -60,6 +63,7 @@ impl Format {
             Format::Qwen3 => &qwen3::CAPABILITIES,
             Format::Gemini => &gemini::CAPABILITIES,
             Format::AgentScope => &agentscope::CAPABILITIES,
+            Format::A2a => &a2a::CAPABILITIES,
             Format::OpenAiResponses => &openai_responses::CAPABILITIES,
         }
     }
@@ -78,6 +82,7 @@ impl Format {
             Format::Qwen3 => qwen3::decode(input)?,
             Format::Gemini => gemini::decode(&parse_json(input)?)?,
             Format::AgentScope => agentscope::decode(&parse_json(input)?)?,
+            Format::A2a => a2a::decode(&parse_json(input)?)?,
             Format::OpenAiResponses => openai_responses::decode(&parse_json(input)?)?,
         })
     }
@@ -91,6 +96,7 @@ impl Format {
             Format::Qwen3 => qwen3::encode(conversation, options),
             Format::Gemini => gemini::encode(conversation, options).map(pretty),
             Format::AgentScope => agentscope::encode(conversation, options).map(pretty),
+            Format::A2a => a2a::encode(conversation, options).map(pretty),
             Format::OpenAiResponses => openai_responses::encode(conversation, options).map(pretty),
         }
     }

@@ -206,6 +206,11 @@ proptest! {
     }
 
     #[test]
+    fn a2a_round_trips_except_reported_losses(c in conversation()) {
+        check(Format::A2a, &c)?;
+    }
+
+    #[test]
     fn qwen3_round_trips_except_reported_losses(c in conversation()) {
         check(Format::Qwen3, &c)?;
     }
