@@ -1,0 +1,170 @@
+//! `chorus trim`: the kept conversation on stdout, the report on stderr.
+
+use chorus_core::Message;
+use serde_json::{Value, json};
+
+use crate::count::{ApproxOptions, TokenCounter, count_tokens_approximately};
+use crate::trim::langchain::{LangChainOptions, MessageType, Strategy, split_lines, trim_messages};
+use crate::trim::trim_chorus;
+
+use super::CommandError;
+use super::input::{InputFormat, read_conversation, write_back};
+
+/// `--strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimStrategy {
+    /// The chorus strategy.
+    Chorus,
+    /// LangChain `strategy="last"`.
+    LangChainLast,
+    /// LangChain `strategy="first"`.
+    LangChainFirst,
+}
+
+/// `--token-counter`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterChoice {
+    /// The model's tokenizer and cost tables.
+    Model,
+    /// LangChain's approximate counter.
+    Approximate,
+    /// One per message (LangChain's `token_counter=len`).
+    Messages,
+}
+
+/// Arguments of `chorus trim`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrimArgs {
+    /// Model name.
+    pub model: String,
+    /// The budget.
+    pub max_tokens: usize,
+    /// Strategy.
+    pub strategy: TrimStrategy,
+    /// Token counter.
+    pub counter: CounterChoice,
+    /// LangChain `include_system`.
+    pub include_system: bool,
+    /// LangChain `allow_partial`.
+    pub allow_partial: bool,
+    /// LangChain `start_on` (role or LangChain type names).
+    pub start_on: Vec<String>,
+    /// LangChain `end_on`.
+    pub end_on: Vec<String>,
+    /// The summary message's JSON, for the chorus strategy.
+    pub summary: Option<String>,
+    /// Input format.
+    pub from: InputFormat,
+}
+
+/// What `chorus trim` prints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrimOutput {
+    /// The kept conversation, in the input's shape.
+    pub kept: Value,
+    /// The report.
+    pub report: Value,
+}
+
+/// Trims the conversation in `text`.
+pub fn trim(text: &str, args: &TrimArgs) -> Result<TrimOutput, CommandError> {
+    let input = read_conversation(text, args.from)?;
+    let messages = &input.conversation.messages;
+    match args.strategy {
+        TrimStrategy::Chorus => {
+            let model = match args.counter {
+                CounterChoice::Model => args.model.as_str(),
+                CounterChoice::Approximate => "approximate",
+                CounterChoice::Messages => {
+                    return Err(CommandError::Usage(
+                        "--token-counter messages works with the langchain strategies only".into(),
+                    ));
+                }
+            };
+            let counter = TokenCounter::for_model(model)?;
+            let summary: Option<Message> = args
+                .summary
+                .as_deref()
+                .map(|s| {
+                    serde_json::from_str(s).map_err(|e| {
+                        CommandError::Input(format!("--summary: expected one message as JSON; {e}"))
+                    })
+                })
+                .transpose()?;
+            let tools = input.conversation.tools.as_deref().unwrap_or_default();
+            let t = trim_chorus(messages, tools, &counter, args.max_tokens, summary.as_ref())?;
+            Ok(TrimOutput {
+                kept: write_back(&input.original, &t.messages),
+                report: serde_json::to_value(&t.report).unwrap_or_default(),
+            })
+        }
+        TrimStrategy::LangChainLast | TrimStrategy::LangChainFirst => {
+            langchain(messages, &input.original, args)
+        }
+    }
+}
+
+fn types(names: &[String]) -> Result<Vec<MessageType>, CommandError> {
+    names
+        .iter()
+        .map(|n| {
+            MessageType::parse(n).ok_or_else(|| {
+                CommandError::Usage(format!(
+                    "unknown role `{n}`; expected user, assistant, system, developer or tool"
+                ))
+            })
+        })
+        .collect()
+}
+
+fn langchain(
+    messages: &[Message],
+    original: &Value,
+    args: &TrimArgs,
+) -> Result<TrimOutput, CommandError> {
+    let options = LangChainOptions {
+        max_tokens: args.max_tokens,
+        strategy: if args.strategy == TrimStrategy::LangChainFirst {
+            Strategy::First
+        } else {
+            Strategy::Last
+        },
+        allow_partial: args.allow_partial,
+        start_on: types(&args.start_on)?,
+        end_on: types(&args.end_on)?,
+        include_system: args.include_system,
+    };
+    let model = match args.counter {
+        CounterChoice::Model => Some(TokenCounter::for_model(&args.model)?),
+        _ => None,
+    };
+    // The model counter must not fail inside LangChain's loop: check the input counts first.
+    if let Some(counter) = &model {
+        counter.count_messages(messages)?;
+    }
+    let count = |ms: &[Message]| -> usize {
+        match (&model, args.counter) {
+            (Some(counter), _) => counter
+                .count_messages(ms)
+                .map(|c| c.total)
+                .unwrap_or(usize::MAX),
+            (None, CounterChoice::Approximate) => {
+                count_tokens_approximately(ms, &ApproxOptions::default())
+            }
+            (None, _) => ms.len(),
+        }
+    };
+    let kept = trim_messages(messages, &options, &count, &split_lines)?;
+    let report = json!({
+        "strategy": if options.strategy == Strategy::First { "langchain-first" } else { "langchain-last" },
+        "budget": args.max_tokens,
+        "tokens_before": count(messages),
+        "tokens_after": count(&kept),
+        "messages_before": messages.len(),
+        "messages_after": kept.len(),
+    });
+    Ok(TrimOutput {
+        kept: write_back(original, &kept),
+        report,
+    })
+}
