@@ -8,6 +8,7 @@ pub mod count;
 pub mod data;
 pub mod error;
 pub mod media;
+pub mod prepare;
 pub mod trim;
 
 pub use count::{Breakdown, ConversationCount, TokenCounter};
