@@ -143,6 +143,21 @@ impl Encoding {
         })
     }
 
+    /// Writes the ordinary ranks in tiktoken's `o200k_base.tiktoken` format (base64 bytes, a
+    /// space, the rank, a newline), byte-identical to OpenAI's published file.
+    pub fn write_tiktoken_file(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        use base64::Engine as _;
+        let mut line = String::with_capacity(64);
+        for rank in 0..ORDINARY_TOKENS {
+            line.clear();
+            base64::engine::general_purpose::STANDARD
+                .encode_string(ordinary_bytes(rank), &mut line);
+            line.push_str(&format!(" {rank}\n"));
+            out.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// Splits `text` into o200k pre-tokenizer pieces, calling `piece` for each in order.
     fn split_pieces(&self, text: &str, mut piece: impl FnMut(&[u8])) {
         let mut at = 0;

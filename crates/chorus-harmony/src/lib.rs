@@ -20,3 +20,5 @@ pub mod stream;
 
 pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, parse};
 pub use stream::StreamParser;
+pub mod chorus_map;
+pub mod cli;

@@ -17,18 +17,14 @@ use openai_harmony::{HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
-/// Writes `o200k_base.tiktoken` (base64 token, space, rank, newline, in rank order).
+/// Writes `o200k_base.tiktoken` into a fresh temporary directory.
 fn write_vocabulary() -> std::path::PathBuf {
-    use base64::Engine as _;
     let dir = std::env::temp_dir().join(format!("chorus-harmony-vocab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut file = String::with_capacity(3_700_000);
-    for rank in 0..chorus_harmony::tokens::FIRST_SPECIAL {
-        let bytes = encoding().token_bytes(rank).unwrap();
-        file.push_str(&base64::engine::general_purpose::STANDARD.encode(bytes));
-        file.push_str(&format!(" {rank}\n"));
-    }
-    std::fs::write(dir.join("o200k_base.tiktoken"), file).unwrap();
+    let mut file =
+        std::io::BufWriter::new(std::fs::File::create(dir.join("o200k_base.tiktoken")).unwrap());
+    encoding().write_tiktoken_file(&mut file).unwrap();
+    std::io::Write::flush(&mut file).unwrap();
     dir
 }
 

@@ -1,0 +1,275 @@
+//! The logic of `chorus harmony render` and `chorus harmony parse`: input text in, output text
+//! out, so the command-line front end only reads files and prints.
+
+use serde_json::json;
+
+use crate::chorus_map::{from_harmony, to_harmony};
+use crate::model::{Conversation, Message, Role, SystemContent};
+use crate::parse::{Diagnostic, ParseOptions};
+use crate::render::{RenderMode, RenderOptions};
+use crate::stream::StreamParser;
+use crate::tokens::Rank;
+use crate::{encoding, parse, render};
+
+/// The shape of a conversation given to `render`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConversationFormat {
+    /// A chorus conversation (`{"messages": [...], "tools": [...]}`) or message array.
+    Chorus,
+    /// openai-harmony's `Conversation` JSON (`{"messages": [...]}`) or message array.
+    HarmonyJson,
+}
+
+/// How tokens are written or read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenFormat {
+    /// One JSON array of token ids.
+    Tokens,
+    /// Text with the special tokens written literally.
+    Text,
+}
+
+/// What `render` does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderRequest {
+    /// The input's shape.
+    pub from: ConversationFormat,
+    /// Completion, training or plain.
+    pub mode: RenderMode,
+    /// Keep analysis messages that the reference's rule would drop.
+    pub keep_analysis: bool,
+    /// Token ids or text.
+    pub output: TokenFormat,
+}
+
+/// What `parse` does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParseRequest {
+    /// Token ids or text.
+    pub input: TokenFormat,
+    /// The role whose header the prompt already opened.
+    pub role: Option<Role>,
+    /// Recover from malformed output.
+    pub lenient: bool,
+    /// One JSON object per token instead of the messages.
+    pub stream: bool,
+    /// Write chorus messages instead of openai-harmony's message JSON.
+    pub to_chorus: bool,
+}
+
+/// The output of a command: what goes to standard output and the warnings for standard error.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Output {
+    /// Standard output.
+    pub stdout: String,
+    /// Warnings (lenient repairs), one per line.
+    pub warnings: Vec<String>,
+}
+
+/// Renders the conversation in `input`. Errors describe rejected input (exit code 1).
+pub fn render_command(input: &str, request: &RenderRequest) -> Result<Output, String> {
+    let (conversation, warnings) = match request.from {
+        ConversationFormat::HarmonyJson => (
+            read_json::<Conversation>(input, "an openai-harmony conversation")?,
+            Vec::new(),
+        ),
+        ConversationFormat::Chorus => {
+            let chorus = read_json::<chorus_core::Conversation>(input, "a chorus conversation")?;
+            let mapped = to_harmony(&chorus, SystemContent::default());
+            let warnings = mapped
+                .losses
+                .iter()
+                .map(|l| format!("{}: left out {}", l.pointer, l.what))
+                .collect();
+            (mapped.conversation, warnings)
+        }
+    };
+    let options = RenderOptions {
+        mode: request.mode,
+        drop_analysis: !request.keep_analysis,
+        ..Default::default()
+    };
+    let tokens = render(&conversation, &options).map_err(|e| e.to_string())?;
+    let stdout = match request.output {
+        TokenFormat::Tokens => serde_json::to_string(&tokens).map_err(|e| e.to_string())?,
+        TokenFormat::Text => encoding().decode_utf8(&tokens).map_err(|e| e.to_string())?,
+    };
+    Ok(Output {
+        stdout: stdout + "\n",
+        warnings,
+    })
+}
+
+/// Parses the completion in `input`. Errors describe rejected input (exit code 1).
+pub fn parse_command(input: &str, request: &ParseRequest) -> Result<Output, String> {
+    let tokens: Vec<Rank> = match request.input {
+        TokenFormat::Tokens => read_json(input, "a JSON array of token ids")?,
+        TokenFormat::Text => {
+            encoding().encode_with_special_tokens(input.strip_suffix('\n').unwrap_or(input))
+        }
+    };
+    let options = ParseOptions {
+        lenient: request.lenient,
+    };
+    if request.stream {
+        return stream_lines(&tokens, request.role, options);
+    }
+    let output = parse(&tokens, request.role, options).map_err(|e| e.to_string())?;
+    let stdout = messages_json(&output.messages, request.to_chorus)?;
+    Ok(Output {
+        stdout: stdout + "\n",
+        warnings: output.diagnostics.iter().map(describe).collect(),
+    })
+}
+
+fn stream_lines(
+    tokens: &[Rank],
+    role: Option<Role>,
+    options: ParseOptions,
+) -> Result<Output, String> {
+    let mut parser = StreamParser::new(role, options);
+    let mut stdout = String::new();
+    for &token in tokens {
+        parser.process(token).map_err(|e| e.to_string())?;
+        let line = json!({
+            "role": parser.current_role(),
+            "channel": parser.current_channel(),
+            "recipient": parser.current_recipient(),
+            "content_type": parser.current_content_type(),
+            "delta": parser.last_content_delta(),
+        });
+        stdout.push_str(&line.to_string());
+        stdout.push('\n');
+    }
+    let output = parser.finish().map_err(|e| e.to_string())?;
+    Ok(Output {
+        stdout,
+        warnings: output.diagnostics.iter().map(describe).collect(),
+    })
+}
+
+fn messages_json(messages: &[Message], to_chorus: bool) -> Result<String, String> {
+    let result = if to_chorus {
+        let conversation = Conversation {
+            messages: messages.to_vec(),
+        };
+        serde_json::to_string_pretty(&from_harmony(&conversation).messages)
+    } else {
+        serde_json::to_string_pretty(messages)
+    };
+    result.map_err(|e| e.to_string())
+}
+
+fn describe(diagnostic: &Diagnostic) -> String {
+    format!(
+        "token {}: repaired: {:?}",
+        diagnostic.position, diagnostic.kind
+    )
+}
+
+/// Reads JSON as `T` (or, for conversations, a bare message array), naming the failing path.
+fn read_json<T: serde::de::DeserializeOwned>(input: &str, what: &str) -> Result<T, String> {
+    let value: serde_json::Value = serde_json::from_str(input)
+        .map_err(|e| format!("expected {what}, found invalid JSON: {e}"))?;
+    let value = match value {
+        serde_json::Value::Array(items) if what.contains("conversation") => {
+            json!({ "messages": items })
+        }
+        other => other,
+    };
+    serde_json::from_value(value).map_err(|e| format!("expected {what}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_then_parse_round_trips_through_text() {
+        let input = r#"{"messages":[{"role":"user","content":"Hi <|end|>"}]}"#;
+        let request = RenderRequest {
+            from: ConversationFormat::HarmonyJson,
+            mode: RenderMode::Completion,
+            keep_analysis: false,
+            output: TokenFormat::Text,
+        };
+        let text = render_command(input, &request).unwrap().stdout;
+        assert_eq!(
+            text,
+            "<|start|>user<|message|>Hi <|end|><|end|><|start|>assistant\n"
+        );
+        let tokens = render_command(
+            input,
+            &RenderRequest {
+                output: TokenFormat::Tokens,
+                ..request
+            },
+        )
+        .unwrap()
+        .stdout;
+        let parse_request = ParseRequest {
+            input: TokenFormat::Tokens,
+            role: None,
+            lenient: false,
+            stream: false,
+            to_chorus: false,
+        };
+        let completion: Vec<Rank> = serde_json::from_str(&tokens).unwrap();
+        let without_prompt = serde_json::to_string(&completion[..completion.len() - 2]).unwrap();
+        let messages = parse_command(&without_prompt, &parse_request)
+            .unwrap()
+            .stdout;
+        let parsed: Vec<Message> = serde_json::from_str(&messages).unwrap();
+        assert_eq!(parsed, vec![Message::new(Role::User, "Hi <|end|>")]);
+    }
+
+    #[test]
+    fn stream_prints_one_object_per_token() {
+        let request = ParseRequest {
+            input: TokenFormat::Text,
+            role: Some(Role::Assistant),
+            lenient: false,
+            stream: true,
+            to_chorus: false,
+        };
+        let out = parse_command("<|channel|>final<|message|>Hi<|end|>\n", &request)
+            .unwrap()
+            .stdout;
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 5);
+        assert_eq!(
+            lines[3],
+            json!({"role": "assistant", "channel": "final", "recipient": null, "content_type": null, "delta": "Hi"})
+        );
+    }
+
+    #[test]
+    fn rejections_name_the_position() {
+        let request = ParseRequest {
+            input: TokenFormat::Text,
+            role: None,
+            lenient: false,
+            stream: false,
+            to_chorus: false,
+        };
+        let error = parse_command("hello", &request).unwrap_err();
+        assert!(error.starts_with("token 0: expected <|start|>"), "{error}");
+        let error = render_command(
+            "{\"messages\": 3}",
+            &RenderRequest {
+                from: ConversationFormat::HarmonyJson,
+                mode: RenderMode::Plain,
+                keep_analysis: true,
+                output: TokenFormat::Text,
+            },
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("expected an openai-harmony conversation"),
+            "{error}"
+        );
+    }
+}
