@@ -1,0 +1,178 @@
+//! `chorus harmony render|parse`: Harmony (gpt-oss) tokens from conversations and back.
+
+use std::process::ExitCode;
+
+use chorus_harmony::cli::{
+    ConversationFormat, Output, ParseRequest, RenderRequest, TokenFormat, parse_command,
+    render_command,
+};
+use chorus_harmony::{RenderMode, Role};
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::input::read_input;
+
+/// Arguments of `chorus harmony`.
+#[derive(Debug, Args)]
+pub struct HarmonyArgs {
+    #[command(subcommand)]
+    command: HarmonyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum HarmonyCommand {
+    /// Render a conversation into Harmony tokens or text.
+    Render(RenderArgs),
+    /// Parse Harmony completion tokens or text into messages.
+    Parse(ParseArgs),
+}
+
+#[derive(Debug, Args)]
+struct RenderArgs {
+    /// The input's shape.
+    #[arg(long, value_enum, default_value = "harmony-json")]
+    from: From,
+    /// completion (ends with `<|start|>assistant`), training or plain.
+    #[arg(long, value_enum, default_value = "completion")]
+    mode: Mode,
+    /// Keep analysis messages that the reference's rule drops.
+    #[arg(long)]
+    keep_analysis: bool,
+    /// A JSON array of token ids, or the decoded text.
+    #[arg(long, value_enum, default_value = "tokens")]
+    output: Tokens,
+    /// The conversation file, or `-` for standard input.
+    file: String,
+}
+
+#[derive(Debug, Args)]
+struct ParseArgs {
+    /// A JSON array of token ids, or text with the special tokens written literally.
+    #[arg(long, value_enum, default_value = "tokens")]
+    input: Tokens,
+    /// The role whose header the prompt already opened (e.g. assistant).
+    #[arg(long, value_enum)]
+    role: Option<RoleArg>,
+    /// Recover from malformed output instead of rejecting it.
+    #[arg(long)]
+    lenient: bool,
+    /// Print one JSON object per token (role, channel, recipient, content_type, delta).
+    #[arg(long)]
+    stream: bool,
+    /// The message shape printed.
+    #[arg(long, value_enum, default_value = "harmony-json")]
+    to: To,
+    /// The completion file, or `-` for standard input.
+    file: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum From {
+    Chorus,
+    HarmonyJson,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Mode {
+    Completion,
+    Training,
+    Plain,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Tokens {
+    Tokens,
+    Text,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum To {
+    HarmonyJson,
+    Chorus,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RoleArg {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+fn token_format(format: Tokens) -> TokenFormat {
+    match format {
+        Tokens::Tokens => TokenFormat::Tokens,
+        Tokens::Text => TokenFormat::Text,
+    }
+}
+
+/// Runs the command: 0 ok, 1 input rejected, 2 usage or I/O error.
+pub fn run(args: HarmonyArgs) -> ExitCode {
+    let (file, result) = match args.command {
+        HarmonyCommand::Render(args) => {
+            let request = RenderRequest {
+                from: match args.from {
+                    From::Chorus => ConversationFormat::Chorus,
+                    From::HarmonyJson => ConversationFormat::HarmonyJson,
+                },
+                mode: match args.mode {
+                    Mode::Completion => RenderMode::Completion,
+                    Mode::Training => RenderMode::Training,
+                    Mode::Plain => RenderMode::Plain,
+                },
+                keep_analysis: args.keep_analysis,
+                output: token_format(args.output),
+            };
+            let input = match read_text(&args.file) {
+                Ok(input) => input,
+                Err(code) => return code,
+            };
+            (args.file, render_command(&input, &request))
+        }
+        HarmonyCommand::Parse(args) => {
+            let request = ParseRequest {
+                input: token_format(args.input),
+                role: args.role.map(|role| match role {
+                    RoleArg::System => Role::System,
+                    RoleArg::Developer => Role::Developer,
+                    RoleArg::User => Role::User,
+                    RoleArg::Assistant => Role::Assistant,
+                    RoleArg::Tool => Role::Tool,
+                }),
+                lenient: args.lenient,
+                stream: args.stream,
+                to_chorus: matches!(args.to, To::Chorus),
+            };
+            let input = match read_text(&args.file) {
+                Ok(input) => input,
+                Err(code) => return code,
+            };
+            (args.file, parse_command(&input, &request))
+        }
+    };
+    match result {
+        Ok(Output { stdout, warnings }) => {
+            for warning in warnings {
+                eprintln!("chorus harmony: {file}: {warning}");
+            }
+            print!("{stdout}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("chorus harmony: {file}: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Reads the file as UTF-8; exit code 2 when it cannot be read.
+fn read_text(file: &str) -> Result<String, ExitCode> {
+    let bytes = read_input(file).map_err(|e| {
+        eprintln!("chorus harmony: {e}");
+        ExitCode::from(2)
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        eprintln!("chorus harmony: {file}: not UTF-8: {e}");
+        ExitCode::from(1)
+    })
+}
