@@ -397,3 +397,15 @@ fn tool_response_parsing() {
     rendered.pop();
     assert_eq!(encoding().decode_utf8(&rendered).unwrap(), text);
 }
+
+/// The JSON that openai-harmony's Python `Conversation.to_json()` writes (author `name: null`,
+/// content as a list of typed parts, `None` fields left out) reads and renders unchanged.
+#[test]
+fn python_to_json_shape_renders_like_the_vector() {
+    let json = r#"{"messages": [
+        {"role": "system", "name": null, "content": [{"model_identity": "You are ChatGPT, a large language model trained by OpenAI.", "reasoning_effort": "Medium", "knowledge_cutoff": "2024-06", "channel_config": {"valid_channels": ["analysis", "commentary", "final"], "channel_required": true}, "type": "system_content"}]},
+        {"role": "user", "name": null, "content": [{"type": "text", "text": "What is 2 + 2?"}]}
+    ]}"#;
+    let convo: Conversation = serde_json::from_str(json).unwrap();
+    assert_renders_to("test_simple_convo.txt", &completion_no_drop(&convo));
+}

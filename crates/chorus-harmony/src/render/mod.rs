@@ -228,3 +228,40 @@ fn write_message(
     });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DeveloperContent, ToolDescription};
+    use serde_json::json;
+
+    #[test]
+    fn the_typescript_option_reaches_the_developer_message() {
+        let developer = DeveloperContent::default().with_function_tools(vec![ToolDescription {
+            name: "f".into(),
+            description: "Does f.".into(),
+            parameters: Some(json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"x": {"const": 1}}}}})),
+        }]);
+        let conversation = Conversation {
+            messages: vec![Message::new(Role::Developer, developer)],
+        };
+        let text = |typescript| {
+            let options = RenderOptions {
+                typescript,
+                mode: RenderMode::Plain,
+                ..Default::default()
+            };
+            encoding()
+                .decode_utf8(&render(&conversation, &options).unwrap())
+                .unwrap()
+        };
+        assert!(
+            text(TypeScriptStyle::Reference)
+                .contains("type f = (_: {\no?: {\n    x?: any,\n    },\n}) => any;")
+        );
+        assert!(
+            text(TypeScriptStyle::Correct)
+                .contains("type f = (_: {\n  o?: {\n    x?: 1,\n  },\n}) => any;")
+        );
+    }
+}
