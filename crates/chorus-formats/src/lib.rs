@@ -12,6 +12,7 @@ pub mod chorus;
 pub mod common;
 pub mod error;
 pub mod gemini;
+pub mod harmony;
 pub mod loss;
 pub mod openai_chat;
 pub mod openai_responses;

@@ -8,7 +8,9 @@ use crate::capability::Capabilities;
 use crate::error::Error;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
-use crate::{a2a, agentscope, anthropic, chorus, gemini, openai_chat, openai_responses, qwen3};
+use crate::{
+    a2a, agentscope, anthropic, chorus, gemini, harmony, openai_chat, openai_responses, qwen3,
+};
 
 /// A format chorus converts to and from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,11 +31,13 @@ pub enum Format {
     AgentScope,
     /// A2A messages.
     A2a,
+    /// Harmony text (gpt-oss).
+    Harmony,
 }
 
 impl Format {
     /// Every format, in the order `chorus formats` prints them.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Chorus,
         Format::OpenAiChat,
         Format::OpenAiResponses,
@@ -42,6 +46,7 @@ impl Format {
         Format::Qwen3,
         Format::AgentScope,
         Format::A2a,
+        Format::Harmony,
     ];
 
     /// The id used on the command line.
@@ -64,6 +69,7 @@ impl Format {
             Format::Gemini => &gemini::CAPABILITIES,
             Format::AgentScope => &agentscope::CAPABILITIES,
             Format::A2a => &a2a::CAPABILITIES,
+            Format::Harmony => &harmony::CAPABILITIES,
             Format::OpenAiResponses => &openai_responses::CAPABILITIES,
         }
     }
@@ -83,22 +89,28 @@ impl Format {
             Format::Gemini => gemini::decode(&parse_json(input)?)?,
             Format::AgentScope => agentscope::decode(&parse_json(input)?)?,
             Format::A2a => a2a::decode(&parse_json(input)?)?,
+            Format::Harmony => harmony::decode(input)?,
             Format::OpenAiResponses => openai_responses::decode(&parse_json(input)?)?,
         })
     }
 
     /// Encodes `conversation` as text: pretty JSON, or the format's text.
-    pub fn encode(self, conversation: &Conversation, options: &EncodeOptions) -> Encoded<String> {
-        match self {
+    pub fn encode(
+        self,
+        conversation: &Conversation,
+        options: &EncodeOptions,
+    ) -> Result<Encoded<String>, Error> {
+        Ok(match self {
             Format::Chorus => chorus::encode(conversation).map(pretty),
             Format::OpenAiChat => openai_chat::encode(conversation, options).map(pretty),
+            Format::OpenAiResponses => openai_responses::encode(conversation, options).map(pretty),
             Format::Anthropic => anthropic::encode(conversation, options).map(pretty),
-            Format::Qwen3 => qwen3::encode(conversation, options),
             Format::Gemini => gemini::encode(conversation, options).map(pretty),
+            Format::Qwen3 => qwen3::encode(conversation, options),
             Format::AgentScope => agentscope::encode(conversation, options).map(pretty),
             Format::A2a => a2a::encode(conversation, options).map(pretty),
-            Format::OpenAiResponses => openai_responses::encode(conversation, options).map(pretty),
-        }
+            Format::Harmony => harmony::encode(conversation, options)?,
+        })
     }
 }
 
@@ -140,7 +152,7 @@ pub fn convert(
     strict: bool,
 ) -> Result<Encoded<String>, Error> {
     let conversation = from.decode(input)?;
-    let encoded = to.encode(&conversation, options);
+    let encoded = to.encode(&conversation, options)?;
     if strict && !encoded.losses.is_empty() {
         return Err(Error::Lossy(encoded.losses));
     }

@@ -1,0 +1,159 @@
+//! Harmony text (gpt-oss) through `chorus-harmony`: its chorus mapping, renderer and parser.
+
+#[cfg(test)]
+mod tests;
+
+use chorus_core::{Conversation, Message};
+use chorus_harmony::chorus_map::{from_harmony, to_harmony};
+use chorus_harmony::{
+    ParseOptions, RenderMode, RenderOptions, SystemContent, encoding, parse, render,
+};
+
+use crate::capability::Capabilities;
+use crate::common::names;
+use crate::error::{DecodeError, Error};
+use crate::loss::{Encoded, Losses, Policy};
+use crate::options::EncodeOptions;
+
+/// What Harmony carries.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    format: "harmony",
+    describes: "Harmony text of gpt-oss (<|start|>role<|channel|>...<|message|>...<|end|>), rendered and parsed by chorus-harmony",
+    roles: &[
+        "system (generated)",
+        "developer (instructions and tools)",
+        "user",
+        "assistant",
+        "tool (functions.NAME)",
+    ],
+    parts: &["text", "reasoning (analysis channel)"],
+    tool_results: "text, paired with calls by function name and order",
+    names: "no: policy prefix (`name: text`) or <history> fold",
+    citations: "no",
+    reasoning: "analysis channel messages",
+    downgrades: &[
+        "system and developer messages become the developer instructions",
+        "call ids are not carried; parsing numbers calls call_0, call_1, ...",
+        "images, audio, files and data parts are dropped",
+    ],
+};
+
+const PROMPT_END: &str = "<|start|>assistant";
+
+/// Renders a conversation as Harmony text (a completion prompt with `add_generation_prompt`).
+pub fn encode(
+    conversation: &Conversation,
+    options: &EncodeOptions,
+) -> Result<Encoded<String>, Error> {
+    let mut losses = Losses::default();
+    let indexed = conversation.messages.iter().cloned().enumerate().collect();
+    let named = names::apply(indexed, options.names, &mut losses);
+    let origin: Vec<usize> = named.iter().map(|(i, _)| *i).collect();
+    let messages: Vec<Message> = named.into_iter().map(|(_, m)| m).collect();
+    let source = Conversation {
+        messages,
+        ..conversation.clone()
+    };
+    let mapped = to_harmony(&source, SystemContent::default());
+    instructions_losses(&conversation.messages, &mut losses);
+    if conversation.tools.is_some() {
+        losses.push("/tools", Policy::Downgraded, "tools are rendered as a TypeScript namespace, which parsing does not turn back into definitions");
+    }
+    for loss in mapped.losses {
+        losses.push(remap(&loss.pointer, &origin), Policy::Dropped, loss.what);
+    }
+    let render_options = RenderOptions {
+        mode: if options.add_generation_prompt {
+            RenderMode::Completion
+        } else {
+            RenderMode::Plain
+        },
+        drop_analysis: false,
+        ..RenderOptions::default()
+    };
+    let tokens = render(&mapped.conversation, &render_options).map_err(|e| {
+        Error::Unsupported(format!(
+            "Harmony cannot render {}: expected {}, found {}",
+            remap(&e.pointer, &origin),
+            e.expected,
+            e.found
+        ))
+    })?;
+    let text = encoding()
+        .decode_utf8(&tokens)
+        .map_err(|e| Error::Unsupported(format!("rendered Harmony tokens are not UTF-8: {e}")))?;
+    Ok(losses.finish(text))
+}
+
+/// System and developer messages all become one developer message at the start.
+fn instructions_losses(messages: &[Message], losses: &mut Losses) {
+    let mut seen = false;
+    let mut others = false;
+    for (i, m) in messages.iter().enumerate() {
+        if !matches!(
+            m.role,
+            chorus_core::Role::System | chorus_core::Role::Developer
+        ) {
+            others = true;
+            continue;
+        }
+        let at = format!("/messages/{i}");
+        if m.role == chorus_core::Role::System {
+            losses.push(
+                format!("{at}/role"),
+                Policy::Downgraded,
+                "system text becomes the developer instructions",
+            );
+        }
+        if seen {
+            losses.push(
+                &at,
+                Policy::Merged,
+                "joined into one developer instructions block",
+            );
+        } else if others {
+            losses.push(
+                &at,
+                Policy::Moved,
+                "developer instructions come before the conversation",
+            );
+        }
+        if !matches!(m.content(), Some(chorus_core::Content::Text(t)) if !t.is_empty()) {
+            losses.push(
+                format!("{at}/content"),
+                Policy::Downgraded,
+                "only non-empty text instructions are carried as they are",
+            );
+        }
+        seen = true;
+    }
+}
+
+/// A pointer into the renamed message list, as a pointer into the input.
+fn remap(pointer: &str, origin: &[usize]) -> String {
+    let Some(rest) = pointer.strip_prefix("/messages/") else {
+        return pointer.to_owned();
+    };
+    let (index, tail) = rest.split_once('/').map_or((rest, ""), |(i, t)| (i, t));
+    match index.parse::<usize>().ok().and_then(|i| origin.get(i)) {
+        Some(original) if tail.is_empty() => format!("/messages/{original}"),
+        Some(original) => format!("/messages/{original}/{tail}"),
+        None => pointer.to_owned(),
+    }
+}
+
+/// Parses Harmony text (a trailing `<|start|>assistant` prompt end is left out).
+pub fn decode(text: &str) -> Result<Conversation, DecodeError> {
+    let text = text.strip_suffix(PROMPT_END).unwrap_or(text);
+    let tokens = encoding().encode_with_special_tokens(text);
+    let parsed = parse(&tokens, None, ParseOptions::STRICT).map_err(|e| {
+        let err = DecodeError::new(format!("token {}", e.position), e.expected, e.found);
+        match e.hint {
+            Some(hint) => err.hint(hint),
+            None => err,
+        }
+    })?;
+    Ok(from_harmony(&chorus_harmony::Conversation {
+        messages: parsed.messages,
+    }))
+}
