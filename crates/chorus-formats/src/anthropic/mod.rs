@@ -1,5 +1,6 @@
 //! Anthropic Messages API: top-level `system`, content blocks, tool use and results, thinking.
 
+mod blocks;
 pub mod citations;
 pub mod decode;
 pub mod encode;

@@ -107,3 +107,29 @@ pub fn typed<T: serde::de::DeserializeOwned>(
     serde_json::from_value(value.clone())
         .map_err(|e| DecodeError::new(pointer, expected, format!("{} ({e})", describe(value))))
 }
+
+/// Pointers `base/0`, `base/1`, … written into one reused buffer (hot loops).
+pub struct Items {
+    buf: String,
+    base: usize,
+}
+
+impl Items {
+    /// Pointers to the items of the array at `base`.
+    pub fn new(base: &str) -> Self {
+        let mut buf = String::with_capacity(base.len() + 8);
+        buf.push_str(base);
+        Items {
+            buf,
+            base: base.len(),
+        }
+    }
+
+    /// The pointer of item `index`.
+    pub fn at(&mut self, index: usize) -> &str {
+        use std::fmt::Write as _;
+        self.buf.truncate(self.base);
+        let _ = write!(self.buf, "/{index}");
+        &self.buf
+    }
+}

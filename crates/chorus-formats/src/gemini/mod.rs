@@ -2,6 +2,7 @@
 
 pub mod decode;
 pub mod encode;
+mod parts;
 #[cfg(test)]
 mod tests;
 

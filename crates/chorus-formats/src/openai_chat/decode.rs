@@ -7,7 +7,7 @@ use chorus_core::{
 use serde_json::{Map, Value};
 
 use crate::chorus::from_value;
-use crate::common::json::{child, describe, item};
+use crate::common::json::{Items, child, describe, item};
 use crate::error::DecodeError;
 
 /// Decodes a request object `{messages, tools?, ...}`; other keys are kept in `extra`.
@@ -43,84 +43,110 @@ pub fn request(value: Value) -> Result<Conversation, DecodeError> {
 
 /// Decodes an array of Chat Completions messages found at `pointer`.
 pub fn messages(items: Vec<Value>, pointer: &str) -> Result<Vec<Message>, DecodeError> {
+    let mut at = Items::new(pointer);
     items
         .into_iter()
         .enumerate()
-        .map(|(i, m)| message(m, &item(pointer, i)))
+        .map(|(i, m)| message(m, at.at(i)))
         .collect()
 }
 
 /// Decodes one message; `reasoning_content` becomes a leading reasoning part.
 pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
-    let Value::Object(mut map) = value else {
+    let Value::Object(map) = value else {
         return Err(DecodeError::new(
             pointer,
             "a message object",
             describe(&value),
         ));
     };
-    let role = role(map.remove("role"), pointer)?;
-    let content = match map.remove("content") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(Value::String(text)) => Some(Some(Content::Text(text))),
-        Some(Value::Array(parts)) => Some(Some(Content::Parts(self::parts(
-            parts,
-            &child(pointer, "content"),
-        )?))),
-        Some(other) => {
-            return Err(DecodeError::new(
-                child(pointer, "content"),
-                "a string, an array of parts or null",
-                describe(&other),
-            ));
-        }
-    };
-    let mut message = Message {
-        id: opt_string(&mut map, "id", pointer)?,
-        role,
-        name: opt_string(&mut map, "name", pointer)?,
-        created_at: match map.remove("created_at") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(from_value::<CreatedAt>(v, &child(pointer, "created_at"))?),
-        },
-        content,
-        tool_calls: match map.remove("tool_calls") {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(Value::Array(calls)) => {
-                Some(Some(tool_calls(calls, &child(pointer, "tool_calls"))?))
-            }
-            Some(other) => {
-                return Err(DecodeError::new(
-                    child(pointer, "tool_calls"),
-                    "an array of tool calls",
+    let mut message = Message::new(Role::User, "");
+    message.content = None;
+    let mut role_value = None;
+    let mut reasoning = None;
+    let mut extra = Map::new();
+    // One pass over the keys: no hashing per known field.
+    for (key, value) in map {
+        let string = |value: Value| -> Result<Option<String>, DecodeError> {
+            match value {
+                Value::Null => Ok(None),
+                Value::String(s) => Ok(Some(s)),
+                other => Err(DecodeError::new(
+                    child(pointer, &key),
+                    "a string",
                     describe(&other),
-                ));
+                )),
             }
-        },
-        tool_call_id: opt_string(&mut map, "tool_call_id", pointer)?,
-        channel: opt_string(&mut map, "channel", pointer)?,
-        recipient: opt_string(&mut map, "recipient", pointer)?,
-        metadata: match map.remove("metadata") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(from_value(v, &child(pointer, "metadata"))?),
-        },
-        extra: Map::new(),
-    };
-    if let Some(reasoning) = opt_string(&mut map, "reasoning_content", pointer)? {
+        };
+        match key.as_str() {
+            "role" => role_value = Some(value),
+            "content" => message.content = Some(content(value, pointer)?),
+            "id" => message.id = string(value)?,
+            "name" => message.name = string(value)?,
+            "tool_call_id" => message.tool_call_id = string(value)?,
+            "channel" => message.channel = string(value)?,
+            "recipient" => message.recipient = string(value)?,
+            "reasoning_content" => reasoning = string(value)?,
+            "created_at" if !value.is_null() => {
+                message.created_at = Some(from_value::<CreatedAt>(
+                    value,
+                    &child(pointer, "created_at"),
+                )?);
+            }
+            "metadata" if !value.is_null() => {
+                message.metadata = Some(from_value(value, &child(pointer, "metadata"))?)
+            }
+            "created_at" | "metadata" => {}
+            "tool_calls" => {
+                message.tool_calls = match value {
+                    Value::Null => Some(None),
+                    Value::Array(calls) => {
+                        Some(Some(tool_calls(calls, &child(pointer, "tool_calls"))?))
+                    }
+                    other => {
+                        return Err(DecodeError::new(
+                            child(pointer, "tool_calls"),
+                            "an array of tool calls",
+                            describe(&other),
+                        ));
+                    }
+                }
+            }
+            _ => {
+                extra.insert(key, value);
+            }
+        }
+    }
+    message.role = role(role_value, pointer)?;
+    message.extra = extra;
+    if let Some(reasoning) = reasoning {
         prepend_reasoning(&mut message, reasoning);
     }
-    message.extra = map;
     Ok(message)
 }
 
+fn content(value: Value, pointer: &str) -> Result<Option<Content>, DecodeError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) => Ok(Some(Content::Text(text))),
+        Value::Array(parts) => Ok(Some(Content::Parts(self::parts(
+            parts,
+            &child(pointer, "content"),
+        )?))),
+        other => Err(DecodeError::new(
+            child(pointer, "content"),
+            "a string, an array of parts or null",
+            describe(&other),
+        )),
+    }
+}
+
 fn role(value: Option<Value>, pointer: &str) -> Result<Role, DecodeError> {
-    let at = child(pointer, "role");
+    let at = || child(pointer, "role");
     let found = match value {
         Some(Value::String(s)) => s,
-        Some(other) => return Err(DecodeError::new(at, "a role string", describe(&other))),
-        None => return Err(DecodeError::new(at, "a field `role`", "nothing")),
+        Some(other) => return Err(DecodeError::new(at(), "a role string", describe(&other))),
+        None => return Err(DecodeError::new(at(), "a field `role`", "nothing")),
     };
     Ok(match found.as_str() {
         "system" => Role::System,
@@ -130,7 +156,7 @@ fn role(value: Option<Value>, pointer: &str) -> Result<Role, DecodeError> {
         "tool" => Role::Tool,
         other => {
             let err = DecodeError::new(
-                at,
+                at(),
                 "one of system, developer, user, assistant, tool",
                 format!("{other:?}"),
             );

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::common::extras::{drop_all, merge_into};
-use crate::common::json::{child, item};
+use crate::common::json::{Items, child, item};
 use crate::common::media::{data_as_text, image_url};
 use crate::common::pairing::paired_order;
 use crate::loss::{Losses, Policy};
@@ -38,8 +38,9 @@ pub fn messages(messages: &[Message], losses: &mut Losses) -> Vec<Value> {
     let order = paired_order(messages, losses);
     let mut out = Vec::with_capacity(order.len() + 1);
     let mut moved: Vec<Value> = Vec::new();
+    let mut pointers = Items::new("/messages");
     for (n, &i) in order.iter().enumerate() {
-        let (value, media) = message(&messages[i], &item("/messages", i), losses);
+        let (value, media) = message(&messages[i], pointers.at(i), losses);
         out.push(value);
         if !media.is_empty() {
             let id = messages[i].tool_call_id.as_deref().unwrap_or_default();
