@@ -9,6 +9,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
+use crate::pretokenize;
 use crate::tokens::{self, Rank};
 
 /// The embedded rank table written by `build.rs`.
@@ -160,27 +161,34 @@ impl Encoding {
 
     /// Splits `text` into o200k pre-tokenizer pieces, calling `piece` for each in order.
     fn split_pieces(&self, text: &str, mut piece: impl FnMut(&[u8])) {
+        let bytes = text.as_bytes();
         let mut at = 0;
-        while at < text.len() {
-            let Some(found) = self.pretokenizer.find_at(text, at) else {
-                break;
-            };
-            let mut end = found.end();
-            let matched = found.as_str();
-            // `\s+(?!\S)`: a whitespace run followed by a non-space gives its last char away.
-            if matched.chars().all(char::is_whitespace)
-                && !matched.contains(['\r', '\n'])
-                && text[end..]
-                    .chars()
-                    .next()
-                    .is_some_and(|c| !c.is_whitespace())
-                && let Some((last, _)) = matched.char_indices().next_back().filter(|(i, _)| *i > 0)
-            {
-                end = found.start() + last;
-            }
-            piece(&text.as_bytes()[found.start()..end]);
+        while at < bytes.len() {
+            let end = pretokenize::ascii_piece_end(bytes, at)
+                .unwrap_or_else(|| self.regex_piece_end(text, at));
+            piece(&bytes[at..end]);
             at = end;
         }
+    }
+
+    /// The end of the piece starting at `at`, found with the regex.
+    fn regex_piece_end(&self, text: &str, at: usize) -> usize {
+        let Some(found) = self.pretokenizer.find_at(text, at) else {
+            return text.len();
+        };
+        let matched = found.as_str();
+        // `\s+(?!\S)`: a whitespace run followed by a non-space gives its last char away.
+        if matched.chars().all(char::is_whitespace)
+            && !matched.contains(['\r', '\n'])
+            && text[found.end()..]
+                .chars()
+                .next()
+                .is_some_and(|c| !c.is_whitespace())
+            && let Some((last, _)) = matched.char_indices().next_back().filter(|(i, _)| *i > 0)
+        {
+            return found.start() + last;
+        }
+        found.end()
     }
 
     /// Byte-pair encodes one pre-tokenizer piece.
@@ -267,6 +275,49 @@ mod tests {
         assert_eq!(ids[2], tokens::MESSAGE);
         assert_eq!(*ids.last().unwrap(), tokens::END);
         assert_eq!(ids.iter().filter(|&&id| tokens::is_special(id)).count(), 3);
+    }
+
+    #[test]
+    fn the_ascii_fast_path_splits_like_the_regex() {
+        let samples = [
+            "Hello world's HTMLParser  x",
+            "  \n\n  y\t\tz",
+            "a1234b ...!!/\n/x",
+            " 'RE 'll 'Ve",
+            "I'M \r\n\r\n",
+            "x  ",
+            "   ",
+            "(hello) [World]",
+            "\x0b\x0cq",
+            "don't stop",
+            "12 345 6789",
+            "a'b 'c",
+            "é ascii après",
+        ];
+        for text in samples {
+            let mut at = 0;
+            while at < text.len() {
+                let regex = encoding().regex_piece_end(text, at);
+                if let Some(fast) = pretokenize::ascii_piece_end(text.as_bytes(), at) {
+                    assert_eq!(fast, regex, "{text:?} at {at}");
+                }
+                at = regex;
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_ascii_fast_path_agrees_on_arbitrary_text(text in "[a-zA-Z0-9 '\t\r\n\x0b\x0c.,!?/(){}=_é\u{a0}\u{85}²ſK-]{0,40}") {
+            let mut at = 0;
+            while at < text.len() {
+                let regex = encoding().regex_piece_end(&text, at);
+                if let Some(fast) = pretokenize::ascii_piece_end(text.as_bytes(), at) {
+                    proptest::prop_assert_eq!(fast, regex, "{:?} at {}", text, at);
+                }
+                at = regex;
+            }
+        }
     }
 
     #[test]

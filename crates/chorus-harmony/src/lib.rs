@@ -16,6 +16,7 @@ pub use render::{RenderError, RenderMode, RenderOptions, render};
 pub use tokens::Rank;
 pub use typescript::TypeScriptStyle;
 pub mod parse;
+mod pretokenize;
 pub mod stream;
 
 pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, parse};
