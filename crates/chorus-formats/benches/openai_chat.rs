@@ -40,7 +40,8 @@ fn chorus(input: &str) -> String {
     serde_json::to_string(&encoded.value).unwrap()
 }
 
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
+/// Median and fastest wall time of `runs` calls of `f`.
+fn timings(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
     let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
             let start = Instant::now();
@@ -49,7 +50,7 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
         })
         .collect();
     times.sort();
-    times[runs / 2]
+    (times[runs / 2], times[0])
 }
 
 fn main() {
@@ -70,17 +71,22 @@ fn main() {
     group.finish();
     criterion.final_summary();
 
-    let floor_time = median(201, || {
+    let (floor_median, floor_best) = timings(301, || {
         black_box(floor(black_box(&input)));
     });
-    let ours = median(201, || {
+    let (ours_median, ours_best) = timings(301, || {
         black_box(chorus(black_box(&input)));
     });
-    let ratio = ours.as_secs_f64() / floor_time.as_secs_f64();
-    let per_second = MESSAGES as f64 / ours.as_secs_f64();
-    println!("input: {} messages, {} bytes", MESSAGES, input.len());
-    println!("median floor (Value parse + serialize): {floor_time:?}");
-    println!("median chorus (decode + encode + serialize): {ours:?}");
-    println!("ratio chorus / floor: {ratio:.2} (target <= 2.0)");
-    println!("text messages per second: {per_second:.0} (target >= 1,000,000)");
+    println!("input: {MESSAGES} text messages, {} bytes", input.len());
+    for (what, floor_time, ours) in [
+        ("median", floor_median, ours_median),
+        ("fastest", floor_best, ours_best),
+    ] {
+        let ratio = ours.as_secs_f64() / floor_time.as_secs_f64();
+        let per_second = MESSAGES as f64 / ours.as_secs_f64();
+        println!(
+            "{what} of 301: floor (Value parse + serialize) {floor_time:?}, chorus (decode + encode + serialize) {ours:?}, \
+             ratio {ratio:.2} (target <= 2.0), {per_second:.0} text messages/s (target >= 1,000,000)"
+        );
+    }
 }

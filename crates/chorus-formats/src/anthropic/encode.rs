@@ -193,8 +193,8 @@ fn turn(m: &Message, at: &str, turns: &mut Vec<Turn>, losses: &mut Losses) {
             }
             None => {}
         }
-        for call in m.calls() {
-            blocks.push(tool_use(call, at, losses));
+        for (n, call) in m.calls().iter().enumerate() {
+            blocks.push(tool_use(call, &format!("{at}/tool_calls/{n}"), losses));
         }
     }
     let is_result = m.role == Role::Tool;
@@ -231,7 +231,7 @@ fn tool_use(call: &chorus_core::ToolCall, at: &str, losses: &mut Losses) -> Valu
         Ok(Value::Object(map)) => {
             if crate::gemini::encode::compact(&map) != call.function.arguments {
                 losses.push(
-                    child(at, "tool_calls"),
+                    format!("{at}/function/arguments"),
                     Policy::Downgraded,
                     format!(
                         "arguments of call {} are re-serialized from the input object",
@@ -243,7 +243,7 @@ fn tool_use(call: &chorus_core::ToolCall, at: &str, losses: &mut Losses) -> Valu
         }
         _ => {
             losses.push(
-                child(at, "tool_calls"),
+                format!("{at}/function/arguments"),
                 Policy::Downgraded,
                 format!(
                     "arguments of call {} are not a JSON object; sent as {{}}",
@@ -257,7 +257,12 @@ fn tool_use(call: &chorus_core::ToolCall, at: &str, losses: &mut Losses) -> Valu
         json!({"type": "tool_use", "id": call.id, "name": call.function.name, "input": input});
     if let Value::Object(map) = &mut block {
         merge_into(map, &call.extra, ME, at, losses);
-        drop_all(&call.function.extra, at, "an Anthropic tool_use", losses);
+        drop_all(
+            &call.function.extra,
+            &format!("{at}/function"),
+            "an Anthropic tool_use",
+            losses,
+        );
     }
     block
 }
