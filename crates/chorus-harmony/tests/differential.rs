@@ -1,6 +1,7 @@
 //! Differential test against openai-harmony 0.0.8 over generated conversations and outputs:
 //! identical tokens for completion, training and plain rendering, identical strict parse
-//! results and rejections, and identical ordinary encoding.
+//! results and rejections, the same streaming state after every token, and identical ordinary
+//! encoding.
 //!
 //! The reference loads its vocabulary from `$TIKTOKEN_ENCODINGS_BASE/o200k_base.tiktoken` and
 //! checks the file's SHA-256; this test writes that file from chorus's embedded table, so the
@@ -125,6 +126,40 @@ fn check_parse(
     Ok(())
 }
 
+/// Streams `tokens` through both parsers, comparing what they expose after every token.
+fn check_stream(reference: &HarmonyEncoding, tokens: &[Rank]) -> Result<(), TestCaseError> {
+    let mut theirs = openai_harmony::StreamableParser::new(reference.clone(), None).unwrap();
+    let mut ours = chorus_harmony::StreamParser::new(None, ParseOptions::STRICT);
+    for &token in tokens {
+        let (a, b) = (theirs.process(token).is_ok(), ours.process(token).is_ok());
+        prop_assert_eq!(a, b, "acceptance of token {}", token);
+        if !a {
+            return Ok(());
+        }
+        let role = theirs.current_role().map(|r| r.as_str().to_string());
+        prop_assert_eq!(role, ours.current_role().map(|r| r.as_str().to_string()));
+        prop_assert_eq!(
+            theirs.current_channel(),
+            ours.current_channel().map(String::from)
+        );
+        prop_assert_eq!(
+            theirs.current_recipient(),
+            ours.current_recipient().map(String::from)
+        );
+        prop_assert_eq!(
+            theirs.current_content_type(),
+            ours.current_content_type().map(String::from)
+        );
+        prop_assert_eq!(
+            theirs.last_content_delta().unwrap(),
+            ours.last_content_delta().map(String::from)
+        );
+        prop_assert_eq!(theirs.current_content().unwrap(), ours.current_content());
+        prop_assert_eq!(from_reference(theirs.messages()), ours.messages().to_vec());
+    }
+    Ok(())
+}
+
 #[test]
 fn chorus_matches_openai_harmony() {
     let reference = reference_encoding();
@@ -167,6 +202,12 @@ fn chorus_matches_openai_harmony() {
                 check_parse(&reference, &tokens, role)
             },
         )
+        .unwrap();
+
+    runner()
+        .run(&support::completion_tokens(), |tokens| {
+            check_stream(&reference, &tokens)
+        })
         .unwrap();
 
     runner()
