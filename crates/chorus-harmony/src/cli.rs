@@ -247,6 +247,26 @@ mod tests {
     }
 
     #[test]
+    fn chorus_input_is_mapped_and_losses_are_warned() {
+        let input = r#"{"messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "image_url", "image_url": {"url": "https://example.invalid/a.png"}}]}
+        ]}"#;
+        let request = RenderRequest {
+            from: ConversationFormat::Chorus,
+            mode: RenderMode::Plain,
+            keep_analysis: false,
+            output: TokenFormat::Text,
+        };
+        let output = render_command(input, &request).unwrap();
+        assert!(output.stdout.contains("<|start|>developer<|message|># Instructions\n\nBe brief.<|end|><|start|>user<|message|>Hi<|end|>"), "{}", output.stdout);
+        assert_eq!(
+            output.warnings,
+            vec!["/messages/1/content/1: left out a image_url part".to_string()]
+        );
+    }
+
+    #[test]
     fn rejections_name_the_position() {
         let request = ParseRequest {
             input: TokenFormat::Text,
