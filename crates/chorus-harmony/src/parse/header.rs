@@ -245,15 +245,36 @@ pub fn lenient(
     if recipient.is_some() && channel.as_deref() == Some("analysis") {
         repairs.push(Repair::RecipientOnAnalysis);
     }
-    let content = if content_follows {
+    let mut content = if content_follows {
         let joined = unplaced.join(" ");
         if !joined.is_empty() {
             repairs.push(Repair::UnplacedText(joined.clone()));
         }
         joined
     } else {
-        verbatim_tail(text, &channels, unplaced.first().map(String::as_str))
+        let tail = verbatim_tail(text, &channels, unplaced.first().map(String::as_str));
+        if keeps_in_order(&tail, &unplaced) {
+            tail
+        } else {
+            unplaced.join(" ")
+        }
     };
+    // Further channel values have no field to go to: they stay as text.
+    let chosen = channels.iter().find(|c| !c.is_empty());
+    let extra: Vec<String> = channels
+        .iter()
+        .filter(|c| !c.is_empty() && Some(*c) != chosen)
+        .map(|c| format!("{CHANNEL_MARK}{c}"))
+        .collect();
+    if !extra.is_empty() {
+        let extra = extra.join(" ");
+        repairs.push(Repair::UnplacedText(extra.clone()));
+        content = if content.is_empty() {
+            extra
+        } else {
+            format!("{extra} {content}")
+        };
+    }
     let header = Header {
         author: Author { role, name },
         recipient,
@@ -291,6 +312,18 @@ fn verbatim_tail(text: &str, channels: &[String], first_word: Option<&str>) -> S
         Some(at) => text[header_end + at..].to_string(),
         None => word.to_string(),
     }
+}
+
+/// Whether `words` all occur in `text`, in order.
+fn keeps_in_order(text: &str, words: &[String]) -> bool {
+    let mut rest = text;
+    words.iter().all(|word| match rest.find(word.as_str()) {
+        Some(at) => {
+            rest = &rest[at + word.len()..];
+            true
+        }
+        None => false,
+    })
 }
 
 /// Content types gpt-oss writes without `<|constrain|>`.
@@ -372,6 +405,30 @@ mod tests {
     }
 
     #[test]
+    fn lenient_keeps_a_second_channel_as_text() {
+        let (header, content, repairs) = lenient(
+            "<|channel|>analysis<|channel|>final",
+            Some(Role::Assistant),
+            true,
+        );
+        assert_eq!(header.channel.as_deref(), Some("analysis"));
+        assert_eq!(content, "<|channel|>final");
+        assert_eq!(
+            repairs,
+            vec![
+                Repair::DoubledChannel,
+                Repair::UnplacedText("<|channel|>final".into())
+            ]
+        );
+        let (_, content, _) = lenient(
+            "<|channel|>final<|channel|>final",
+            Some(Role::Assistant),
+            true,
+        );
+        assert_eq!(content, "");
+    }
+
+    #[test]
     fn lenient_keeps_text_when_no_message_token_came() {
         let (header, content, _) = lenient(
             "<|channel|>commentary Hello  world",
@@ -380,5 +437,26 @@ mod tests {
         );
         assert_eq!(header.channel.as_deref(), Some("commentary"));
         assert_eq!(content, "Hello  world");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn header_parsers_never_panic(
+            text in "(<\\|channel\\|>|<\\|constrain\\|>|to=|assistant|tool| |\\?|json|é|[a-z.]{1,4}|\n){0,12}",
+            with_role: bool,
+            content_follows: bool,
+        ) {
+            let role = with_role.then_some(Role::Assistant);
+            let _ = strict(&text, role);
+            let (header, content, _) = lenient(&text, role, content_follows);
+            // Lenient parsing keeps the words it could not place.
+            {
+                let placed = [header.channel.as_deref(), header.recipient.as_deref(), header.content_type.as_deref(), header.author.name.as_deref()];
+                for word in text.split_whitespace().filter(|w| !w.contains('<') && !w.starts_with("to=")) {
+                    let kept = content.contains(word) || placed.iter().flatten().any(|p| p.contains(word)) || Role::from_name(word).is_some();
+                    proptest::prop_assert!(kept, "{:?} lost {:?}", text, word);
+                }
+            }
+        }
     }
 }
