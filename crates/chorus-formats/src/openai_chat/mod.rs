@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions: requests, responses and streamed chunks, with `reasoning_content`.
 
 pub mod decode;
+mod direct;
 pub mod encode;
 pub mod response;
 #[cfg(test)]
@@ -48,6 +49,9 @@ pub fn decode_str(input: &str) -> Result<Conversation, DecodeError> {
         let mut stream = StreamAccumulator::new();
         stream.push_sse(input)?;
         return stream.finish();
+    }
+    if let Some(conversation) = direct::request(input) {
+        return Ok(conversation);
     }
     decode(crate::registry::parse_json(input)?)
 }

@@ -205,3 +205,21 @@ fn a_late_tool_result_is_moved_next_to_its_call() {
     assert_eq!(roles, [json!("assistant"), json!("tool"), json!("user")]);
     assert_eq!(out.losses[0].path, "/messages/2");
 }
+
+#[test]
+fn the_text_fast_path_and_the_value_decoder_agree() {
+    let request = json!({"model": "m", "messages": [
+        {"role": "system", "content": "s", "custom": {"a": 1}},
+        {"role": "user", "name": "u", "content": [{"type": "text", "text": "hi"},
+            {"type": "image_url", "image_url": {"url": "https://x/a.png", "detail": "low"}}]},
+        {"role": "assistant", "content": null, "reasoning_content": "r", "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "ok", "metadata": {"trace_id": "t"}}],
+        "tools": [{"type": "function", "function": {"name": "f"}}]});
+    assert_eq!(
+        decode_str(&request.to_string()).unwrap(),
+        decode(request).unwrap()
+    );
+    let err = decode_str(r#"{"messages": [{"role": "user", "content": 5}]}"#).unwrap_err();
+    assert_eq!(err.pointer, "/messages/0/content");
+}
