@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use chorus_context::command::{CommandError, CountArgs as Request, InputFormat, count};
+use chorus_context::command::{CommandError, CountArgs as Request, count};
+use chorus_formats::Format;
 use clap::Args;
 
 use crate::input::read_input;
@@ -13,9 +14,9 @@ pub struct CountArgs {
     /// Model whose tokenizer and media prices apply (e.g. gpt-4o, gpt-4, approximate).
     #[arg(long)]
     model: String,
-    /// Input format: chorus or openai-chat.
-    #[arg(long, default_value = "chorus", value_parser = InputFormat::parse)]
-    from: InputFormat,
+    /// Input format id (chorus, openai-chat, openai-responses, anthropic, gemini, ...).
+    #[arg(long, default_value = "chorus", value_parser = parse_format)]
+    from: Format,
     /// A JSON file overlaying the media cost table.
     #[arg(long, value_name = "FILE")]
     costs: Option<String>,
@@ -29,9 +30,9 @@ pub struct CountArgs {
 
 /// Runs `chorus count`.
 pub fn run(args: CountArgs) -> ExitCode {
-    let text = match read_text(&args.file) {
-        Ok(text) => text,
-        Err(e) => return fail(2, &e),
+    let conversation = match read_conversation(&args.file, args.from) {
+        Ok(conversation) => conversation,
+        Err(code) => return code,
     };
     let costs = match args.costs.as_deref().map(read_text).transpose() {
         Ok(costs) => costs,
@@ -39,11 +40,10 @@ pub fn run(args: CountArgs) -> ExitCode {
     };
     let request = Request {
         model: args.model,
-        from: args.from,
         costs,
         read_files: args.read_files,
     };
-    match count(&text, &request) {
+    match count(&conversation, &request) {
         Ok(out) => {
             print_stdout(&serde_json::to_string_pretty(&out).unwrap_or_default());
             ExitCode::SUCCESS
@@ -51,6 +51,22 @@ pub fn run(args: CountArgs) -> ExitCode {
         Err(CommandError::Input(e)) => fail(1, &format!("{}: {e}", args.file)),
         Err(CommandError::Usage(e)) => fail(2, &e),
     }
+}
+
+/// Reads a format id.
+pub(crate) fn parse_format(id: &str) -> Result<Format, String> {
+    id.parse::<Format>().map_err(|e| e.to_string())
+}
+
+/// Reads and decodes the conversation in `path`, or returns the exit code after printing why.
+pub(crate) fn read_conversation(
+    path: &str,
+    format: Format,
+) -> Result<chorus_core::Conversation, ExitCode> {
+    let text = read_text(path).map_err(|e| fail(2, &e))?;
+    format
+        .decode(&text)
+        .map_err(|e| fail(1, &format!("{path}: {e}")))
 }
 
 /// Reads a file (or `-`) as UTF-8 text.

@@ -3,11 +3,12 @@
 use std::process::ExitCode;
 
 use chorus_context::command::{
-    CommandError, CounterChoice, InputFormat, TrimArgs as Request, TrimStrategy, trim,
+    CommandError, CounterChoice, TrimArgs as Request, TrimStrategy, trim,
 };
+use chorus_formats::{EncodeOptions, Format};
 use clap::{Args, ValueEnum};
 
-use crate::cmd_count::{fail, print_stdout, read_text};
+use crate::cmd_count::{fail, parse_format, print_stdout, read_conversation, read_text};
 
 /// `--strategy` values.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -55,9 +56,9 @@ pub struct TrimArgs {
     /// chorus: a message (JSON file) summarizing what gets dropped.
     #[arg(long, value_name = "FILE")]
     summary: Option<String>,
-    /// Input format: chorus or openai-chat.
-    #[arg(long, default_value = "chorus", value_parser = InputFormat::parse)]
-    from: InputFormat,
+    /// Input format id; the kept conversation is written in the same format.
+    #[arg(long, default_value = "chorus", value_parser = parse_format)]
+    from: Format,
     /// The conversation; `-` reads standard input.
     #[arg(value_name = "FILE")]
     file: String,
@@ -65,9 +66,9 @@ pub struct TrimArgs {
 
 /// Runs `chorus trim`.
 pub fn run(args: TrimArgs) -> ExitCode {
-    let text = match read_text(&args.file) {
-        Ok(text) => text,
-        Err(e) => return fail(2, &e),
+    let conversation = match read_conversation(&args.file, args.from) {
+        Ok(conversation) => conversation,
+        Err(code) => return code,
     };
     let summary = match args.summary.as_deref().map(read_text).transpose() {
         Ok(summary) => summary,
@@ -91,12 +92,19 @@ pub fn run(args: TrimArgs) -> ExitCode {
         start_on: args.start_on,
         end_on: args.end_on,
         summary,
-        from: args.from,
     };
-    match trim(&text, &request) {
+    match trim(&conversation, &request) {
         Ok(out) => {
-            print_stdout(&serde_json::to_string_pretty(&out.kept).unwrap_or_default());
-            eprintln!("{}", serde_json::to_string(&out.report).unwrap_or_default());
+            let encoded = match args.from.encode(&out.kept, &EncodeOptions::default()) {
+                Ok(encoded) => encoded,
+                Err(e) => return fail(1, &format!("{}: {e}", args.file)),
+            };
+            let mut report = out.report;
+            if !encoded.losses.is_empty() {
+                report["format_losses"] = serde_json::to_value(&encoded.losses).unwrap_or_default();
+            }
+            print_stdout(&encoded.value);
+            eprintln!("{}", serde_json::to_string(&report).unwrap_or_default());
             ExitCode::SUCCESS
         }
         Err(CommandError::Input(e)) => fail(1, &format!("{}: {e}", args.file)),

@@ -1,21 +1,25 @@
 //! The logic behind `chorus count` and `chorus trim`.
 
 use chorus_context::command::{
-    CommandError, CountArgs, CounterChoice, InputFormat, TrimArgs, TrimStrategy, count, trim,
+    CommandError, CountArgs, CounterChoice, TrimArgs, TrimStrategy, count, trim,
 };
+use chorus_core::Conversation;
 use serde_json::json;
 
-const CHAT: &str = r#"{"model": "gpt-4o", "messages": [
-  {"role": "system", "content": "Be brief."},
-  {"role": "user", "content": [{"type": "text", "text": "What is this?"},
-    {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "high", "width": 1024, "height": 1024}}]},
-  {"role": "assistant", "content": "A map."},
-  {"role": "user", "content": "Of what?"}]}"#;
+fn conversation() -> Conversation {
+    serde_json::from_value(json!({"messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "high", "width": 1024, "height": 1024}}]},
+        {"role": "assistant", "content": "A map."},
+        {"role": "user", "content": "Of what?"}],
+        "tools": [{"type": "function", "function": {"name": "zoom", "description": "Zooms in."}}]}))
+    .unwrap()
+}
 
 fn count_args(model: &str) -> CountArgs {
     CountArgs {
         model: model.into(),
-        from: InputFormat::OpenAiChat,
         costs: None,
         read_files: false,
     }
@@ -32,56 +36,59 @@ fn trim_args(strategy: TrimStrategy, max_tokens: usize) -> TrimArgs {
         start_on: vec!["user".into()],
         end_on: vec![],
         summary: None,
-        from: InputFormat::OpenAiChat,
     }
 }
 
 #[test]
-fn count_prints_total_messages_and_breakdown() {
-    let out = count(CHAT, &count_args("gpt-4o")).unwrap();
-    let total = out["total"].as_u64().unwrap();
-    let per_message: u64 = out["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
-    assert_eq!(total, per_message + 3);
-    assert_eq!(out["breakdown"]["images"], json!(765));
-    let b = &out["breakdown"];
-    let sum: u64 = ["text", "images", "audio", "tools", "overhead"]
-        .iter()
-        .map(|k| b[k].as_u64().unwrap())
-        .sum();
-    assert_eq!(sum, total);
+fn count_gives_total_messages_and_breakdown() {
+    let out = count(&conversation(), &count_args("gpt-4o")).unwrap();
+    assert_eq!(
+        out.total,
+        out.messages.iter().sum::<usize>() + 3 + out.breakdown.tools
+    );
+    assert_eq!(out.breakdown.images, 765);
+    assert!(out.breakdown.tools > 0);
+    assert_eq!(out.breakdown.total(), out.total);
+    let value = serde_json::to_value(&out).unwrap();
+    for key in ["text", "images", "audio", "tools", "overhead"] {
+        assert!(value["breakdown"][key].is_u64(), "{key}");
+    }
 }
 
 #[test]
 fn errors_are_input_or_usage() {
-    let bad = r#"[{"role": "user", "content": 5}]"#;
-    let err = count(bad, &count_args("gpt-4o")).unwrap_err();
-    assert!(
-        matches!(&err, CommandError::Input(m) if m.starts_with("/0/content")),
-        "{err}"
-    );
     assert!(matches!(
-        count(CHAT, &count_args("llama")),
+        count(&conversation(), &count_args("llama")),
         Err(CommandError::Usage(_))
     ));
     let mut args = trim_args(TrimStrategy::Chorus, 100);
     args.counter = CounterChoice::Messages;
-    assert!(matches!(trim(CHAT, &args), Err(CommandError::Usage(_))));
+    assert!(matches!(
+        trim(&conversation(), &args),
+        Err(CommandError::Usage(_))
+    ));
+    let mut args = trim_args(TrimStrategy::Chorus, 100);
+    args.summary = Some("not json".into());
+    assert!(
+        matches!(trim(&conversation(), &args), Err(CommandError::Input(m)) if m.starts_with("--summary"))
+    );
+    let bad_costs = CountArgs {
+        costs: Some("{\"models\": 5}".into()),
+        ..count_args("gpt-4o")
+    };
+    assert!(
+        matches!(count(&conversation(), &bad_costs), Err(CommandError::Input(m)) if m.contains("/models"))
+    );
 }
 
 #[test]
-fn trim_keeps_the_input_shape_and_reports() {
-    let out = trim(CHAT, &trim_args(TrimStrategy::Chorus, 60)).unwrap();
-    assert_eq!(out.kept["model"], json!("gpt-4o"));
-    assert_eq!(out.kept["messages"].as_array().unwrap().len(), 4);
+fn trim_keeps_tools_and_reports() {
+    let out = trim(&conversation(), &trim_args(TrimStrategy::Chorus, 90)).unwrap();
+    assert_eq!(out.kept.messages.len(), 4);
+    assert_eq!(out.kept.tools, conversation().tools);
     assert_eq!(out.report["replaced"][0]["media_tokens"], json!(765));
-    let lc = trim(CHAT, &trim_args(TrimStrategy::LangChainLast, 60)).unwrap();
-    let kept = lc.kept["messages"].as_array().unwrap();
-    assert_eq!(kept.len(), 2); // the system message and the last user message
-    assert_eq!(kept[1]["content"], json!("Of what?"));
+    let lc = trim(&conversation(), &trim_args(TrimStrategy::LangChainLast, 60)).unwrap();
+    assert_eq!(lc.kept.messages.len(), 2); // the system message and the last user message
+    assert_eq!(lc.kept.messages[1].text(), "Of what?");
     assert_eq!(lc.report["messages_before"], json!(4));
 }

@@ -1,7 +1,7 @@
-//! The logic of `chorus count` and `chorus trim`, as functions from arguments to output.
+//! The logic of `chorus count` and `chorus trim`, as functions from a conversation and arguments
+//! to output (reading and writing formats is the CLI's part, through chorus-formats).
 
 pub mod count;
-pub mod input;
 pub mod trim;
 
 use crate::error::ContextError;
@@ -29,5 +29,4 @@ impl From<ContextError> for CommandError {
 }
 
 pub use count::{CountArgs, count};
-pub use input::{Input, InputFormat, read_conversation, write_back};
 pub use trim::{CounterChoice, TrimArgs, TrimOutput, TrimStrategy, trim};

@@ -1,6 +1,6 @@
 //! `chorus trim`: the kept conversation on stdout, the report on stderr.
 
-use chorus_core::Message;
+use chorus_core::{Conversation, Message};
 use serde_json::{Value, json};
 
 use crate::count::{ApproxOptions, TokenCounter, count_tokens_approximately};
@@ -8,7 +8,6 @@ use crate::trim::langchain::{LangChainOptions, MessageType, Strategy, split_line
 use crate::trim::trim_chorus;
 
 use super::CommandError;
-use super::input::{InputFormat, read_conversation, write_back};
 
 /// `--strategy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,23 +52,20 @@ pub struct TrimArgs {
     pub end_on: Vec<String>,
     /// The summary message's JSON, for the chorus strategy.
     pub summary: Option<String>,
-    /// Input format.
-    pub from: InputFormat,
 }
 
 /// What `chorus trim` prints.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrimOutput {
-    /// The kept conversation, in the input's shape.
-    pub kept: Value,
+    /// The kept conversation (its tools and other keys unchanged).
+    pub kept: Conversation,
     /// The report.
     pub report: Value,
 }
 
-/// Trims the conversation in `text`.
-pub fn trim(text: &str, args: &TrimArgs) -> Result<TrimOutput, CommandError> {
-    let input = read_conversation(text, args.from)?;
-    let messages = &input.conversation.messages;
+/// Trims `conversation`.
+pub fn trim(conversation: &Conversation, args: &TrimArgs) -> Result<TrimOutput, CommandError> {
+    let messages = &conversation.messages;
     match args.strategy {
         TrimStrategy::Chorus => {
             let model = match args.counter {
@@ -91,16 +87,14 @@ pub fn trim(text: &str, args: &TrimArgs) -> Result<TrimOutput, CommandError> {
                     })
                 })
                 .transpose()?;
-            let tools = input.conversation.tools.as_deref().unwrap_or_default();
+            let tools = conversation.tools.as_deref().unwrap_or_default();
             let t = trim_chorus(messages, tools, &counter, args.max_tokens, summary.as_ref())?;
             Ok(TrimOutput {
-                kept: write_back(&input.original, &t.messages),
+                kept: with_messages(conversation, t.messages),
                 report: serde_json::to_value(&t.report).unwrap_or_default(),
             })
         }
-        TrimStrategy::LangChainLast | TrimStrategy::LangChainFirst => {
-            langchain(messages, &input.original, args)
-        }
+        TrimStrategy::LangChainLast | TrimStrategy::LangChainFirst => langchain(conversation, args),
     }
 }
 
@@ -117,11 +111,15 @@ fn types(names: &[String]) -> Result<Vec<MessageType>, CommandError> {
         .collect()
 }
 
-fn langchain(
-    messages: &[Message],
-    original: &Value,
-    args: &TrimArgs,
-) -> Result<TrimOutput, CommandError> {
+fn with_messages(conversation: &Conversation, messages: Vec<Message>) -> Conversation {
+    Conversation {
+        messages,
+        ..conversation.clone()
+    }
+}
+
+fn langchain(conversation: &Conversation, args: &TrimArgs) -> Result<TrimOutput, CommandError> {
+    let messages = &conversation.messages;
     let options = LangChainOptions {
         max_tokens: args.max_tokens,
         strategy: if args.strategy == TrimStrategy::LangChainFirst {
@@ -164,7 +162,7 @@ fn langchain(
         "messages_after": kept.len(),
     });
     Ok(TrimOutput {
-        kept: write_back(original, &kept),
+        kept: with_messages(conversation, kept),
         report,
     })
 }

@@ -48,6 +48,7 @@ pub(crate) struct Turn {
 }
 
 /// Messages with everything the trimmer needs, cached.
+#[derive(Clone)]
 pub struct History {
     counter: TokenCounter,
     pub(crate) messages: Vec<Message>,
@@ -114,6 +115,14 @@ impl History {
     /// Tokens of the whole request as it stands.
     pub fn total(&self) -> usize {
         self.fixed + self.pinned_tokens + self.turns.iter().map(|t| t.tokens).sum::<usize>()
+    }
+
+    /// Reserves room for `additional` more messages, as `Vec::reserve` does.
+    pub fn reserve(&mut self, additional: usize) {
+        self.messages.reserve(additional);
+        self.entries.reserve(additional);
+        self.units.reserve(additional);
+        self.turns.reserve(additional);
     }
 
     /// Appends a message, counting only it.
