@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use futures::future::try_join_all;
 use futures::stream::FuturesUnordered;
 use serde::Serialize;
 
@@ -161,7 +162,7 @@ fn payload(size: usize) -> Vec<u8> {
 pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<BenchReport> {
     let config = BusConfig {
         validator: None,
-        poll_interval: Duration::from_millis(1),
+        poll_interval: Duration::from_millis(20),
         ..BusConfig::default()
     };
     let bus = opts.backend.open(config, opts.max_batch).await?;
@@ -260,9 +261,8 @@ pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<Benc
                         _ => duplicates += 1,
                     }
                 }
-                for d in &batch {
-                    bus.ack(d).await?;
-                }
+                // Acknowledge the batch concurrently, so that a durable backend commits it once.
+                try_join_all(batch.iter().map(|d| bus.ack(d))).await?;
                 last = start.elapsed();
             }
             Ok::<_, BusError>((latencies, duplicates, last))

@@ -55,12 +55,13 @@ impl SqliteBus {
         })
     }
 
-    async fn write<T, F>(&self, f: F) -> BusResult<T>
+    /// Runs a change that wakes waiting consumers once committed.
+    async fn write<T, F>(&self, durable: bool, f: F) -> BusResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> BusResult<T> + Send + 'static,
     {
-        let out = self.writer.call(f).await;
+        let out = self.writer.call(durable, f).await;
         if out.is_ok() {
             self.arrived.notify_waiters();
         }
@@ -75,17 +76,19 @@ impl Bus for SqliteBus {
     }
 
     async fn bind(&self, binding: Binding) -> BusResult<()> {
-        self.writer.call(move |c| schema::bind(c, &binding)).await
+        self.writer
+            .call(true, move |c| schema::bind(c, &binding))
+            .await
     }
 
     async fn bindings(&self) -> BusResult<Vec<Binding>> {
-        self.writer.call(schema::bindings).await
+        self.writer.call(false, schema::bindings).await
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
         let (env, queues) = (env.clone(), queues.to_vec());
         let window = millis(self.config.dedupe_window);
-        self.write(move |c| {
+        self.write(true, move |c| {
             let now = now_ms();
             schema::store(c, &env, &queues, dedupe.then(|| now - window), now)
         })
@@ -98,7 +101,7 @@ impl Bus for SqliteBus {
         let weights = self.config.weights;
         let schedulers = self.schedulers.clone();
         self.writer
-            .call(move |c| {
+            .call(false, move |c| {
                 let now = now_ms();
                 let mut all = schedulers.lock().unwrap_or_else(|p| p.into_inner());
                 let scheduler = all
@@ -111,27 +114,31 @@ impl Bus for SqliteBus {
 
     async fn ack(&self, d: &Delivery) -> BusResult<()> {
         let d = d.clone();
-        self.writer.call(move |c| schema::settle(c, &d)).await
+        self.writer
+            .call(false, move |c| schema::settle(c, &d))
+            .await
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
         let d = d.clone();
-        self.write(move |c| schema::postpone(c, &d, now_ms() + millis(delay)))
-            .await
+        self.write(false, move |c| {
+            schema::postpone(c, &d, now_ms() + millis(delay))
+        })
+        .await
     }
 
     async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
         let d = d.clone();
         let ack_wait = millis(self.config.ack_wait);
         self.writer
-            .call(move |c| schema::postpone(c, &d, now_ms() + ack_wait))
+            .call(false, move |c| schema::postpone(c, &d, now_ms() + ack_wait))
             .await
     }
 
     async fn dead_letter(&self, d: &Delivery, reason: DeadReason) -> BusResult<()> {
         let d = d.clone();
         self.writer
-            .call(move |c| {
+            .call(true, move |c| {
                 schema::settle(c, &d)?;
                 let env = &d.envelope;
                 schema::insert_dead(
@@ -157,7 +164,7 @@ impl Bus for SqliteBus {
         let bytes = bytes.to_vec();
         let message_id = message_id.map(str::to_owned);
         self.writer
-            .call(move |c| {
+            .call(true, move |c| {
                 schema::insert_dead(
                     c,
                     message_id.as_deref(),
@@ -172,18 +179,20 @@ impl Bus for SqliteBus {
     }
 
     async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
-        self.writer.call(schema::dead_letters).await
+        self.writer.call(false, schema::dead_letters).await
     }
 
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
         let id = id.to_owned();
-        self.writer.call(move |c| schema::remove_dead(c, &id)).await
+        self.writer
+            .call(true, move |c| schema::remove_dead(c, &id))
+            .await
     }
 
     async fn already_handled(&self, handler: &str, message_id: &str) -> BusResult<bool> {
         let (h, m) = (handler.to_owned(), message_id.to_owned());
         self.writer
-            .call(move |c| schema::is_handled(c, &h, &m))
+            .call(false, move |c| schema::is_handled(c, &h, &m))
             .await
     }
 
@@ -197,7 +206,7 @@ impl Bus for SqliteBus {
         let (h, m, r) = (handler.to_owned(), message_id.to_owned(), record.to_vec());
         let outgoing = outgoing.to_vec();
         let window = millis(self.config.dedupe_window);
-        self.write(move |c| {
+        self.write(true, move |c| {
             if !schema::record_handled(c, &h, &m, &r)? {
                 return Ok(false);
             }
@@ -212,20 +221,22 @@ impl Bus for SqliteBus {
 
     async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>> {
         let h = handler.to_owned();
-        self.writer.call(move |c| schema::effects(c, &h)).await
+        self.writer
+            .call(false, move |c| schema::effects(c, &h))
+            .await
     }
 
     async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
         let v = task_id.to_owned();
         self.writer
-            .call(move |c| schema::by_key(c, Key::Task, &v))
+            .call(false, move |c| schema::by_key(c, Key::Task, &v))
             .await
     }
 
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {
         let v = correlation_id.to_owned();
         self.writer
-            .call(move |c| schema::by_key(c, Key::Correlation, &v))
+            .call(false, move |c| schema::by_key(c, Key::Correlation, &v))
             .await
     }
 
@@ -237,7 +248,7 @@ impl Bus for SqliteBus {
     ) -> BusResult<Vec<LogEntry>> {
         let v = conversation_id.to_owned();
         self.writer
-            .call(move |c| schema::conversation(c, &v, after, limit))
+            .call(false, move |c| schema::conversation(c, &v, after, limit))
             .await
     }
 

@@ -1,6 +1,7 @@
 //! The single writer thread: batches concurrent operations into one fsync'd transaction.
 
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -11,7 +12,16 @@ type Finish = Box<dyn FnOnce(BusResult<()>) + Send>;
 
 /// One operation: runs inside the batch transaction (or learns that the batch failed to start)
 /// and reports whether its own statements succeeded.
-type Job = Box<dyn FnOnce(Result<&Connection, BusError>) -> (bool, Finish) + Send>;
+type Run = Box<dyn FnOnce(Result<&Connection, BusError>) -> (bool, Finish) + Send>;
+
+/// An operation and whether its commit must reach the disk before it is answered.
+struct Job {
+    durable: bool,
+    run: Run,
+}
+
+/// How long the writer waits for more operations to share a commit after the first arrives.
+const LINGER: Duration = Duration::from_micros(300);
 
 /// Handle to the writer thread; dropping it stops the thread.
 pub(crate) struct Writer {
@@ -29,14 +39,16 @@ impl Writer {
         Ok(Writer { jobs })
     }
 
-    /// Runs `f` in the next batch; its result is returned once the batch is durable.
-    pub(crate) async fn call<T, F>(&self, f: F) -> BusResult<T>
+    /// Runs `f` in the next batch; its result is returned once the batch committed. When
+    /// `durable`, the commit is fsync'd first; otherwise (claims, acks, reads) it survives a
+    /// process crash but may be lost with the machine, which at-least-once delivery tolerates.
+    pub(crate) async fn call<T, F>(&self, durable: bool, f: F) -> BusResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> BusResult<T> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<BusResult<T>>();
-        let job: Job = Box::new(move |conn| match conn {
+        let run: Run = Box::new(move |conn| match conn {
             Err(e) => {
                 let finish: Finish = Box::new(move |_| {
                     let _ = tx.send(Err(e));
@@ -52,7 +64,9 @@ impl Writer {
                 (ok, finish)
             }
         });
-        self.jobs.send(job).map_err(|_| stopped())?;
+        self.jobs
+            .send(Job { durable, run })
+            .map_err(|_| stopped())?;
         rx.await.map_err(|_| stopped())?
     }
 }
@@ -64,10 +78,11 @@ fn stopped() -> BusError {
 fn run(conn: Connection, rx: Receiver<Job>, max_batch: usize) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
+        let until = Instant::now() + LINGER;
         while batch.len() < max_batch {
-            match rx.try_recv() {
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
                 Ok(job) => batch.push(job),
-                Err(_) => break,
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
             }
         }
         commit_batch(&conn, batch);
@@ -75,10 +90,15 @@ fn run(conn: Connection, rx: Receiver<Job>, max_batch: usize) {
 }
 
 fn commit_batch(conn: &Connection, batch: Vec<Job>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+    let sync = if batch.iter().any(|j| j.durable) {
+        "PRAGMA synchronous=FULL; BEGIN IMMEDIATE"
+    } else {
+        "PRAGMA synchronous=NORMAL; BEGIN IMMEDIATE"
+    };
+    if let Err(e) = conn.execute_batch(sync) {
         let e = super::schema::storage_error(e);
         for job in batch {
-            let (_, finish) = job(Err(e.clone()));
+            let (_, finish) = (job.run)(Err(e.clone()));
             finish(Err(e.clone()));
         }
         return;
@@ -88,8 +108,8 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
     for job in batch {
         let savepoint = conn.execute_batch("SAVEPOINT job");
         let (ok, finish) = match savepoint {
-            Ok(()) => job(Ok(conn)),
-            Err(e) => job(Err(super::schema::storage_error(e))),
+            Ok(()) => (job.run)(Ok(conn)),
+            Err(e) => (job.run)(Err(super::schema::storage_error(e))),
         };
         let end = if ok {
             "RELEASE job"

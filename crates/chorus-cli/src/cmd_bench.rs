@@ -1,0 +1,129 @@
+//! `chorus bench bus`: loads a bus backend and prints throughput and latency as one JSON object.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use chorus_bus::bench::{BackendSpec, BenchOptions, Progress, run as run_bench};
+
+/// Arguments of `chorus bench`.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// What to benchmark.
+    #[command(subcommand)]
+    pub target: BenchTarget,
+}
+
+/// The benchmarks `chorus bench` knows.
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchTarget {
+    /// Publish handoffs and consume them with acks; print sent, received, lost, duplicates,
+    /// throughput and p50/p99 latency as JSON.
+    Bus(BusBenchArgs),
+}
+
+/// Arguments of `chorus bench bus`.
+#[derive(clap::Args, Debug)]
+pub struct BusBenchArgs {
+    /// memory, sqlite:PATH, nats://HOST:PORT or redis://HOST:PORT
+    #[arg(long)]
+    pub backend: String,
+    /// Messages to publish.
+    #[arg(long, default_value_t = 100_000)]
+    pub messages: usize,
+    /// Publishing tasks.
+    #[arg(long, default_value_t = 1)]
+    pub producers: usize,
+    /// Consuming tasks.
+    #[arg(long, default_value_t = 4)]
+    pub consumers: usize,
+    /// Size of each handoff, bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub size: usize,
+    /// Stop publishing after this many seconds.
+    #[arg(long)]
+    pub duration: Option<f64>,
+}
+
+/// Runs `chorus bench …`.
+pub fn run(args: BenchArgs) -> ExitCode {
+    let BenchTarget::Bus(args) = args.target;
+    let backend = match BackendSpec::parse(&args.backend) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("chorus bench bus: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let duration = match args.duration {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            eprintln!("chorus bench bus: --duration must be a positive number of seconds, found {s}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = BenchOptions {
+        backend,
+        messages: args.messages,
+        producers: args.producers,
+        consumers: args.consumers,
+        size: args.size,
+        duration,
+        ..BenchOptions::default()
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("chorus bench bus: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let progress = Arc::new(Progress::default());
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(opts.messages as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} received, {msg} sent, {per_sec}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let outcome = runtime.block_on(async {
+        let ticker = bar.clone().map(|bar| {
+            let progress = progress.clone();
+            tokio::spawn(async move {
+                loop {
+                    bar.set_position(progress.received.load(Ordering::Relaxed));
+                    bar.set_message(progress.sent.load(Ordering::Relaxed).to_string());
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            })
+        });
+        let report = run_bench(&opts, progress.clone()).await;
+        if let Some(t) = ticker {
+            t.abort();
+        }
+        report
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    match outcome {
+        Ok(report) => match serde_json::to_string(&report) {
+            Ok(json) => {
+                println!("{json}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("chorus bench bus: cannot print the report: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Err(e) => {
+            eprintln!("chorus bench bus: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
