@@ -60,7 +60,7 @@ pub fn messages(messages: &[Message], losses: &mut Losses) -> Vec<Value> {
 }
 
 /// One message, and the media parts that must move out of it (tool results only).
-fn message(m: &Message, pointer: &str, losses: &mut Losses) -> (Value, Vec<Value>) {
+pub(super) fn message(m: &Message, pointer: &str, losses: &mut Losses) -> (Value, Vec<Value>) {
     let mut out = Map::new();
     out.insert("role".into(), Value::String(m.role.as_str().into()));
     if let Some(name) = &m.name {

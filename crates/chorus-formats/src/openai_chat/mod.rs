@@ -4,6 +4,7 @@ pub mod decode;
 mod direct;
 pub mod encode;
 pub mod response;
+pub mod response_encode;
 #[cfg(test)]
 mod tests;
 
@@ -17,6 +18,7 @@ use crate::loss::{Encoded, Losses};
 use crate::options::EncodeOptions;
 
 pub use response::{StreamAccumulator, decode_response};
+pub use response_encode::encode_response;
 
 /// What Chat Completions carries.
 pub const CAPABILITIES: Capabilities = Capabilities {

@@ -57,7 +57,7 @@ pub fn decode_response(value: Value) -> Result<Conversation, DecodeError> {
             ..Metadata::default()
         };
         choice.remove("index");
-        metadata.extra = choice.into_iter().filter(|(_, v)| !v.is_null()).collect();
+        metadata.extra = choice;
         m.metadata = Some(metadata);
         messages.push(m);
     }

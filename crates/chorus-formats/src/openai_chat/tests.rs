@@ -223,3 +223,23 @@ fn the_text_fast_path_and_the_value_decoder_agree() {
     let err = decode_str(r#"{"messages": [{"role": "user", "content": 5}]}"#).unwrap_err();
     assert_eq!(err.pointer, "/messages/0/content");
 }
+
+#[test]
+fn a_response_survives_decode_and_encode_response() {
+    let response = json!({
+        "id": "chatcmpl-123", "object": "chat.completion", "created": 1677652288, "model": "gpt-4o",
+        "system_fingerprint": "fp_44709d6fcb", "service_tier": "default",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Hello!", "refusal": null, "annotations": []},
+             "logprobs": null, "finish_reason": "stop"},
+            {"index": 1, "message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+             "logprobs": null, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21,
+                  "completion_tokens_details": {"reasoning_tokens": 0}}
+    });
+    let conversation = decode(response.clone()).unwrap();
+    let out = encode_response(&conversation);
+    assert_eq!(out.losses, []);
+    assert_eq!(out.value, response);
+}
