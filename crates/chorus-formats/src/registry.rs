@@ -158,3 +158,57 @@ pub fn convert(
     }
     Ok(encoded)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Policy;
+
+    const REQUEST: &str = r#"{"messages": [{"role": "user", "name": "alice", "content": "hi"}]}"#;
+
+    #[test]
+    fn strict_conversion_fails_on_a_loss_and_lenient_reports_it() {
+        let options = EncodeOptions::default();
+        let lenient = convert(
+            Format::OpenAiChat,
+            Format::Anthropic,
+            REQUEST,
+            &options,
+            false,
+        )
+        .unwrap();
+        assert_eq!(lenient.losses[0].policy, Policy::Prefixed);
+        assert!(lenient.value.contains("alice: hi"));
+        let strict = convert(
+            Format::OpenAiChat,
+            Format::Anthropic,
+            REQUEST,
+            &options,
+            true,
+        );
+        assert!(
+            matches!(strict, Err(Error::Lossy(losses)) if losses[0].path == "/messages/0/name")
+        );
+        assert!(
+            convert(
+                Format::OpenAiChat,
+                Format::OpenAiChat,
+                REQUEST,
+                &options,
+                true
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn every_format_has_a_distinct_id_that_parses_back() {
+        for format in Format::ALL {
+            assert_eq!(format.id().parse::<Format>().unwrap(), format);
+        }
+        assert!(matches!(
+            "wizard".parse::<Format>(),
+            Err(Error::UnknownFormat(_))
+        ));
+    }
+}

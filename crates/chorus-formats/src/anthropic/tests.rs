@@ -192,3 +192,43 @@ fn a_system_role_inside_messages_is_rejected_with_a_hint() {
     assert_eq!(err.pointer, "/messages/0/role");
     assert!(err.hint.is_some());
 }
+
+#[test]
+fn base64_images_are_rotated_and_url_rotations_reported() {
+    use base64::Engine as _;
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::RgbImage::new(2, 1)
+        .write_to(&mut png, image::ImageFormat::Png)
+        .unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(png.into_inner());
+    let conversation: Conversation = serde_json::from_value(json!({"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{data}"), "rotation": 90}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "rotation": 90}}]}]}))
+    .unwrap();
+    let out = encode(&conversation, &EncodeOptions::default());
+    let sent = out.value["messages"][0]["content"][0]["source"]["data"]
+        .as_str()
+        .unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(sent)
+        .unwrap();
+    assert_eq!(
+        image::load_from_memory(&bytes)
+            .unwrap()
+            .to_rgb8()
+            .dimensions(),
+        (1, 2)
+    );
+    let policies: Vec<_> = out
+        .losses
+        .iter()
+        .map(|l| (l.path.as_str(), l.policy))
+        .collect();
+    assert_eq!(
+        policies,
+        [
+            ("/messages/0/content/0/image_url/rotation", Policy::Applied),
+            ("/messages/0/content/1/image_url/rotation", Policy::Dropped),
+        ]
+    );
+}
