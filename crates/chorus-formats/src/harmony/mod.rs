@@ -95,6 +95,40 @@ fn instructions_losses(messages: &[Message], losses: &mut Losses) {
             chorus_core::Role::System | chorus_core::Role::Developer
         ) {
             others = true;
+            if m.content().is_none() {
+                losses.push(
+                    format!("/messages/{i}/content"),
+                    Policy::Downgraded,
+                    "missing or null content is not carried as such",
+                );
+            }
+            if let Some(chorus_core::Content::Parts(parts)) = m.content() {
+                let count = |f: fn(&chorus_core::ContentPart) -> bool| {
+                    parts.iter().filter(|p| f(p)).count()
+                };
+                let texts = count(|p| matches!(p, chorus_core::ContentPart::Text(_)));
+                let reasoning = count(|p| matches!(p, chorus_core::ContentPart::Reasoning(_)));
+                if texts > 1 {
+                    losses.push(
+                        format!("/messages/{i}/content"),
+                        Policy::Merged,
+                        "text parts are joined into one message",
+                    );
+                } else if texts == 0 && reasoning == 0 && m.calls().is_empty() {
+                    losses.push(
+                        format!("/messages/{i}/content"),
+                        Policy::Downgraded,
+                        "a message without text comes back with empty text",
+                    );
+                }
+            }
+            if m.role == chorus_core::Role::Tool && m.name.is_none() {
+                losses.push(
+                    format!("/messages/{i}/name"),
+                    Policy::Downgraded,
+                    "a tool result comes back named after its function",
+                );
+            }
             continue;
         }
         let at = format!("/messages/{i}");
