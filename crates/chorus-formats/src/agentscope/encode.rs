@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use crate::Format;
 use crate::agentscope::{MSG_FIELDS, MSG_NAME, MSG_ROLE};
 use crate::common::extras::{drop_all, for_target};
+use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::media::{data_as_text, image_url};
 use crate::common::pairing::paired_order;
@@ -135,22 +136,13 @@ fn msg(
         ),
         None => {}
     }
-    for (key, present) in [
-        ("channel", m.channel.is_some()),
-        ("recipient", m.recipient.is_some()),
-        (
-            "tool_call_id",
-            m.tool_call_id.is_some() && m.role != Role::Tool,
-        ),
-    ] {
-        if present {
-            losses.push(
-                child(at, key),
-                Policy::Dropped,
-                format!("AgentScope messages have no `{key}`"),
-            );
-        }
-    }
+    report_unsupported(
+        m,
+        at,
+        "AgentScope messages",
+        &[Field::Channel, Field::Recipient, Field::ToolCallId],
+        losses,
+    );
     for (key, value) in extra {
         out.entry(key).or_insert(value);
     }

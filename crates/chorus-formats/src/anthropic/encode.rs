@@ -7,6 +7,7 @@ use crate::Format;
 use crate::anthropic::blocks::{blocks, text_block};
 use crate::anthropic::citations::sendable;
 use crate::common::extras::{drop_all, for_target, merge_into};
+use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::names;
 use crate::common::pairing::paired_order;
@@ -117,21 +118,19 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
 
 /// Message fields Anthropic has no place for.
 fn fields(m: &Message, at: &str, losses: &mut Losses) {
-    for (key, present) in [
-        ("name", m.name.is_some()),
-        ("id", m.id.is_some()),
-        ("created_at", m.created_at.is_some()),
-        ("channel", m.channel.is_some()),
-        ("recipient", m.recipient.is_some()),
-    ] {
-        if present {
-            losses.push(
-                child(at, key),
-                Policy::Dropped,
-                format!("Anthropic messages have no `{key}`"),
-            );
-        }
-    }
+    report_unsupported(
+        m,
+        at,
+        "Anthropic messages",
+        &[
+            Field::Name,
+            Field::Id,
+            Field::CreatedAt,
+            Field::Channel,
+            Field::Recipient,
+        ],
+        losses,
+    );
     if let Some(metadata) = &m.metadata {
         let mut rest = metadata.clone();
         let citations = rest.citation_map.take();

@@ -1,6 +1,7 @@
 //! Passes and helpers shared by the codecs.
 
 pub mod extras;
+pub mod fields;
 pub mod json;
 pub mod media;
 pub mod names;

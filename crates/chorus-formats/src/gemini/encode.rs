@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::common::extras::{drop_all, for_target, merge_into, namespace};
+use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::names;
 use crate::common::pairing::paired_order;
@@ -164,21 +165,19 @@ fn push_parts(content: &mut Map<String, Value>, more: Vec<Value>) {
 }
 
 fn fields(m: &Message, at: &str, losses: &mut Losses) {
-    for (key, present) in [
-        ("id", m.id.is_some()),
-        ("created_at", m.created_at.is_some()),
-        ("channel", m.channel.is_some()),
-        ("recipient", m.recipient.is_some()),
-        ("metadata", m.metadata.is_some()),
-    ] {
-        if present {
-            losses.push(
-                child(at, key),
-                Policy::Dropped,
-                format!("Gemini contents have no `{key}`"),
-            );
-        }
-    }
+    report_unsupported(
+        m,
+        at,
+        "Gemini contents",
+        &[
+            Field::Id,
+            Field::CreatedAt,
+            Field::Channel,
+            Field::Recipient,
+            Field::Metadata,
+        ],
+        losses,
+    );
 }
 
 /// The parts of a message's content.

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::common::extras::{drop_all, merge_into};
+use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{Items, child, item};
 use crate::common::media::{data_as_text, image_url};
 use crate::common::pairing::paired_order;
@@ -102,21 +103,19 @@ pub(super) fn message(m: &Message, pointer: &str, losses: &mut Losses) -> (Value
     if let Some(id) = &m.tool_call_id {
         out.insert("tool_call_id".into(), Value::String(id.clone()));
     }
-    for (key, present) in [
-        ("id", m.id.is_some()),
-        ("created_at", m.created_at.is_some()),
-        ("channel", m.channel.is_some()),
-        ("recipient", m.recipient.is_some()),
-        ("metadata", m.metadata.is_some()),
-    ] {
-        if present {
-            losses.push(
-                child(pointer, key),
-                Policy::Dropped,
-                format!("Chat Completions messages have no `{key}`"),
-            );
-        }
-    }
+    report_unsupported(
+        m,
+        pointer,
+        "Chat Completions messages",
+        &[
+            Field::Id,
+            Field::CreatedAt,
+            Field::Channel,
+            Field::Recipient,
+            Field::Metadata,
+        ],
+        losses,
+    );
     merge_into(&mut out, &m.extra, Format::OpenAiChat, pointer, losses);
     (Value::Object(out), moved)
 }

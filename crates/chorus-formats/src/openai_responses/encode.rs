@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::common::extras::{drop_all, for_target, merge_into, namespace};
+use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::media::{data_as_text, image_url};
 use crate::common::names;
@@ -139,23 +140,25 @@ fn item_stage(item: &Value) -> Option<u8> {
 }
 
 fn fields(m: &Message, at: &str, losses: &mut Losses) {
-    let id_lost = m.id.is_some() && m.role != Role::Assistant;
-    for (key, present) in [
-        ("name", m.name.is_some()),
-        ("id", id_lost),
-        ("created_at", m.created_at.is_some()),
-        ("channel", m.channel.is_some()),
-        ("recipient", m.recipient.is_some()),
-        ("metadata", m.metadata.is_some()),
-    ] {
-        if present {
-            losses.push(
-                child(at, key),
-                Policy::Dropped,
-                format!("Responses items have no `{key}` here"),
-            );
-        }
-    }
+    let fields: &[Field] = if m.role == Role::Assistant {
+        &[
+            Field::Name,
+            Field::CreatedAt,
+            Field::Channel,
+            Field::Recipient,
+            Field::Metadata,
+        ]
+    } else {
+        &[
+            Field::Name,
+            Field::Id,
+            Field::CreatedAt,
+            Field::Channel,
+            Field::Recipient,
+            Field::Metadata,
+        ]
+    };
+    report_unsupported(m, at, "Responses items", fields, losses);
 }
 
 fn message(m: &Message, role: &str, at: &str, losses: &mut Losses) -> Value {

@@ -3,6 +3,7 @@
 use chorus_core::{Content, ContentPart, Conversation, Message, Role};
 
 use crate::common::extras::drop_all;
+use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::media::data_as_text;
 use crate::common::names;
@@ -166,26 +167,21 @@ fn assistant(out: &mut String, m: &Flat, after_query: bool, last: bool, losses: 
 /// The template's view of one message, with what it cannot carry reported.
 fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losses) -> Option<Flat> {
     let at = item("/messages", index);
-    for (key, present) in [
-        ("name", m.name.is_some()),
-        ("id", m.id.is_some()),
-        ("created_at", m.created_at.is_some()),
-        ("channel", m.channel.is_some()),
-        ("recipient", m.recipient.is_some()),
-        ("metadata", m.metadata.is_some()),
-        (
-            "tool_call_id",
-            m.tool_call_id.is_some() && m.role != Role::Tool,
-        ),
-    ] {
-        if present {
-            losses.push(
-                child(&at, key),
-                Policy::Dropped,
-                format!("Qwen3 text has no `{key}`"),
-            );
-        }
-    }
+    report_unsupported(
+        m,
+        &at,
+        "Qwen3 messages",
+        &[
+            Field::Name,
+            Field::Id,
+            Field::CreatedAt,
+            Field::Channel,
+            Field::Recipient,
+            Field::Metadata,
+            Field::ToolCallId,
+        ],
+        losses,
+    );
     drop_all(&m.extra, &at, "Qwen3 text", losses);
     if m.role == Role::Developer {
         losses.push(
