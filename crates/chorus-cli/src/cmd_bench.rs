@@ -61,7 +61,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => {
-            eprintln!("chorus bench bus: --duration must be a positive number of seconds, found {s}");
+            eprintln!(
+                "chorus bench bus: --duration must be a positive number of seconds, found {s}"
+            );
             return ExitCode::from(2);
         }
     };
@@ -85,8 +87,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(opts.messages as u64);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} received, {msg} sent, {per_sec}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} received, {msg} sent, {per_sec}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar
     });

@@ -1,6 +1,13 @@
 //! The `chorus` command: thin commands over the chorus crates.
 
+mod cmd_bench;
+mod cmd_convert;
+mod cmd_count;
+mod cmd_formats;
+mod cmd_harmony;
+mod cmd_media;
 mod cmd_schema;
+mod cmd_trim;
 mod cmd_validate;
 mod input;
 
@@ -22,11 +29,32 @@ enum Command {
     Validate(cmd_validate::ValidateArgs),
     /// Print the JSON Schema of a document kind.
     Schema(cmd_schema::SchemaArgs),
+    /// Render and parse the Harmony format of gpt-oss.
+    Harmony(cmd_harmony::HarmonyArgs),
+    /// Convert conversations between provider formats, reporting losses.
+    Convert(cmd_convert::ConvertArgs),
+    /// Print the capability table of each format.
+    Formats(cmd_formats::FormatsArgs),
+    /// Count the tokens of a conversation for a model.
+    Count(cmd_count::CountArgs),
+    /// Trim a conversation to a token budget without breaking tool calls.
+    Trim(cmd_trim::TrimArgs),
+    /// Prepare media for models (video frames and audio).
+    Media(cmd_media::MediaArgs),
+    /// Benchmark a bus backend.
+    Bench(cmd_bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Validate(args) => cmd_validate::run(args),
         Command::Schema(args) => cmd_schema::run(args),
+        Command::Harmony(args) => cmd_harmony::run(args),
+        Command::Convert(args) => cmd_convert::run(args),
+        Command::Formats(args) => cmd_formats::run(args),
+        Command::Count(args) => cmd_count::run(args),
+        Command::Trim(args) => cmd_trim::run(args),
+        Command::Media(args) => cmd_media::run(args),
+        Command::Bench(args) => cmd_bench::run(args),
     }
 }

@@ -1,0 +1,109 @@
+//! `chorus convert`: convert a conversation between provider formats through chorus.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use chorus_formats::{EncodeOptions, Error, Format, NamePolicy, convert};
+
+use crate::input::read_input;
+
+/// What to do with speaker names on targets without a `name` field.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Names {
+    /// Write `name: ` before the text.
+    Prefix,
+    /// Fold other agents' turns into a `<history>` user message.
+    History,
+}
+
+/// Arguments of `chorus convert`.
+#[derive(Debug, clap::Args)]
+pub struct ConvertArgs {
+    /// Source format (see `chorus formats`).
+    #[arg(long, value_name = "FMT", value_parser = parse_format)]
+    pub from: Format,
+    /// Target format (see `chorus formats`).
+    #[arg(long, value_name = "FMT", value_parser = parse_format)]
+    pub to: Format,
+    /// Fail (exit 1) when the target cannot carry everything.
+    #[arg(long)]
+    pub strict: bool,
+    /// Text formats: end with the opening of an assistant turn.
+    #[arg(long)]
+    pub add_generation_prompt: bool,
+    /// Qwen3: `false` adds the empty think block after the generation prompt.
+    #[arg(long, value_name = "true|false")]
+    pub enable_thinking: Option<bool>,
+    /// Speaker names on targets without a name field.
+    #[arg(long, value_enum, default_value = "prefix")]
+    pub names: Names,
+    /// Input file, or `-` for standard input.
+    #[arg(value_name = "FILE|-")]
+    pub file: String,
+}
+
+fn parse_format(id: &str) -> Result<Format, String> {
+    id.parse().map_err(|e: Error| e.to_string())
+}
+
+/// Prints the converted document on stdout and the losses as JSON lines on stderr.
+pub fn run(args: ConvertArgs) -> ExitCode {
+    let input = match read_input(&args.file)
+        .and_then(|b| String::from_utf8(b).map_err(|e| format!("{}: not UTF-8: {e}", args.file)))
+    {
+        Ok(text) => text,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = EncodeOptions {
+        names: match args.names {
+            Names::Prefix => NamePolicy::Prefix,
+            Names::History => NamePolicy::History,
+        },
+        add_generation_prompt: args.add_generation_prompt,
+        enable_thinking: args.enable_thinking,
+    };
+    let mut stderr = std::io::stderr().lock();
+    match convert(args.from, args.to, &input, &options, args.strict) {
+        Ok(encoded) => {
+            for loss in &encoded.losses {
+                let _ = writeln!(
+                    stderr,
+                    "{}",
+                    serde_json::to_string(loss).unwrap_or_default()
+                );
+            }
+            let mut stdout = std::io::stdout().lock();
+            if stdout
+                .write_all(encoded.value.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                return ExitCode::from(2);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(Error::Lossy(losses)) => {
+            for loss in &losses {
+                let _ = writeln!(
+                    stderr,
+                    "{}",
+                    serde_json::to_string(loss).unwrap_or_default()
+                );
+            }
+            let _ = writeln!(
+                stderr,
+                "error: --strict: {} cannot carry {} item(s) of the input",
+                args.to.id(),
+                losses.len()
+            );
+            ExitCode::from(1)
+        }
+        Err(other) => {
+            let _ = writeln!(stderr, "error: {}: {other}", args.file);
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! `chorus formats`: the capability table of every format.
+
+use std::process::ExitCode;
+
+use chorus_formats::Format;
+
+/// Arguments of `chorus formats`.
+#[derive(Debug, clap::Args)]
+pub struct FormatsArgs {
+    /// Print the tables as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints what each format carries.
+pub fn run(args: FormatsArgs) -> ExitCode {
+    let tables: Vec<_> = Format::ALL.iter().map(|f| f.capabilities()).collect();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tables).unwrap_or_default()
+        );
+    } else {
+        for table in tables {
+            println!("{table}");
+        }
+    }
+    ExitCode::SUCCESS
+}
