@@ -6,12 +6,12 @@ use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::agentscope::{MSG_FIELDS, MSG_NAME, MSG_ROLE};
+use crate::common::arguments;
 use crate::common::extras::{drop_all, for_target};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::media::{data_as_text, image_url};
 use crate::common::pairing::paired_order;
-use crate::gemini::encode::compact;
 use crate::loss::{Losses, Policy};
 use crate::openai_chat::encode::ORIGIN;
 
@@ -183,26 +183,7 @@ fn content(m: &Message, at: &str, losses: &mut Losses) -> Value {
     };
     for (n, call) in m.calls().iter().enumerate() {
         let c_at = item(&child(at, "tool_calls"), n);
-        let input = match call.parsed_arguments() {
-            Ok(Value::Object(map)) => {
-                if compact(&map) != call.function.arguments {
-                    losses.push(
-                        format!("{c_at}/function/arguments"),
-                        Policy::Downgraded,
-                        "arguments re-serialized from the input object",
-                    );
-                }
-                Value::Object(map)
-            }
-            _ => {
-                losses.push(
-                    format!("{c_at}/function/arguments"),
-                    Policy::Downgraded,
-                    "arguments are not a JSON object; sent as {}",
-                );
-                json!({})
-            }
-        };
+        let input = arguments::as_object(call, &c_at, losses);
         let mut block =
             json!({"type": "tool_use", "id": call.id, "name": call.function.name, "input": input});
         if let Value::Object(map) = &mut block {

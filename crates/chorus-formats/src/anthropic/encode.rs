@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use crate::Format;
 use crate::anthropic::blocks::{blocks, text_block};
 use crate::anthropic::citations::sendable;
+use crate::common::arguments;
 use crate::common::extras::{drop_all, for_target, merge_into};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
@@ -226,32 +227,7 @@ fn turn(m: &Message, at: &str, turns: &mut Vec<Turn>, losses: &mut Losses) {
 }
 
 fn tool_use(call: &chorus_core::ToolCall, at: &str, losses: &mut Losses) -> Value {
-    let input = match call.parsed_arguments() {
-        Ok(Value::Object(map)) => {
-            if crate::gemini::encode::compact(&map) != call.function.arguments {
-                losses.push(
-                    format!("{at}/function/arguments"),
-                    Policy::Downgraded,
-                    format!(
-                        "arguments of call {} are re-serialized from the input object",
-                        call.id
-                    ),
-                );
-            }
-            Value::Object(map)
-        }
-        _ => {
-            losses.push(
-                format!("{at}/function/arguments"),
-                Policy::Downgraded,
-                format!(
-                    "arguments of call {} are not a JSON object; sent as {{}}",
-                    call.id
-                ),
-            );
-            json!({})
-        }
-    };
+    let input = arguments::as_object(call, at, losses);
     let mut block =
         json!({"type": "tool_use", "id": call.id, "name": call.function.name, "input": input});
     if let Value::Object(map) = &mut block {

@@ -1,5 +1,6 @@
 //! Passes and helpers shared by the codecs.
 
+pub mod arguments;
 pub mod extras;
 pub mod fields;
 pub mod json;

@@ -4,6 +4,7 @@ use chorus_core::{Content, ContentPart, Conversation, Message, Role};
 use serde_json::{Map, Value, json};
 
 use crate::Format;
+use crate::common::arguments;
 use crate::common::extras::{drop_all, for_target, merge_into, namespace};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
@@ -197,25 +198,7 @@ fn parts(m: &Message, at: &str, losses: &mut Losses) -> Vec<Value> {
 }
 
 fn function_call(call: &chorus_core::ToolCall, at: &str, n: usize, losses: &mut Losses) -> Value {
-    let args = match call.parsed_arguments() {
-        Ok(Value::Object(map)) if compact(&map) == call.function.arguments => Value::Object(map),
-        Ok(Value::Object(map)) => {
-            losses.push(
-                format!("{at}/function/arguments"),
-                Policy::Downgraded,
-                "arguments re-serialized from the args object",
-            );
-            Value::Object(map)
-        }
-        _ => {
-            losses.push(
-                format!("{at}/function/arguments"),
-                Policy::Downgraded,
-                "arguments are not a JSON object; sent as {}",
-            );
-            json!({})
-        }
-    };
+    let args = arguments::as_object(call, at, losses);
     let mut fc = json!({"name": call.function.name, "args": args});
     if call.id != call_id(n) {
         fc["id"] = Value::String(call.id.clone());
@@ -259,7 +242,7 @@ fn function_response(
     let text = m.text();
     let response = match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => {
-            if compact(&map) != text || !matches!(m.content(), Some(Content::Text(_))) {
+            if arguments::compact(&map) != text || !matches!(m.content(), Some(Content::Text(_))) {
                 losses.push(
                     child(at, "content"),
                     Policy::Downgraded,
@@ -342,9 +325,4 @@ fn declaration(tool: &chorus_core::ToolDefinition, at: &str, losses: &mut Losses
     }
     drop_all(&tool.extra, at, "a Gemini function declaration", losses);
     out
-}
-
-/// The compact JSON text of an object, as decoders write arguments.
-pub(crate) fn compact(map: &Map<String, Value>) -> String {
-    serde_json::to_string(map).unwrap_or_default()
 }
