@@ -1,19 +1,17 @@
 //! OpenAI Responses API input or output items → chorus.
 
 use chorus_core::{
-    AudioPart, Content, ContentPart, Conversation, FilePart, FileRef, FunctionCall,
-    FunctionDefinition, ImagePart, ImageUrl, InputAudio, Message, Metadata, ReasoningPart, Role,
-    TextPart, TokenUsage, ToolCall, ToolDefinition,
+    Content, ContentPart, Conversation, FunctionCall, FunctionDefinition, Message, Metadata,
+    ReasoningPart, Role, TokenUsage, ToolCall, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
 use crate::Format;
-use crate::common::extras::{part_extra, stash};
-use crate::common::json::{
-    array, child, describe, item, object, opt_string, string, typed, unknown_keys,
-};
+use crate::common::extras::stash;
+use crate::common::json::{array, child, describe, item, object, opt_string, string, unknown_keys};
 use crate::error::DecodeError;
 use crate::openai_chat::encode::ORIGIN;
+use crate::openai_responses::parts;
 use crate::openai_responses::{INSTRUCTIONS, ITEM};
 
 const ME: Format = Format::OpenAiResponses;
@@ -118,7 +116,7 @@ fn response_metadata(map: &Map<String, Value>, conversation: &mut Conversation) 
 }
 
 /// Which part of an assistant turn an item fills, in the order the turn is written.
-fn stage(kind: &str) -> Option<u8> {
+pub(super) fn stage(kind: &str) -> Option<u8> {
     match kind {
         "reasoning" => Some(0),
         "message" => Some(1),
@@ -230,7 +228,7 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
                 m.tool_call_id = Some(string(map, "call_id", &at)?.to_owned());
                 m.content = Some(Some(match map.get("output") {
                     Some(Value::String(s)) => Content::Text(s.clone()),
-                    Some(other) => Content::Parts(parts(other, &child(&at, "output"))?),
+                    Some(other) => Content::Parts(parts::decode(other, &child(&at, "output"))?),
                     None => {
                         return Err(DecodeError::new(
                             child(&at, "output"),
@@ -286,7 +284,7 @@ fn message_content(
     let id = opt_string(map, "id", at)?.map(str::to_owned);
     let content = match map.get("content") {
         Some(Value::String(s)) => Some(Content::Text(s.clone())),
-        Some(other) => Some(Content::Parts(parts(other, &child(at, "content"))?)),
+        Some(other) => Some(Content::Parts(parts::decode(other, &child(at, "content"))?)),
         None => None,
     };
     Ok((id, content))
@@ -323,83 +321,4 @@ fn reasoning(map: &Map<String, Value>) -> ContentPart {
         .map(str::to_owned);
     stash(&mut part.extra, ME, rest);
     ContentPart::Reasoning(part)
-}
-
-/// Content parts: input_text / output_text / input_image / input_file / input_audio.
-pub fn parts(value: &Value, pointer: &str) -> Result<Vec<ContentPart>, DecodeError> {
-    let mut out = Vec::new();
-    for (i, p) in array(value, pointer)?.iter().enumerate() {
-        let at = item(pointer, i);
-        let map = object(p, &at)?;
-        let (mut part, known): (ContentPart, &[&str]) = match string(map, "type", &at)? {
-            "input_text" | "output_text" => (
-                ContentPart::Text(TextPart {
-                    text: string(map, "text", &at)?.to_owned(),
-                    ..TextPart::default()
-                }),
-                &["type", "text"],
-            ),
-            "input_image" if map.get("image_url").is_some_and(Value::is_string) => {
-                let image_url = ImageUrl {
-                    url: string(map, "image_url", &at)?.to_owned(),
-                    detail: match map.get("detail") {
-                        Some(d) => Some(typed(d, &child(&at, "detail"), "low, high or auto")?),
-                        None => None,
-                    },
-                    rotation: None,
-                    width: None,
-                    height: None,
-                    extra: Map::new(),
-                };
-                (
-                    ContentPart::Image(ImagePart {
-                        image_url,
-                        video_metadata: None,
-                        extra: Map::new(),
-                    }),
-                    &["type", "image_url", "detail"],
-                )
-            }
-            "input_file" => {
-                let file = FileRef {
-                    file_id: opt_string(map, "file_id", &at)?.map(str::to_owned),
-                    file_data: opt_string(map, "file_data", &at)?.map(str::to_owned),
-                    url: opt_string(map, "file_url", &at)?.map(str::to_owned),
-                    filename: opt_string(map, "filename", &at)?.map(str::to_owned),
-                    ..FileRef::default()
-                };
-                (
-                    ContentPart::File(FilePart {
-                        file,
-                        extra: Map::new(),
-                    }),
-                    &["type", "file_id", "file_data", "file_url", "filename"],
-                )
-            }
-            "input_audio" => {
-                let input_audio: InputAudio = typed(
-                    map.get("input_audio").unwrap_or(&Value::Null),
-                    &child(&at, "input_audio"),
-                    "{data, format}",
-                )?;
-                (
-                    ContentPart::Audio(AudioPart {
-                        input_audio,
-                        extra: Map::new(),
-                    }),
-                    &["type", "input_audio"],
-                )
-            }
-            _ => {
-                let mut other = map.clone();
-                other.insert(ORIGIN.into(), Value::String(ME.id().into()));
-                (ContentPart::Other(other), &[])
-            }
-        };
-        if !matches!(part, ContentPart::Other(_)) {
-            stash(part_extra(&mut part), ME, unknown_keys(map, known));
-        }
-        out.push(part);
-    }
-    Ok(out)
 }

@@ -7,11 +7,12 @@ use crate::Format;
 use crate::common::extras::{drop_all, for_target, merge_into, namespace};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
-use crate::common::media::{data_as_text, image_url};
 use crate::common::names;
 use crate::common::pairing::paired_order;
 use crate::loss::{Losses, Policy};
 use crate::openai_chat::encode::ORIGIN;
+use crate::openai_responses::decode::stage;
+use crate::openai_responses::parts;
 use crate::openai_responses::{INSTRUCTIONS, ITEM};
 use crate::options::EncodeOptions;
 
@@ -131,12 +132,7 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
 
 /// Where an item stands in an assistant turn: reasoning, message, function_call.
 fn item_stage(item: &Value) -> Option<u8> {
-    match item.get("type").and_then(Value::as_str) {
-        Some("reasoning") => Some(0),
-        Some("message") => Some(1),
-        Some("function_call") => Some(2),
-        _ => None,
-    }
+    item.get("type").and_then(Value::as_str).and_then(stage)
 }
 
 fn fields(m: &Message, at: &str, losses: &mut Losses) {
@@ -167,7 +163,7 @@ fn message(m: &Message, role: &str, at: &str, losses: &mut Losses) -> Value {
     let content = match m.content() {
         Some(Content::Text(t)) => Value::String(t.clone()),
         Some(Content::Parts(parts)) => {
-            Value::Array(self::parts(parts, m.role, &child(at, "content"), losses))
+            Value::Array(parts::encode(parts, m.role, &child(at, "content"), losses))
         }
         None => {
             losses.push(
@@ -230,7 +226,12 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
         }
         let content = match m.content() {
             Some(Content::Text(t)) => Value::String(t.clone()),
-            _ => Value::Array(parts(&rest, Role::Assistant, &child(at, "content"), losses)),
+            _ => Value::Array(parts::encode(
+                &rest,
+                Role::Assistant,
+                &child(at, "content"),
+                losses,
+            )),
         };
         if m.content().is_none() {
             losses.push(
@@ -290,7 +291,7 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
 fn tool_output(m: &Message, at: &str, losses: &mut Losses) -> Value {
     let output = match m.content() {
         Some(Content::Text(t)) => Value::String(t.clone()),
-        Some(Content::Parts(parts)) => Value::Array(self::parts(
+        Some(Content::Parts(parts)) => Value::Array(parts::encode(
             parts,
             Role::Tool,
             &child(at, "content"),
@@ -310,114 +311,4 @@ fn tool_output(m: &Message, at: &str, losses: &mut Losses) -> Value {
         map.extend(extras(m, at, losses));
     }
     item
-}
-
-fn parts(parts: &[ContentPart], role: Role, pointer: &str, losses: &mut Losses) -> Vec<Value> {
-    let text_type = if role == Role::Assistant {
-        "output_text"
-    } else {
-        "input_text"
-    };
-    let mut out = Vec::new();
-    for (i, part) in parts.iter().enumerate() {
-        let at = item(pointer, i);
-        let (value, extra) = match part {
-            ContentPart::Text(t) => {
-                if t.index.is_some() {
-                    losses.push(
-                        child(&at, "index"),
-                        Policy::Dropped,
-                        "Responses parts have no `index`",
-                    );
-                }
-                (json!({"type": text_type, "text": t.text}), &t.extra)
-            }
-            ContentPart::Image(img) if role != Role::Assistant => {
-                let url = image_url(img, &at, true, losses);
-                let mut v = json!({"type": "input_image", "image_url": url});
-                if let Some(d) = img.image_url.detail {
-                    v["detail"] = serde_json::to_value(d).unwrap_or(Value::Null);
-                }
-                drop_all(
-                    &img.image_url.extra,
-                    &child(&at, "image_url"),
-                    "a Responses input_image",
-                    losses,
-                );
-                (v, &img.extra)
-            }
-            ContentPart::Audio(a) if role != Role::Assistant => {
-                if a.input_audio.sample_rate.is_some() {
-                    losses.push(
-                        format!("{at}/input_audio/sample_rate"),
-                        Policy::Dropped,
-                        "Responses audio has no sample rate",
-                    );
-                }
-                drop_all(
-                    &a.input_audio.extra,
-                    &child(&at, "input_audio"),
-                    "Responses audio",
-                    losses,
-                );
-                (
-                    json!({"type": "input_audio", "input_audio": {"data": a.input_audio.data, "format": a.input_audio.format}}),
-                    &a.extra,
-                )
-            }
-            ContentPart::File(f) if role != Role::Assistant => {
-                let mut v = json!({"type": "input_file"});
-                for (key, value) in [
-                    ("file_id", &f.file.file_id),
-                    ("file_data", &f.file.file_data),
-                    ("file_url", &f.file.url),
-                    ("filename", &f.file.filename),
-                ] {
-                    if let Some(s) = value {
-                        v[key] = Value::String(s.clone());
-                    }
-                }
-                if f.file.mime_type.is_some() {
-                    losses.push(
-                        format!("{at}/file/mime_type"),
-                        Policy::Dropped,
-                        "Responses files have no media type field",
-                    );
-                }
-                drop_all(
-                    &f.file.extra,
-                    &child(&at, "file"),
-                    "a Responses input_file",
-                    losses,
-                );
-                (v, &f.extra)
-            }
-            ContentPart::Data(d) => {
-                out.push(json!({"type": text_type, "text": data_as_text(d, &at, losses)}));
-                continue;
-            }
-            ContentPart::Other(other)
-                if other.get(ORIGIN).and_then(Value::as_str) == Some(ME.id()) =>
-            {
-                let mut v = other.clone();
-                v.remove(ORIGIN);
-                out.push(Value::Object(v));
-                continue;
-            }
-            other => {
-                losses.push(
-                    at,
-                    Policy::Dropped,
-                    format!("Responses has no `{}` part here", other.type_name()),
-                );
-                continue;
-            }
-        };
-        let mut value = value;
-        if let Value::Object(map) = &mut value {
-            merge_into(map, extra, ME, &at, losses);
-        }
-        out.push(value);
-    }
-    out
 }

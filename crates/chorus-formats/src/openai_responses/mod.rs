@@ -2,6 +2,7 @@
 
 pub mod decode;
 pub mod encode;
+pub mod parts;
 #[cfg(test)]
 mod tests;
 
