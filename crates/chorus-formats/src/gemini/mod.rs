@@ -1,6 +1,7 @@
 //! Google Gemini `generateContent`: `system_instruction`, `contents` (user/model) and parts.
 
 pub mod decode;
+mod decode_parts;
 pub mod encode;
 mod parts;
 #[cfg(test)]
