@@ -2,25 +2,14 @@
 
 use serde_json::Value;
 
+use chorus_core::Message;
 use chorus_core::handoff::HandoffMessage;
 use chorus_core::schema::Kind;
 use chorus_core::validate::{Problem, detect_kind};
-use chorus_core::{Message, Priority as CorePriority};
 
 use crate::config::Validator;
-use crate::envelope::{Envelope, Priority};
+use crate::envelope::Envelope;
 use crate::error::Issue;
-
-impl From<CorePriority> for Priority {
-    fn from(p: CorePriority) -> Priority {
-        match p {
-            CorePriority::Low => Priority::Low,
-            CorePriority::Medium => Priority::Medium,
-            CorePriority::High => Priority::High,
-            CorePriority::Critical => Priority::Critical,
-        }
-    }
-}
 
 impl From<&Problem> for Issue {
     fn from(p: &Problem) -> Issue {
@@ -61,7 +50,7 @@ impl Envelope {
                 .map(str::to_owned)
                 .collect(),
             handoff_type: Some(msg.handoff_type().as_str().to_owned()),
-            priority: meta.priority.into(),
+            priority: meta.priority,
             expires_at_ms,
             task_id: Some(meta.task_id.clone()),
             correlation_id: meta.correlation_id.clone(),
@@ -153,6 +142,7 @@ impl Validator for CoreValidator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::envelope::Priority;
     use chorus_core::Role;
 
     fn seed_example(name: &str) -> Vec<u8> {

@@ -5,59 +5,25 @@ use serde_json::Value;
 
 use crate::error::Issue;
 
-/// Processing priority of a message, lowest first (seed 003: LOW, MEDIUM, HIGH, CRITICAL).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Priority {
-    /// Handled when nothing more urgent waits (but never starved).
-    Low,
-    /// The default priority.
-    Medium,
-    /// Handled before MEDIUM and LOW.
-    High,
-    /// Handled first.
-    Critical,
+pub use chorus_core::Priority;
+
+/// The bus's storage key for a [`Priority`]: a small integer, 0 (LOW) to 3 (CRITICAL).
+pub trait Rank: Sized {
+    /// The rank of the priority, used as a storage key and an index.
+    fn rank(self) -> u8;
+    /// The priority of a rank; `None` above 3.
+    fn from_rank(rank: u8) -> Option<Self>;
 }
 
-impl Priority {
-    /// All priorities, from the most urgent to the least.
-    pub const DESCENDING: [Priority; 4] = [
-        Priority::Critical,
-        Priority::High,
-        Priority::Medium,
-        Priority::Low,
-    ];
-
-    /// The wire name (`"LOW"` … `"CRITICAL"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Priority::Low => "LOW",
-            Priority::Medium => "MEDIUM",
-            Priority::High => "HIGH",
-            Priority::Critical => "CRITICAL",
-        }
-    }
-
-    /// Parses a wire name; `None` for anything else.
-    pub fn parse(s: &str) -> Option<Priority> {
-        Priority::DESCENDING.into_iter().find(|p| p.as_str() == s)
-    }
-
-    /// A small integer, 0 (LOW) to 3 (CRITICAL), used as a storage key.
-    pub fn rank(self) -> u8 {
+impl Rank for Priority {
+    fn rank(self) -> u8 {
         self as u8
     }
 
-    /// The inverse of [`Priority::rank`].
-    pub fn from_rank(rank: u8) -> Option<Priority> {
-        [
-            Priority::Low,
-            Priority::Medium,
-            Priority::High,
-            Priority::Critical,
-        ]
-        .get(rank as usize)
-        .copied()
+    fn from_rank(rank: u8) -> Option<Priority> {
+        Priority::DESCENDING
+            .get(3usize.checked_sub(rank as usize)?)
+            .copied()
     }
 }
 
@@ -211,13 +177,13 @@ fn read_recipients(field: Option<&Value>, issues: &mut Vec<Issue>) -> Vec<String
 
 fn read_priority(field: Option<&Value>, issues: &mut Vec<Issue>) -> Priority {
     match field {
-        Some(Value::String(s)) => Priority::parse(s).unwrap_or_else(|| {
+        Some(Value::String(s)) => parse_priority(s).unwrap_or_else(|| {
             let mut issue = Issue::new(
                 "/metadata/priority",
                 "one of LOW, MEDIUM, HIGH, CRITICAL",
                 format!("{s:?}"),
             );
-            if Priority::parse(&s.to_uppercase()).is_some() {
+            if parse_priority(&s.to_uppercase()).is_some() {
                 issue = issue.with_hint("priorities are upper-case");
             }
             issues.push(issue);
@@ -232,6 +198,10 @@ fn read_priority(field: Option<&Value>, issues: &mut Vec<Issue>) -> Priority {
             Priority::Medium
         }
     }
+}
+
+fn parse_priority(s: &str) -> Option<Priority> {
+    Priority::DESCENDING.into_iter().find(|p| p.as_str() == s)
 }
 
 fn read_expiration(field: Option<&Value>, issues: &mut Vec<Issue>) -> Option<i64> {
@@ -379,8 +349,11 @@ mod tests {
     fn priority_ranks_round_trip() {
         for p in Priority::DESCENDING {
             assert_eq!(Priority::from_rank(p.rank()), Some(p));
-            assert_eq!(Priority::parse(p.as_str()), Some(p));
+            assert_eq!(parse_priority(p.as_str()), Some(p));
         }
+        assert_eq!(Priority::Low.rank(), 0);
+        assert_eq!(Priority::Critical.rank(), 3);
+        assert_eq!(Priority::from_rank(4), None);
         assert!(Priority::Critical > Priority::Low);
     }
 }

@@ -1,6 +1,6 @@
 //! Weighted fair choice between priority levels: urgent first, low never starved.
 
-use crate::envelope::Priority;
+use crate::envelope::{Priority, Rank};
 
 /// Default weights by rank (LOW, MEDIUM, HIGH, CRITICAL): out of every 15 deliveries under
 /// full load, CRITICAL gets 8, HIGH 4, MEDIUM 2 and LOW 1.

@@ -32,7 +32,7 @@ pub use core::CoreValidator;
 pub use delivery::{
     DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
 };
-pub use envelope::{Envelope, Priority};
+pub use envelope::{Envelope, Priority, Rank};
 pub use error::{BusError, BusResult, Issue};
 pub use memory::MemoryBus;
 #[cfg(feature = "nats")]

@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
 use crate::routing::Binding;

@@ -25,7 +25,7 @@ use futures::future::try_join_all;
 use crate::bus::Bus;
 use crate::config::BusConfig;
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
 use crate::routing::{Binding, Filter};

@@ -22,7 +22,7 @@ use redis::{AsyncCommands, Value};
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis};
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
 use crate::routing::Binding;

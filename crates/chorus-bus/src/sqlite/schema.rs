@@ -3,7 +3,7 @@
 use rusqlite::{Connection, ErrorCode, Row, params};
 
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
-use crate::envelope::{Envelope, Priority};
+use crate::envelope::{Envelope, Priority, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
 use crate::routing::{Binding, Filter};
