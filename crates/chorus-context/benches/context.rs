@@ -1,5 +1,5 @@
 //! chorus-context against its anchors, side by side in one run:
-//! - counting a 10 MB mixed corpus with chorus (bpe-openai) vs tiktoken-rs `o200k_base`
+//! - counting a 10 MB mixed corpus with chorus (chorus-harmony's o200k encoder) vs tiktoken-rs `o200k_base`
 //!   (`encode_ordinary().len()`), with identical counts checked first;
 //! - re-trimming a 10,000-message history after one append with cached per-message counts vs a
 //!   full recount (the same strategy on the same messages).

@@ -1,5 +1,9 @@
 //! Text tokenizers: a small trait over the byte-pair encoders and other vocabularies.
 
+use std::cell::RefCell;
+
+use chorus_harmony::Rank;
+
 /// Counts the tokens of plain text, as ordinary text (special-token strings are not special).
 pub trait TextTokenizer: Send + Sync {
     /// Number of tokens `text` encodes to.
@@ -8,7 +12,8 @@ pub trait TextTokenizer: Send + Sync {
     fn name(&self) -> &str;
 }
 
-/// The OpenAI byte-pair encodings chorus counts offline.
+/// The OpenAI byte-pair encodings chorus counts offline: `o200k_base` with chorus-harmony's
+/// encoder, `cl100k_base` with bpe-openai.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BpeEncoding {
     /// gpt-4o, gpt-4.1, gpt-5, o-series.
@@ -25,23 +30,34 @@ impl BpeEncoding {
             BpeEncoding::Cl100kBase => "cl100k_base",
         }
     }
-
-    fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
-        match self {
-            BpeEncoding::O200kBase => bpe_openai::o200k_base(),
-            BpeEncoding::Cl100kBase => bpe_openai::cl100k_base(),
-        }
-    }
 }
 
 impl TextTokenizer for BpeEncoding {
     fn count(&self, text: &str) -> usize {
-        self.tokenizer().count(text)
+        match self {
+            BpeEncoding::O200kBase => count_o200k(text),
+            BpeEncoding::Cl100kBase => bpe_openai::cl100k_base().count(text),
+        }
     }
 
     fn name(&self) -> &str {
         self.as_str()
     }
+}
+
+thread_local! {
+    /// Scratch space for the token ids of [`count_o200k`], reused so counting does not allocate.
+    static O200K_IDS: RefCell<Vec<Rank>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `o200k_base` tokens of `text`, through chorus-harmony's encoder (its ordinary vocabulary is
+/// `o200k_base`; the special tokens are never produced from text).
+fn count_o200k(text: &str) -> usize {
+    O200K_IDS.with_borrow_mut(|ids| {
+        ids.clear();
+        chorus_harmony::encoding().encode_ordinary_into(text, ids);
+        ids.len()
+    })
 }
 
 #[cfg(test)]
