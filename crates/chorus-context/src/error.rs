@@ -15,6 +15,12 @@ pub enum ContextError {
         /// The families chorus knows.
         known: String,
     },
+    /// chorus-harmony refused to render the request of a gpt-oss model.
+    #[error("cannot count for gpt-oss: {message}")]
+    Harmony {
+        /// The renderer's error (it names the JSON pointer of the Harmony message).
+        message: String,
+    },
     /// A media part could not be measured.
     #[error("{pointer}: {what}; found {found}{}", hint_suffix(.hint))]
     Media {

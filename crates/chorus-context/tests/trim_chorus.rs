@@ -136,7 +136,7 @@ fn pinned_messages_alone_over_budget_fail_with_the_reason() {
 #[test]
 fn appending_reuses_cached_counts() {
     let c = counter();
-    let mut history = History::new(c.clone(), &[]);
+    let mut history = History::new(c.clone(), &[]).unwrap();
     let mut all = Vec::new();
     for i in 0..40 {
         let m = msg(

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::approximate::{ApproxOptions, approximate_message};
+use super::harmony;
 use super::profile::{Family, ModelProfile};
 use super::pyrepr::json_dumps_len;
 use super::text::{BpeEncoding, TextTokenizer};
@@ -130,8 +131,10 @@ impl TokenCounter {
 
     /// The breakdown of one message; `index` places it in error pointers (`/messages/{index}`).
     pub fn count_message(&self, message: &Message, index: usize) -> Result<Breakdown> {
-        if self.profile.family == Family::Approximate {
-            return Ok(self.approximate_breakdown(message));
+        match self.profile.family {
+            Family::Approximate => return Ok(self.approximate_breakdown(message)),
+            Family::O200kHarmony => return harmony::message_breakdown(message, self.text.as_ref()),
+            _ => {}
         }
         let pointer = format!("/messages/{index}");
         let o = self.profile.overhead;
@@ -220,17 +223,25 @@ impl TokenCounter {
         }
     }
 
-    /// Tokens of tool definitions: the cookbook heuristic, or for the approximate family
-    /// LangChain's `json.dumps` length / 4.
-    pub fn count_tools(&self, tools: &[ToolDefinition]) -> usize {
+    /// Tokens of tool definitions: the cookbook heuristic, for gpt-oss what declaring them in
+    /// the Harmony developer message adds, or for the approximate family LangChain's
+    /// `json.dumps` length / 4.
+    pub fn count_tools(&self, tools: &[ToolDefinition]) -> Result<usize> {
+        if self.profile.family == Family::O200kHarmony {
+            return Ok(harmony::fixed_tokens(tools)? - harmony::fixed_tokens(&[])?);
+        }
         if self.profile.family == Family::Approximate {
             let chars: usize = tools
                 .iter()
                 .map(|t| json_dumps_len(&serde_json::to_value(t).unwrap_or(Value::Null)))
                 .sum();
-            return (chars as f64 / self.approx.chars_per_token).ceil() as usize;
+            return Ok((chars as f64 / self.approx.chars_per_token).ceil() as usize);
         }
-        tool_definition_tokens(tools, &self.profile.tools, self.text.as_ref())
+        Ok(tool_definition_tokens(
+            tools,
+            &self.profile.tools,
+            self.text.as_ref(),
+        ))
     }
 
     /// Counts messages as one request: per-message counts plus the reply priming.
@@ -258,8 +269,14 @@ impl TokenCounter {
             per_message.push(b.total());
             breakdown.add(&b);
         }
-        breakdown.overhead += self.reply_priming();
-        breakdown.tools += self.count_tools(tools);
+        breakdown.overhead += self.reply_priming()?;
+        breakdown.tools += self.count_tools(tools)?;
+        if self.profile.family == Family::O200kHarmony {
+            // The exact total; the overhead absorbs what per-message renderings miss.
+            let total = harmony::rendered_tokens(messages, tools)?;
+            let other = breakdown.total() - breakdown.overhead;
+            breakdown.overhead = total.saturating_sub(other);
+        }
         Ok(ConversationCount {
             total: breakdown.total(),
             messages: per_message,
@@ -267,11 +284,13 @@ impl TokenCounter {
         })
     }
 
-    /// Tokens added once per request to prime the reply (0 for the approximate family).
-    pub fn reply_priming(&self) -> usize {
+    /// Tokens added once per request to prime the reply (0 for the approximate family; for
+    /// gpt-oss also the Harmony system message).
+    pub fn reply_priming(&self) -> Result<usize> {
         match self.profile.family {
-            Family::Approximate => 0,
-            _ => self.profile.overhead.reply_priming,
+            Family::Approximate => Ok(0),
+            Family::O200kHarmony => harmony::fixed_tokens(&[]),
+            _ => Ok(self.profile.overhead.reply_priming),
         }
     }
 }

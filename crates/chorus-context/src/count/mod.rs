@@ -2,6 +2,7 @@
 
 pub mod approximate;
 pub mod chat;
+pub mod harmony;
 #[cfg(feature = "hf")]
 pub mod hf;
 pub mod profile;

@@ -7,6 +7,8 @@ use crate::error::{ContextError, Result};
 pub enum Family {
     /// `o200k_base`: gpt-4o, gpt-4.1, gpt-4.5, gpt-5, o1/o3/o4.
     O200kBase,
+    /// `o200k_harmony`: gpt-oss, counted as chorus-harmony renders the request.
+    O200kHarmony,
     /// `cl100k_base`: gpt-4, gpt-3.5-turbo.
     Cl100kBase,
     /// LangChain's `count_tokens_approximately` rules, for unknown models.
@@ -98,6 +100,8 @@ impl ModelProfile {
         let name = model.trim();
         let family = if name == "approximate" {
             Family::Approximate
+        } else if name.starts_with("gpt-oss") {
+            Family::O200kHarmony
         } else if O200K_PREFIXES.iter().any(|p| name.starts_with(p)) {
             Family::O200kBase
         } else if CL100K_PREFIXES.iter().any(|p| name.starts_with(p)) {
@@ -105,7 +109,7 @@ impl ModelProfile {
         } else {
             return Err(ContextError::UnknownModel {
                 model: model.to_owned(),
-                known: "gpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4*, gpt-4*, gpt-3.5*, approximate"
+                known: "gpt-oss*, gpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4*, gpt-4*, gpt-3.5*, approximate"
                     .into(),
             });
         };
@@ -146,6 +150,8 @@ mod tests {
         assert_eq!(family("gpt-4-0613"), Family::Cl100kBase);
         assert_eq!(family("gpt-3.5-turbo"), Family::Cl100kBase);
         assert_eq!(family("approximate"), Family::Approximate);
+        assert_eq!(family("gpt-oss-120b"), Family::O200kHarmony);
+        assert_eq!(family("gpt-oss-20b"), Family::O200kHarmony);
         assert!(matches!(
             ModelProfile::for_model("llama-3"),
             Err(ContextError::UnknownModel { .. })

@@ -75,9 +75,9 @@ fn has_media(message: &Message) -> bool {
 
 impl History {
     /// An empty history counted with `counter`, for a request offering `tools`.
-    pub fn new(counter: TokenCounter, tools: &[ToolDefinition]) -> Self {
-        let fixed = counter.reply_priming() + counter.count_tools(tools);
-        History {
+    pub fn new(counter: TokenCounter, tools: &[ToolDefinition]) -> Result<Self> {
+        let fixed = counter.reply_priming()? + counter.count_tools(tools)?;
+        Ok(History {
             counter,
             messages: Vec::new(),
             entries: Vec::new(),
@@ -86,7 +86,7 @@ impl History {
             call_units: HashMap::new(),
             pinned_tokens: 0,
             fixed,
-        }
+        })
     }
 
     /// A history holding `messages`.
@@ -95,7 +95,7 @@ impl History {
         tools: &[ToolDefinition],
         messages: &[Message],
     ) -> Result<Self> {
-        let mut history = History::new(counter, tools);
+        let mut history = History::new(counter, tools)?;
         for message in messages {
             history.push(message.clone())?;
         }
