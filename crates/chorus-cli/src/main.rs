@@ -7,6 +7,7 @@ mod cmd_formats;
 mod cmd_harmony;
 mod cmd_media;
 mod cmd_schema;
+mod cmd_serve;
 mod cmd_trim;
 mod cmd_validate;
 mod input;
@@ -43,6 +44,8 @@ enum Command {
     Media(cmd_media::MediaArgs),
     /// Benchmark a bus backend.
     Bench(cmd_bench::BenchArgs),
+    /// Serve the hub over HTTP: publish, inbox streams, ack, metrics.
+    Serve(cmd_serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,5 +59,6 @@ fn main() -> ExitCode {
         Command::Trim(args) => cmd_trim::run(args),
         Command::Media(args) => cmd_media::run(args),
         Command::Bench(args) => cmd_bench::run(args),
+        Command::Serve(args) => cmd_serve::run(args),
     }
 }

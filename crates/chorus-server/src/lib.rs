@@ -1,1 +1,17 @@
-//! HTTP API, SSE, auth, metrics and web UI over the chorus bus.
+//! The chorus hub as a service: an HTTP API for agents in any language — publish, an inbox as
+//! Server-Sent Events, ack and nack — with bearer-token auth, metrics and an OpenAPI document.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod ids;
+pub mod inbox;
+pub mod metrics;
+pub mod server;
+pub mod state;
+
+pub use auth::{Caller, hash_token};
+pub use config::{AgentEntry, ServerConfig};
+pub use error::ApiError;
+pub use server::{Server, Store, bind, shutdown_signal};

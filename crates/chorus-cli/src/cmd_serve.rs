@@ -1,0 +1,75 @@
+//! `chorus serve`: the hub as an HTTP service until Ctrl-C or SIGTERM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chorus_server::{Server, ServerConfig, Store, bind, hash_token, shutdown_signal};
+
+/// Arguments of `chorus serve`.
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:7700")]
+    pub listen: String,
+    /// Where messages are kept: sqlite:PATH or memory.
+    #[arg(long, default_value = "sqlite:./chorus.db")]
+    pub store: String,
+    /// Agents, tokens and limits (TOML); without it only a generated admin token is accepted.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print the SHA-256 of TOKEN, as the config keeps it, and exit.
+    #[arg(long, value_name = "TOKEN")]
+    pub hash_token: Option<String>,
+}
+
+/// Runs `chorus serve`.
+pub fn run(args: ServeArgs) -> ExitCode {
+    if let Some(token) = &args.hash_token {
+        println!("{}", hash_token(token));
+        return ExitCode::SUCCESS;
+    }
+    let fail = |e: &dyn std::fmt::Display| {
+        eprintln!("chorus serve: {e}");
+        ExitCode::from(2)
+    };
+    let config = match &args.config {
+        Some(path) => match ServerConfig::load(path) {
+            Ok(c) => c,
+            Err(e) => return fail(&e),
+        },
+        None => ServerConfig::default(),
+    };
+    let store = match Store::parse(&args.store) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    runtime.block_on(async {
+        let bus = match store.open(&config) {
+            Ok(b) => b,
+            Err(e) => return fail(&e),
+        };
+        let server = Server::new(bus, &config);
+        let (listener, addr) = match bind(&args.listen).await {
+            Ok(l) => l,
+            Err(e) => return fail(&format!("cannot listen on {}: {e}", args.listen)),
+        };
+        println!(
+            "chorus serve: listening on http://{addr} (store {})",
+            args.store
+        );
+        if let Some(token) = server.generated_admin_token() {
+            println!("chorus serve: admin token for this run: {token}");
+        }
+        match server.serve(listener, shutdown_signal()).await {
+            Ok(()) => {
+                println!("chorus serve: stopped");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        }
+    })
+}

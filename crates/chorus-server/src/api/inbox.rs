@@ -1,0 +1,222 @@
+//! An agent's inbox: a Server-Sent Events stream resuming from `Last-Event-ID`, ack and nack.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use chorus_bus::Delivery;
+use futures::{Stream, StreamExt, stream};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::api::publish::body_error;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::ids::check_id;
+use crate::state::AppState;
+
+/// Deliveries fetched from the store at once for one stream.
+const BATCH: usize = 32;
+/// How long one wait for new messages lasts before it is started again.
+const WAIT: Duration = Duration::from_secs(5);
+
+/// The data of one `message` event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InboxEvent {
+    /// The message id; acknowledge with it.
+    pub message_id: String,
+    /// 1 on the first delivery, more on redeliveries.
+    pub attempt: u32,
+    /// The document exactly as published.
+    #[schema(value_type = Object)]
+    pub message: Value,
+}
+
+/// Body of a nack.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NackBody {
+    /// Milliseconds before the message is delivered again (0: at once).
+    #[serde(default)]
+    pub delay_ms: u64,
+}
+
+fn event(app: &AppState, seq: u64, d: &Delivery) -> Event {
+    let message = serde_json::from_slice(&d.envelope.bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&d.envelope.bytes).into()));
+    let data = InboxEvent {
+        message_id: d.envelope.id.clone(),
+        attempt: d.attempt,
+        message,
+    };
+    Event::default()
+        .id(app.inboxes.event_id(seq))
+        .event("message")
+        .json_data(&data)
+        .unwrap_or_else(|_| Event::default().event("error").data("unencodable message"))
+}
+
+/// The events of `agent`'s inbox after sequence number `after`: held deliveries first, then
+/// new ones as they arrive; ends when the server stops or after reporting a store failure.
+fn events(app: AppState, agent: String, after: u64) -> impl Stream<Item = Event> {
+    let stopped = app.stopped();
+    stream::unfold(Some((app, agent, after)), |state| async move {
+        let (app, agent, mut after) = state?;
+        loop {
+            if let Some((seq, d)) = app.inboxes.next_after(&agent, after) {
+                after = seq;
+                let e = event(&app, seq, &d);
+                return Some((e, Some((app, agent, after))));
+            }
+            match app.bus.receive(&agent, BATCH, WAIT).await {
+                Ok(deliveries) => {
+                    for d in deliveries {
+                        app.metrics.delivered.inc();
+                        app.inboxes.hold(&agent, d);
+                    }
+                }
+                Err(e) => return Some((Event::default().event("error").data(e.to_string()), None)),
+            }
+        }
+    })
+    .take_until(stopped)
+}
+
+/// Streams `agent`'s inbox as Server-Sent Events (`event: message`, data [`InboxEvent`]).
+///
+/// Every delivery is held until acked or nacked; one not settled within the ack deadline is
+/// delivered again. Reconnecting with `Last-Event-ID` sends again the held deliveries after
+/// that event; without it, every held delivery.
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{agent}/inbox",
+    tag = "inbox",
+    params(
+        ("agent" = String, Path, description = "The agent id"),
+        ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event received"),
+    ),
+    responses(
+        (status = 200, description = "An endless stream of `message` events", content_type = "text/event-stream", body = InboxEvent),
+        (status = 400, description = "An unsafe agent id", body = ErrorBody),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Another agent's inbox", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn inbox(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    check_id("the agent id", &agent)?;
+    caller.may_read_inbox(&agent)?;
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let after = app.inboxes.resume_after(last);
+    let stream = events(app, agent, after).map(Ok);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// The held delivery of `message_id`, after checking the ids and the caller.
+fn held(
+    app: &AppState,
+    caller: &Caller,
+    agent: &str,
+    message_id: &str,
+) -> Result<Delivery, ApiError> {
+    check_id("the agent id", agent)?;
+    check_id("the message id", message_id)?;
+    caller.may_read_inbox(agent)?;
+    app.inboxes.get(agent, message_id).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_held",
+            format!(
+                "no delivery of {message_id:?} is held for {agent:?}: it was never delivered over the inbox stream, or it was already settled"
+            ),
+        )
+    })
+}
+
+/// Acknowledges a delivery: the message is done and will not be delivered again.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent}/inbox/{message_id}/ack",
+    tag = "inbox",
+    params(
+        ("agent" = String, Path, description = "The agent id"),
+        ("message_id" = String, Path, description = "The id of the delivered message"),
+    ),
+    responses(
+        (status = 204, description = "Acknowledged"),
+        (status = 400, description = "An unsafe id", body = ErrorBody),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Another agent's inbox", body = ErrorBody),
+        (status = 404, description = "No such delivery is held", body = ErrorBody),
+        (status = 409, description = "The ack deadline passed; the message was delivered again", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn ack(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path((agent, message_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let d = held(&app, &caller, &agent, &message_id)?;
+    app.bus.ack(&d).await?;
+    app.inboxes.settle(&agent, &d);
+    app.metrics.acked.inc();
+    app.metrics.add_backlog(&d.queue, -1);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Negatively acknowledges a delivery: it is delivered again after `delay_ms`.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent}/inbox/{message_id}/nack",
+    tag = "inbox",
+    params(
+        ("agent" = String, Path, description = "The agent id"),
+        ("message_id" = String, Path, description = "The id of the delivered message"),
+    ),
+    request_body(content = Option<NackBody>, content_type = "application/json"),
+    responses(
+        (status = 204, description = "Will be delivered again"),
+        (status = 400, description = "An unsafe id or a malformed body", body = ErrorBody),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Another agent's inbox", body = ErrorBody),
+        (status = 404, description = "No such delivery is held", body = ErrorBody),
+        (status = 409, description = "The ack deadline passed; the message was delivered again", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn nack(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path((agent, message_id)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
+    let options: NackBody = if bytes.iter().all(u8::is_ascii_whitespace) {
+        NackBody::default()
+    } else {
+        serde_json::from_slice(&bytes).map_err(|e| {
+            ApiError::bad_request(
+                "malformed_json",
+                format!("the body must be {{\"delay_ms\": <number>}} or empty: {e}"),
+            )
+        })?
+    };
+    let d = held(&app, &caller, &agent, &message_id)?;
+    app.bus
+        .nack(&d, Duration::from_millis(options.delay_ms))
+        .await?;
+    app.inboxes.settle(&agent, &d);
+    app.metrics.nacked.inc();
+    Ok(StatusCode::NO_CONTENT)
+}

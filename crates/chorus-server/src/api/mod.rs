@@ -1,0 +1,55 @@
+//! The HTTP routes and the OpenAPI document generated from them.
+
+pub mod inbox;
+pub mod ops;
+pub mod publish;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+/// The document's fixed parts; the paths are added from the handlers.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "chorus", description = "The chorus hub: publish messages and handoffs, read an agent's inbox."),
+    modifiers(&BearerAuth)
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The application with every route, and its OpenAPI document.
+pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let limit = state.max_body_bytes;
+    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(publish::publish))
+        .routes(routes!(inbox::inbox))
+        .routes(routes!(inbox::ack))
+        .routes(routes!(inbox::nack))
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::metrics))
+        .split_for_parts();
+    let document = openapi.clone();
+    let router = router
+        .route("/openapi.json", get(move || async move { Json(document) }))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state);
+    (router, openapi)
+}

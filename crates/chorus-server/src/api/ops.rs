@@ -1,0 +1,69 @@
+//! Operations endpoints: health, metrics, the OpenAPI document.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::state::AppState;
+
+/// The answer of `/healthz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok` when the store answers.
+    pub status: String,
+}
+
+/// Tells whether the server and its store answer.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "Serving", body = Health),
+        (status = 503, description = "The store does not answer", body = ErrorBody),
+    )
+)]
+pub async fn healthz(State(app): State<AppState>) -> Result<Json<Health>, ApiError> {
+    app.bus.bindings().await?;
+    Ok(Json(Health {
+        status: "ok".into(),
+    }))
+}
+
+/// Counters and per-inbox backlog in the Prometheus / OpenMetrics text format (admin token).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The metrics", content_type = "application/openmetrics-text", body = String),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Not the admin token", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn metrics(
+    State(app): State<AppState>,
+    caller: Caller,
+) -> Result<impl IntoResponse, ApiError> {
+    if caller != Caller::Admin {
+        return Err(ApiError::forbidden("the metrics need the admin token"));
+    }
+    let letters = app.bus.dead_letters().await?;
+    app.metrics
+        .dead_letters
+        .set(i64::try_from(letters.len()).unwrap_or(i64::MAX));
+    Ok((
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.metrics.render(),
+    ))
+}

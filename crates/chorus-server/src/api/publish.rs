@@ -1,0 +1,213 @@
+//! `POST /v1/messages`: publish a chorus message or a seed-003 handoff.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use chorus_bus::{Envelope, Issue};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::ids::check_id;
+use crate::state::AppState;
+
+/// The answer to an accepted publish.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PublishReceipt {
+    /// The message id.
+    pub id: String,
+    /// True when this id was already stored (nothing was stored again).
+    pub duplicate: bool,
+    /// The inboxes the message was stored in.
+    pub queues: Vec<String>,
+}
+
+/// Where the sender and the ids sit in a message (`role` present) or a handoff.
+struct Pointers {
+    sender: &'static str,
+    id: &'static str,
+    recipients: &'static str,
+}
+
+fn pointers(document: &Value) -> Pointers {
+    if document.get("role").is_some() {
+        Pointers {
+            sender: "/name",
+            id: "/id",
+            recipients: "/recipient",
+        }
+    } else {
+        Pointers {
+            sender: "/metadata/sender_id",
+            id: "/metadata/message_id",
+            recipients: "/metadata/recipient_id",
+        }
+    }
+}
+
+/// Refuses, before anything is stored, what the caller may not send: another sender's name,
+/// ids that could inject a path or a header.
+fn admit(agent: &str, document: &Value) -> Result<(), ApiError> {
+    let at = pointers(document);
+    if let Some(sender) = document.pointer(at.sender).and_then(Value::as_str)
+        && sender != agent
+    {
+        return Err(ApiError::forbidden(format!(
+            "the sender at {} is {sender:?}, but the token belongs to agent {agent:?}; an agent sends only as itself",
+            at.sender
+        )));
+    }
+    if let Some(id) = document.pointer(at.id).and_then(Value::as_str) {
+        check_id(&format!("the message id at {}", at.id), id)?;
+    }
+    let recipients: Vec<&str> = match document.pointer(at.recipients) {
+        Some(Value::String(s)) => vec![s],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    for r in recipients {
+        check_id(&format!("the recipient at {}", at.recipients), r)?;
+    }
+    if let Ok(env) = Envelope::from_document(document, Vec::new())
+        && env.sender.is_none()
+    {
+        let issue = Issue::new(at.sender, "the sending agent's id", "nothing")
+            .with_hint(format!("set {} to {agent:?}", at.sender));
+        return Err(ApiError::invalid(vec![issue], None));
+    }
+    Ok(())
+}
+
+/// Publishes one message or handoff; the body is the document itself.
+#[utoipa::path(
+    post,
+    path = "/v1/messages",
+    tag = "messages",
+    request_body(
+        content = Object,
+        content_type = "application/json",
+        description = "A chorus message (with `role`, `id`, `name` = your agent id, `recipient`) or a seed-003 handoff packet (`metadata.sender_id` = your agent id)"
+    ),
+    responses(
+        (status = 201, description = "Stored durably", body = PublishReceipt),
+        (status = 200, description = "This id was already stored; nothing stored again", body = PublishReceipt),
+        (status = 400, description = "Malformed JSON or an unsafe id", body = ErrorBody),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "The sender is not the authenticated agent", body = ErrorBody),
+        (status = 413, description = "The body is larger than the limit", body = ErrorBody),
+        (status = 422, description = "Not a valid message or handoff: every problem with its JSON pointer", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn publish(
+    State(app): State<AppState>,
+    caller: Caller,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
+    let Caller::Agent(agent) = caller else {
+        return Err(ApiError::forbidden(
+            "the admin token cannot publish; publish with the sending agent's token",
+        ));
+    };
+    let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
+    let document: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::bad_request(
+            "malformed_json",
+            format!(
+                "the body is not JSON: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
+    admit(&agent, &document)?;
+    match app.bus.publish(bytes.to_vec()).await {
+        Ok(receipt) => {
+            let status = if receipt.duplicate {
+                app.metrics.duplicates.inc();
+                StatusCode::OK
+            } else {
+                app.metrics.published.inc();
+                for q in &receipt.queues {
+                    app.metrics.add_backlog(q, 1);
+                }
+                StatusCode::CREATED
+            };
+            Ok((
+                status,
+                Json(PublishReceipt {
+                    id: receipt.id,
+                    duplicate: receipt.duplicate,
+                    queues: receipt.queues,
+                }),
+            ))
+        }
+        Err(e) => {
+            let e = ApiError::from(e);
+            if e.body.dead_letter_id.is_some() {
+                app.metrics.dead_lettered.inc();
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A body that could not be read: too large (413) or cut short (400).
+pub fn body_error(e: &BytesRejection, limit: usize) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the request body is larger than the limit of {limit} bytes"),
+        )
+    } else {
+        ApiError::new(e.status(), "unreadable_body", e.body_text())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn admits_own_messages_and_refuses_spoofing_and_injection() {
+        let msg = json!({"role": "user", "id": "m1", "name": "alice", "recipient": "bob", "content": "hi"});
+        assert!(admit("alice", &msg).is_ok());
+        assert_eq!(
+            admit("mallory", &msg).unwrap_err().status,
+            StatusCode::FORBIDDEN
+        );
+        let mut bad = msg.clone();
+        bad["id"] = json!("m1\r\nX-Injected: 1");
+        assert_eq!(
+            admit("alice", &bad).unwrap_err().status,
+            StatusCode::BAD_REQUEST
+        );
+        let mut bad = msg.clone();
+        bad["recipient"] = json!("../bob");
+        assert_eq!(
+            admit("alice", &bad).unwrap_err().status,
+            StatusCode::BAD_REQUEST
+        );
+        let mut nameless = msg;
+        nameless.as_object_mut().unwrap().remove("name");
+        let e = admit("alice", &nameless).unwrap_err();
+        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(e.body.issues[0].pointer, "/name");
+    }
+
+    #[test]
+    fn reads_the_handoff_sender() {
+        let handoff = json!({"metadata": {"sender_id": "alice", "message_id": "h/1"}});
+        assert_eq!(
+            admit("bob", &handoff).unwrap_err().status,
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(admit("alice", &handoff).unwrap_err().body.error, "bad_id");
+    }
+}

@@ -1,0 +1,168 @@
+//! The server's configuration file (`chorus.toml`): agents with hashed tokens, the admin token,
+//! limits and delivery settings.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::ids::id_problem;
+
+/// Settings read from `chorus.toml`; every field has a default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// SHA-256 (hex) of the admin token; none means one is generated and printed at start.
+    #[serde(default)]
+    pub admin_token_sha256: Option<String>,
+    /// Agents allowed to connect, by id.
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentEntry>,
+    /// Largest request body accepted, in bytes.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Seconds an agent holds a delivery before it is delivered again.
+    #[serde(default = "default_ack_wait_secs")]
+    pub ack_wait_secs: u64,
+    /// Seconds within which a re-published message id is not stored again.
+    #[serde(default = "default_dedupe_window_secs")]
+    pub dedupe_window_secs: u64,
+}
+
+/// One agent of the config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentEntry {
+    /// SHA-256 (hex) of the agent's bearer token.
+    pub token_sha256: String,
+}
+
+fn default_max_body_bytes() -> usize {
+    1024 * 1024
+}
+
+fn default_ack_wait_secs() -> u64 {
+    30
+}
+
+fn default_dedupe_window_secs() -> u64 {
+    120
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            admin_token_sha256: None,
+            agents: BTreeMap::new(),
+            max_body_bytes: default_max_body_bytes(),
+            ack_wait_secs: default_ack_wait_secs(),
+            dedupe_window_secs: default_dedupe_window_secs(),
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{source_name}: {detail}")]
+pub struct ConfigError {
+    /// The file (or `config`).
+    pub source_name: String,
+    /// What is wrong, with the key.
+    pub detail: String,
+}
+
+impl ServerConfig {
+    /// Reads and checks a TOML file.
+    pub fn load(path: &Path) -> Result<ServerConfig, ConfigError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            source_name: name.clone(),
+            detail: format!("cannot read the file: {e}"),
+        })?;
+        ServerConfig::from_toml(&text).map_err(|mut e| {
+            e.source_name = name;
+            e
+        })
+    }
+
+    /// Parses and checks TOML text.
+    pub fn from_toml(text: &str) -> Result<ServerConfig, ConfigError> {
+        let config: ServerConfig = toml::from_str(text).map_err(|e| ConfigError {
+            source_name: "config".into(),
+            detail: e.to_string(),
+        })?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Checks agent ids, token hashes and limits.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let fail = |detail: String| ConfigError {
+            source_name: "config".into(),
+            detail,
+        };
+        if let Some(hash) = &self.admin_token_sha256 {
+            check_hash("admin_token_sha256", hash).map_err(fail)?;
+        }
+        for (id, agent) in &self.agents {
+            if let Some(why) = id_problem(id) {
+                return Err(fail(format!("agents.{id:?}: the agent id {why}")));
+            }
+            check_hash(&format!("agents.{id}.token_sha256"), &agent.token_sha256).map_err(fail)?;
+        }
+        if self.max_body_bytes == 0 {
+            return Err(fail("max_body_bytes: expected a positive size".into()));
+        }
+        Ok(())
+    }
+
+    /// The ack deadline as a duration.
+    pub fn ack_wait(&self) -> Duration {
+        Duration::from_secs(self.ack_wait_secs.max(1))
+    }
+
+    /// The dedupe window as a duration.
+    pub fn dedupe_window(&self) -> Duration {
+        Duration::from_secs(self.dedupe_window_secs)
+    }
+}
+
+fn check_hash(key: &str, hash: &str) -> Result<(), String> {
+    if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key}: expected the SHA-256 of the token as 64 hex digits, found {} characters (hint: `chorus serve --hash-token TOKEN` prints it)",
+            hash.len()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    #[test]
+    fn reads_agents_and_defaults() {
+        let c = ServerConfig::from_toml(&format!(
+            "admin_token_sha256 = \"{HASH}\"\n[agents.alice]\ntoken_sha256 = \"{HASH}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(c.agents.len(), 1);
+        assert_eq!(c.max_body_bytes, 1024 * 1024);
+        assert_eq!(c.ack_wait(), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn refuses_plain_tokens_bad_ids_and_unknown_keys() {
+        let plain = ServerConfig::from_toml("[agents.alice]\ntoken_sha256 = \"secret\"\n");
+        assert!(plain.unwrap_err().detail.contains("64 hex digits"));
+        let bad_id =
+            ServerConfig::from_toml(&format!("[agents.\"a/b\"]\ntoken_sha256 = \"{HASH}\"\n"));
+        assert!(bad_id.unwrap_err().detail.contains("contains '/'"));
+        assert!(ServerConfig::from_toml("listen = 1").is_err());
+    }
+}

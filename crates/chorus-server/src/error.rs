@@ -1,0 +1,132 @@
+//! Refusals as HTTP answers: a status, a stable code, a clear message and the issues found.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chorus_bus::{BusError, Issue};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// One problem in a refused document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct IssueBody {
+    /// JSON pointer of the offending value (`""` for the whole document).
+    pub pointer: String,
+    /// What was expected and what was found.
+    pub message: String,
+    /// How to fix a known common mistake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl From<Issue> for IssueBody {
+    fn from(i: Issue) -> IssueBody {
+        IssueBody {
+            pointer: i.pointer,
+            message: i.message,
+            hint: i.hint,
+        }
+    }
+}
+
+/// The JSON body of every refusal.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// A stable, machine-readable code such as `invalid_message` or `forbidden`.
+    pub error: String,
+    /// What went wrong, for people.
+    pub message: String,
+    /// Every problem found in a refused document.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<IssueBody>,
+    /// Where an invalid document was kept (dead letters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter_id: Option<String>,
+}
+
+/// A refused request.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The body sent back.
+    pub body: ErrorBody,
+}
+
+impl ApiError {
+    /// A refusal with `status`, `code` and `message`.
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody {
+                error: code.to_owned(),
+                message: message.into(),
+                issues: Vec::new(),
+                dead_letter_id: None,
+            },
+        }
+    }
+
+    /// 400: the request itself is malformed.
+    pub fn bad_request(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// 403: authenticated, but not allowed.
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// 422: the document was read but is not a valid message or handoff.
+    pub fn invalid(issues: Vec<Issue>, dead_letter_id: Option<String>) -> ApiError {
+        let mut e = ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_message",
+            format!(
+                "the document was refused: {} problem(s), each with its JSON pointer",
+                issues.len()
+            ),
+        );
+        e.body.issues = issues.into_iter().map(IssueBody::from).collect();
+        e.body.dead_letter_id = dead_letter_id;
+        e
+    }
+}
+
+impl From<BusError> for ApiError {
+    fn from(e: BusError) -> ApiError {
+        match e {
+            BusError::Invalid {
+                issues,
+                dead_letter_id,
+            } => ApiError::invalid(issues, Some(dead_letter_id)),
+            BusError::StaleDelivery { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "stale_delivery", e.to_string())
+            }
+            BusError::Storage(_) | BusError::Backend { .. } => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                e.to_string(),
+            ),
+            other => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                other.to_string(),
+            ),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let unauthorized = self.status == StatusCode::UNAUTHORIZED;
+        let mut response = (self.status, Json(self.body)).into_response();
+        if unauthorized {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"chorus\""),
+            );
+        }
+        response
+    }
+}

@@ -1,0 +1,99 @@
+//! Counters and gauges of the server, rendered in the Prometheus / OpenMetrics text format.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// The server's metrics.
+pub struct Metrics {
+    registry: Registry,
+    /// Messages accepted and stored (duplicates not counted).
+    pub published: Counter,
+    /// Re-publications of an id already stored (nothing stored again).
+    pub duplicates: Counter,
+    /// Deliveries handed to agents over SSE (redeliveries counted again).
+    pub delivered: Counter,
+    /// Deliveries acknowledged.
+    pub acked: Counter,
+    /// Deliveries negatively acknowledged.
+    pub nacked: Counter,
+    /// Documents refused as invalid on publish and kept as dead letters.
+    pub dead_lettered: Counter,
+    /// Dead letters in the store, read at each scrape.
+    pub dead_letters: Gauge,
+    /// Messages stored for an inbox through this server and not yet acknowledged, per inbox.
+    backlog: Family<Labels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("chorus");
+        let counter = |registry: &mut Registry, name: &str, help: &str| {
+            let c = Counter::default();
+            registry.register(name, help, c.clone());
+            c
+        };
+        let published = counter(&mut registry, "published", "Messages accepted and stored");
+        let duplicates = counter(
+            &mut registry,
+            "duplicates",
+            "Re-publications of a stored id",
+        );
+        let delivered = counter(&mut registry, "delivered", "Deliveries sent to agents");
+        let acked = counter(&mut registry, "acked", "Deliveries acknowledged");
+        let nacked = counter(
+            &mut registry,
+            "nacked",
+            "Deliveries negatively acknowledged",
+        );
+        let dead_lettered = counter(
+            &mut registry,
+            "dead_lettered",
+            "Documents refused on publish and kept as dead letters",
+        );
+        let dead_letters = Gauge::default();
+        registry.register(
+            "dead_letters",
+            "Dead letters in the store",
+            dead_letters.clone(),
+        );
+        let backlog = Family::<Labels, Gauge>::default();
+        registry.register(
+            "inbox_backlog",
+            "Messages stored for an inbox through this server and not yet acknowledged",
+            backlog.clone(),
+        );
+        Metrics {
+            registry,
+            published,
+            duplicates,
+            delivered,
+            acked,
+            nacked,
+            dead_lettered,
+            dead_letters,
+            backlog,
+        }
+    }
+}
+
+impl Metrics {
+    /// Adds `n` (may be negative) to the backlog of `inbox`.
+    pub fn add_backlog(&self, inbox: &str, n: i64) {
+        self.backlog
+            .get_or_create(&vec![("inbox", inbox.to_owned())])
+            .inc_by(n);
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}

@@ -1,0 +1,151 @@
+//! A running server: opens the store, binds the listener, serves until shut down.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use chorus_bus::bench::BackendSpec;
+use chorus_bus::{Bus, BusConfig, BusError, MemoryBus, SqliteBus};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::api::router;
+use crate::auth::{Tokens, hash_token};
+use crate::config::ServerConfig;
+use crate::inbox::Inboxes;
+use crate::metrics::Metrics;
+use crate::state::AppState;
+
+/// Where messages are stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Store {
+    /// In memory: lost when the server stops.
+    Memory,
+    /// One SQLite file (created when missing).
+    Sqlite(PathBuf),
+}
+
+impl Store {
+    /// Parses `memory` or `sqlite:PATH`.
+    pub fn parse(s: &str) -> Result<Store, BusError> {
+        match BackendSpec::parse(s)? {
+            BackendSpec::Memory => Ok(Store::Memory),
+            BackendSpec::Sqlite(path) => Ok(Store::Sqlite(path)),
+            BackendSpec::Nats(_) | BackendSpec::Redis(_) => Err(BusError::Config {
+                what: "--store".into(),
+                detail: format!("{s:?}: chorus serve stores in memory or sqlite:PATH for now"),
+            }),
+        }
+    }
+
+    /// Opens the store with the delivery settings of `config`.
+    pub fn open(&self, config: &ServerConfig) -> Result<Arc<dyn Bus>, BusError> {
+        let bus_config = BusConfig {
+            ack_wait: config.ack_wait(),
+            dedupe_window: config.dedupe_window(),
+            ..BusConfig::default()
+        };
+        Ok(match self {
+            Store::Memory => Arc::new(MemoryBus::new(bus_config)),
+            Store::Sqlite(path) => Arc::new(SqliteBus::open(path, bus_config)?),
+        })
+    }
+}
+
+/// A server ready to accept connections.
+pub struct Server {
+    router: Router,
+    openapi: utoipa::openapi::OpenApi,
+    stop: watch::Sender<bool>,
+    generated_admin_token: Option<String>,
+}
+
+impl Server {
+    /// A server over `bus` with the agents and limits of `config`; when the config names no
+    /// admin token, a random one is generated (see [`Server::generated_admin_token`]).
+    pub fn new(bus: Arc<dyn Bus>, config: &ServerConfig) -> Server {
+        let generated_admin_token = config.admin_token_sha256.is_none().then(|| {
+            format!(
+                "{}{}",
+                uuid::Uuid::new_v4().simple(),
+                uuid::Uuid::new_v4().simple()
+            )
+        });
+        let (stop, stopping) = watch::channel(false);
+        let state = AppState {
+            bus,
+            tokens: Arc::new(Tokens::new(
+                config,
+                generated_admin_token.as_deref().map(hash_token),
+            )),
+            inboxes: Arc::new(Inboxes::default()),
+            metrics: Arc::new(Metrics::default()),
+            max_body_bytes: config.max_body_bytes,
+            stopping,
+        };
+        let (router, openapi) = router(state);
+        Server {
+            router,
+            openapi,
+            stop,
+            generated_admin_token,
+        }
+    }
+
+    /// The admin token generated at start, when the config named none.
+    pub fn generated_admin_token(&self) -> Option<&str> {
+        self.generated_admin_token.as_deref()
+    }
+
+    /// The OpenAPI 3.1 document of the API.
+    pub fn openapi(&self) -> &utoipa::openapi::OpenApi {
+        &self.openapi
+    }
+
+    /// Serves on `listener` until `shutdown` resolves; open inbox streams end then and the
+    /// requests under way finish.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let stop = self.stop;
+        axum::serve(listener, self.router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                let _ = stop.send(true);
+            })
+            .await
+    }
+}
+
+/// Binds `addr` (port 0 picks a free port); returns the listener and the address bound.
+pub async fn bind(addr: &str) -> std::io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    Ok((listener, local))
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

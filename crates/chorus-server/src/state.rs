@@ -1,0 +1,37 @@
+//! What every request handler shares: the bus, the tokens, the held deliveries, the metrics.
+
+use std::sync::Arc;
+
+use chorus_bus::Bus;
+use tokio::sync::watch;
+
+use crate::auth::Tokens;
+use crate::inbox::Inboxes;
+use crate::metrics::Metrics;
+
+/// Shared state of one running server (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    /// Where messages are stored and delivered from.
+    pub bus: Arc<dyn Bus>,
+    /// Who may call.
+    pub tokens: Arc<Tokens>,
+    /// Deliveries handed to agents over SSE and not yet settled.
+    pub inboxes: Arc<Inboxes>,
+    /// Counters and gauges for `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Turns true when the server shuts down; open event streams end then.
+    pub stopping: watch::Receiver<bool>,
+}
+
+impl AppState {
+    /// Resolves when the server starts shutting down.
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + use<> {
+        let mut rx = self.stopping.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    }
+}

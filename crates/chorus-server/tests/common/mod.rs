@@ -1,0 +1,200 @@
+//! A server on 127.0.0.1 with a temporary SQLite store, and a small SSE reader.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chorus_server::{AgentEntry, Server, ServerConfig, Store, bind, hash_token};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub const ADMIN: &str = "admin-token-for-tests";
+pub const ALICE: &str = "alice-token-for-tests";
+pub const BOB: &str = "bob-token-for-tests";
+/// The longest a test waits for anything.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A running server; stopped (gracefully) by `stop`.
+pub struct TestServer {
+    pub base: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+pub fn config(ack_wait_secs: u64) -> ServerConfig {
+    let mut c = ServerConfig {
+        admin_token_sha256: Some(hash_token(ADMIN)),
+        max_body_bytes: 16 * 1024,
+        ack_wait_secs,
+        ..ServerConfig::default()
+    };
+    for (id, token) in [("alice", ALICE), ("bob", BOB)] {
+        c.agents.insert(
+            id.into(),
+            AgentEntry {
+                token_sha256: hash_token(token),
+            },
+        );
+    }
+    c
+}
+
+pub fn db(dir: &Path) -> PathBuf {
+    dir.join("chorus.db")
+}
+
+impl TestServer {
+    pub async fn start(db: &Path, config: &ServerConfig) -> TestServer {
+        let bus = Store::Sqlite(db.to_owned())
+            .open(config)
+            .expect("open store");
+        let server = Server::new(bus, config);
+        let (listener, addr): (_, SocketAddr) = bind("127.0.0.1:0").await.expect("bind");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(server.serve(listener, async move {
+            let _ = stopped.await;
+        }));
+        TestServer {
+            base: format!("http://{addr}"),
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Stops the server and waits (bounded) until it has shut down.
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().expect("running").send(());
+        tokio::time::timeout(PATIENCE, &mut self.task)
+            .await
+            .expect("graceful shutdown within the patience")
+            .expect("server task")
+            .expect("server ran");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+/// A chorus message from `from` to `to`.
+pub fn message(id: &str, from: &str, to: &str, text: &str) -> Value {
+    json!({"role": "user", "id": id, "name": from, "recipient": to, "content": text})
+}
+
+pub async fn publish(server: &TestServer, token: &str, body: &Value) -> reqwest::Response {
+    client()
+        .post(server.url("/v1/messages"))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .expect("publish request")
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: String,
+}
+
+impl SseEvent {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.data).expect("event data is JSON")
+    }
+}
+
+/// Reads events from a `text/event-stream` response.
+pub struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl SseReader {
+    /// Opens `agent`'s inbox with `token`, resuming after `last_event_id`.
+    pub async fn open(
+        server: &TestServer,
+        agent: &str,
+        token: &str,
+        last_event_id: Option<&str>,
+    ) -> SseReader {
+        let mut request = client()
+            .get(server.url(&format!("/v1/agents/{agent}/inbox")))
+            .bearer_auth(token)
+            .timeout(Duration::from_secs(60));
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id);
+        }
+        let response = request.send().await.expect("inbox request");
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        SseReader {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event with data, or None when none comes within `wait`.
+    pub async fn next_within(&mut self, wait: Duration) -> Option<SseEvent> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                if let Some(e) = parse_block(&block) {
+                    return Some(e);
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .ok()?
+                .expect("stream read")?;
+            self.buffer
+                .push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+        }
+    }
+
+    /// The next event; fails the test when none comes within the patience.
+    pub async fn next(&mut self) -> SseEvent {
+        self.next_within(PATIENCE)
+            .await
+            .expect("an event within the patience")
+    }
+}
+
+fn parse_block(block: &str) -> Option<SseEvent> {
+    let mut e = SseEvent {
+        id: None,
+        event: None,
+        data: String::new(),
+    };
+    let mut has_data = false;
+    for line in block.lines() {
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "id" => e.id = Some(value.to_owned()),
+            "event" => e.event = Some(value.to_owned()),
+            "data" => {
+                if has_data {
+                    e.data.push('\n');
+                }
+                e.data.push_str(value);
+                has_data = true;
+            }
+            _ => {}
+        }
+    }
+    has_data.then_some(e)
+}

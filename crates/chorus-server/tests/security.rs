@@ -1,0 +1,243 @@
+//! Every refusal over real HTTP: the right status, a clear message, and nothing stored.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+async fn send(
+    server: &TestServer,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Vec<u8>>,
+) -> (u16, Value) {
+    let mut r = client().request(method, server.url(path));
+    if let Some(t) = token {
+        r = r.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        r = r.header("content-type", "application/json").body(b);
+    }
+    let response = r.send().await.expect("request");
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// What is sent and what must come back: (case, status, path, token, body).
+type Case = (
+    &'static str,
+    u16,
+    &'static str,
+    Option<&'static str>,
+    Option<Vec<u8>>,
+);
+
+fn bytes(v: &Value) -> Option<Vec<u8>> {
+    Some(serde_json::to_vec(v).unwrap())
+}
+
+#[tokio::test]
+async fn refusals_have_the_right_status_and_store_nothing() {
+    use reqwest::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let ok = message("m-ok", "alice", "bob", "hi");
+    let publish_path = "/v1/messages";
+
+    let cases: Vec<Case> = vec![
+        ("no token", 401, publish_path, None, bytes(&ok)),
+        (
+            "a wrong token",
+            401,
+            publish_path,
+            Some("not-a-token"),
+            bytes(&ok),
+        ),
+        (
+            "a spoofed sender",
+            403,
+            publish_path,
+            Some(BOB),
+            bytes(&message("m-spoof", "alice", "bob", "hi")),
+        ),
+        (
+            "a spoofed handoff sender",
+            403,
+            publish_path,
+            Some(BOB),
+            bytes(
+                &json!({"metadata": {"message_id": "h-spoof", "sender_id": "alice",
+                "recipient_id": "bob", "task_id": "t", "priority": "HIGH"}}),
+            ),
+        ),
+        (
+            "the admin token publishing",
+            403,
+            publish_path,
+            Some(ADMIN),
+            bytes(&ok),
+        ),
+        (
+            "an oversized body",
+            413,
+            publish_path,
+            Some(ALICE),
+            bytes(&message("m-big", "alice", "bob", &"x".repeat(20_000))),
+        ),
+        (
+            "malformed JSON",
+            400,
+            publish_path,
+            Some(ALICE),
+            Some(b"{\"role\": \"user\", \"id\": ".to_vec()),
+        ),
+        (
+            "a path in the message id",
+            400,
+            publish_path,
+            Some(ALICE),
+            bytes(&message("../../etc/passwd", "alice", "bob", "hi")),
+        ),
+        (
+            "a header line in the message id",
+            400,
+            publish_path,
+            Some(ALICE),
+            bytes(&message("m\r\nX-Injected: yes", "alice", "bob", "hi")),
+        ),
+        (
+            "a path in the recipient",
+            400,
+            publish_path,
+            Some(ALICE),
+            bytes(&message("m-path", "alice", "bob/../alice", "hi")),
+        ),
+    ];
+    for (what, status, path, token, body) in cases {
+        let (got, answer) = send(&server, Method::POST, path, token, body).await;
+        assert_eq!(got, status, "{what}: {answer}");
+        let text = answer["message"].as_str().unwrap_or_default();
+        assert!(!text.is_empty(), "{what}: a clear message: {answer}");
+    }
+
+    let (status, answer) = send(
+        &server,
+        Method::POST,
+        publish_path,
+        Some(ALICE),
+        Some(b"{\"a\":".to_vec()),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        answer["message"].as_str().unwrap().contains("line 1"),
+        "{answer}"
+    );
+
+    // Reading: another agent's inbox, no token, an injected agent id, an injected message id.
+    let reads = [
+        (
+            "another agent's inbox",
+            403,
+            "/v1/agents/alice/inbox",
+            Some(BOB),
+        ),
+        ("no token", 401, "/v1/agents/bob/inbox", None),
+        (
+            "an encoded path",
+            400,
+            "/v1/agents/..%2Falice/inbox",
+            Some(BOB),
+        ),
+        (
+            "an encoded header line",
+            400,
+            "/v1/agents/bob%0D%0AX-Evil:%201/inbox",
+            Some(BOB),
+        ),
+    ];
+    for (what, status, path, token) in reads {
+        let (got, answer) = send(&server, Method::GET, path, token, None).await;
+        assert_eq!(got, status, "{what}: {answer}");
+    }
+    let (got, _) = send(
+        &server,
+        Method::POST,
+        "/v1/agents/bob/inbox/m%0Ax/ack",
+        Some(BOB),
+        None,
+    )
+    .await;
+    assert_eq!(got, 400, "an injected message id on ack");
+    let (got, _) = send(
+        &server,
+        Method::POST,
+        "/v1/agents/alice/inbox/m1/ack",
+        Some(BOB),
+        None,
+    )
+    .await;
+    assert_eq!(got, 403, "acking in another agent's inbox");
+    let (got, _) = send(&server, Method::GET, "/metrics", Some(ALICE), None).await;
+    assert_eq!(got, 403, "metrics need the admin token");
+
+    // Nothing was stored: no dead letters, nothing published, and the first message either
+    // inbox receives is one sent afterwards.
+    let metrics = client()
+        .get(server.url("/metrics"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "chorus_published_total 0",
+        "chorus_dead_letters 0",
+        "chorus_dead_lettered_total 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+    for (agent, token, from, from_token) in
+        [("bob", BOB, "alice", ALICE), ("alice", ALICE, "bob", BOB)]
+    {
+        let sentinel = message(&format!("after-{agent}"), from, agent, "after");
+        assert_eq!(publish(&server, from_token, &sentinel).await.status(), 201);
+        let mut inbox = SseReader::open(&server, agent, token, None).await;
+        assert_eq!(
+            inbox.next().await.json()["message_id"],
+            format!("after-{agent}")
+        );
+        assert!(
+            inbox
+                .next_within(Duration::from_millis(300))
+                .await
+                .is_none()
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_unauthorized_answer_names_the_bearer_scheme() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let r = client()
+        .get(server.url("/v1/agents/bob/inbox"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(
+        r.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer")
+    );
+    server.stop().await;
+}
