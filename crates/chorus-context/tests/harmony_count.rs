@@ -1,7 +1,8 @@
 //! gpt-oss counts equal the length of what chorus-harmony renders for the same request.
 
+use chorus_context::ContextError;
 use chorus_context::TokenCounter;
-use chorus_context::trim::History;
+use chorus_context::trim::{History, trim_chorus};
 use chorus_core::{ContentPart, Conversation, Message, Role, ToolCall, ToolDefinition};
 use chorus_harmony::chorus_map::to_harmony;
 use chorus_harmony::{RenderOptions, SystemContent, render};
@@ -139,4 +140,50 @@ fn media_harmony_cannot_carry_costs_nothing() {
             .unwrap()
             .total()
     );
+}
+
+#[test]
+fn trimming_for_gpt_oss_fits_the_rendered_total() {
+    let counter = TokenCounter::for_model("gpt-oss-120b").unwrap();
+    let base = agent_conversation();
+    let mut messages = vec![base.messages[0].clone()];
+    for turn in 0..6 {
+        for m in &base.messages[1..] {
+            let mut m = m.clone();
+            if let Some(Some(calls)) = m.tool_calls.as_mut() {
+                calls[0].id = format!("call_{turn}");
+            }
+            if m.tool_call_id.is_some() {
+                m.tool_call_id = Some(format!("call_{turn}"));
+            }
+            messages.push(m);
+        }
+    }
+    let tools = base.tools.clone().unwrap();
+    let full = counter.count_request(&messages, &tools).unwrap().total;
+    // The cached per-message counts are only an estimate here, so fitting is not by construction.
+    let estimate = History::from_messages(counter.clone(), &tools, &messages)
+        .unwrap()
+        .total();
+    assert_ne!(estimate, full);
+    let mut trimmed_some = 0;
+    for budget in (0..=full + 10).step_by(37) {
+        match trim_chorus(&messages, &tools, &counter, budget, None) {
+            Ok(trimmed) => {
+                let kept = Conversation {
+                    messages: trimmed.messages.clone(),
+                    tools: Some(tools.clone()),
+                    extra: Default::default(),
+                };
+                let rendered = rendered(&kept);
+                assert!(rendered <= budget, "{rendered} > {budget}");
+                assert_eq!(trimmed.report.tokens_after, rendered);
+                assert_eq!(trimmed.report.tokens_before, full);
+                trimmed_some += usize::from(trimmed.messages.len() < messages.len());
+            }
+            Err(ContextError::DoesNotFit { budget: b, .. }) => assert_eq!(b, budget),
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(trimmed_some > 3);
 }

@@ -257,7 +257,8 @@ impl TokenCounter {
         )
     }
 
-    fn count_request(
+    /// Counts `messages` offered `tools` as one request.
+    pub fn count_request(
         &self,
         messages: &[Message],
         tools: &[ToolDefinition],
