@@ -6,18 +6,10 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 async fn metric(server: &TestServer, name: &str) -> f64 {
-    let text = client()
-        .get(server.url("/metrics"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(server).await;
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
@@ -25,8 +17,7 @@ async fn metric(server: &TestServer, name: &str) -> f64 {
 
 #[tokio::test]
 async fn publish_receive_ack_and_resume_with_last_event_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let (_dir, server) = fresh(30).await;
     for i in 1..=3 {
         let r = publish(
             &server,
@@ -38,57 +29,41 @@ async fn publish_receive_ack_and_resume_with_last_event_id() {
         let receipt: Value = r.json().await.unwrap();
         assert_eq!(receipt["id"], format!("m{i}"));
         assert_eq!(receipt["duplicate"], false);
-        assert_eq!(receipt["queues"], serde_json::json!(["bob"]));
+        assert_eq!(receipt["queues"], json!(["bob"]));
     }
 
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
     let first = inbox.next().await;
     assert_eq!(first.event.as_deref(), Some("message"));
-    let data = first.json();
-    assert_eq!(data["message_id"], "m1");
-    assert_eq!(data["attempt"], 1);
-    assert_eq!(data["message"], message("m1", "alice", "bob", "hi"));
-    let ack = client()
-        .post(server.url("/v1/agents/bob/inbox/m1/ack"))
-        .bearer_auth(BOB)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(ack.status(), 204);
+    assert_eq!(delivered(&first), ("m1".into(), 1));
+    assert_eq!(first.json()["message"], message("m1", "alice", "bob", "hi"));
+    assert_eq!(settle(&server, "bob", BOB, "m1", "ack").await, 204);
     let second = inbox.next().await;
-    assert_eq!(second.json()["message_id"], "m2");
+    assert_eq!(delivered(&second).0, "m2");
     drop(inbox);
 
     // Reconnecting after m2's event: m3 comes next, m1 (acked) and m2 (seen) do not.
     let last = second.id.clone().expect("events carry ids");
     let mut inbox = SseReader::open(&server, "bob", BOB, Some(&last)).await;
-    assert_eq!(inbox.next().await.json()["message_id"], "m3");
+    assert_eq!(delivered(&inbox.next().await).0, "m3");
     drop(inbox);
 
     // Without Last-Event-ID every unsettled delivery comes again: m2 then m3.
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
-    let ids: Vec<Value> = vec![
-        inbox.next().await.json()["message_id"].clone(),
-        inbox.next().await.json()["message_id"].clone(),
-    ];
-    assert_eq!(ids, ["m2", "m3"]);
+    assert_eq!(delivered(&inbox.next().await).0, "m2");
+    assert_eq!(delivered(&inbox.next().await).0, "m3");
     for id in ["m2", "m3"] {
-        let r = client()
-            .post(server.url(&format!("/v1/agents/bob/inbox/{id}/ack")))
-            .bearer_auth(BOB)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 204, "ack {id}");
+        assert_eq!(
+            settle(&server, "bob", BOB, id, "ack").await,
+            204,
+            "ack {id}"
+        );
     }
-    let again = client()
-        .post(server.url("/v1/agents/bob/inbox/m1/ack"))
-        .bearer_auth(BOB)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), 404);
-    assert_eq!(again.json::<Value>().await.unwrap()["error"], "not_held");
+    assert_eq!(
+        settle(&server, "bob", BOB, "m1", "ack").await,
+        404,
+        "acked twice"
+    );
     assert!(
         inbox
             .next_within(Duration::from_millis(300))
@@ -110,26 +85,19 @@ async fn publish_receive_ack_and_resume_with_last_event_id() {
 
 #[tokio::test]
 async fn republishing_an_id_stores_it_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let (_dir, server) = fresh(30).await;
     let m = message("same-id", "alice", "bob", "once");
     assert_eq!(publish(&server, ALICE, &m).await.status(), 201);
     let again = publish(&server, ALICE, &m).await;
     assert_eq!(again.status(), 200);
     let receipt: Value = again.json().await.unwrap();
-    assert_eq!(
-        (receipt["id"].as_str(), receipt["duplicate"].as_bool()),
-        (Some("same-id"), Some(true))
-    );
-    assert_eq!(
-        publish(&server, ALICE, &message("next", "alice", "bob", "x"))
-            .await
-            .status(),
-        201
-    );
+    assert_eq!(receipt["id"], "same-id");
+    assert_eq!(receipt["duplicate"], true);
+    let next = message("next", "alice", "bob", "x");
+    assert_eq!(publish(&server, ALICE, &next).await.status(), 201);
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
-    assert_eq!(inbox.next().await.json()["message_id"], "same-id");
-    assert_eq!(inbox.next().await.json()["message_id"], "next");
+    assert_eq!(delivered(&inbox.next().await).0, "same-id");
+    assert_eq!(delivered(&inbox.next().await).0, "next");
     assert_eq!(metric(&server, "chorus_duplicates_total").await, 1.0);
     drop(inbox);
     server.stop().await;
@@ -137,32 +105,20 @@ async fn republishing_an_id_stores_it_once() {
 
 #[tokio::test]
 async fn a_nacked_delivery_comes_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let (_dir, server) = fresh(30).await;
     publish(&server, ALICE, &message("retry-me", "alice", "bob", "x")).await;
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
-    assert_eq!(inbox.next().await.json()["attempt"], 1);
-    let nack = client()
-        .post(server.url("/v1/agents/bob/inbox/retry-me/nack"))
-        .bearer_auth(BOB)
-        .json(&serde_json::json!({"delay_ms": 0}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(nack.status(), 204);
-    let again = inbox.next().await.json();
-    assert_eq!(
-        (again["message_id"].as_str(), again["attempt"].as_u64()),
-        (Some("retry-me"), Some(2))
-    );
+    assert_eq!(delivered(&inbox.next().await), ("retry-me".into(), 1));
+    assert_eq!(settle(&server, "bob", BOB, "retry-me", "nack").await, 204);
+    assert_eq!(delivered(&inbox.next().await), ("retry-me".into(), 2));
+    assert_eq!(settle(&server, "bob", BOB, "retry-me", "later").await, 400);
     drop(inbox);
     server.stop().await;
 }
 
 #[tokio::test]
 async fn an_invalid_handoff_is_refused_with_every_pointer() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let (_dir, server) = fresh(30).await;
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/seeds/003-python-invalid-escalation.json"
@@ -209,36 +165,18 @@ async fn an_unacked_message_survives_a_restart_and_comes_again() {
 
     let server = TestServer::start(&db, &config(1)).await;
     let mut inbox = SseReader::open(&server, "bob", BOB, seen.id.as_deref()).await;
-    let again = inbox.next().await.json();
-    assert_eq!(
-        (again["message_id"].as_str(), again["attempt"].as_u64()),
-        (Some("durable"), Some(2))
-    );
+    assert_eq!(delivered(&inbox.next().await), ("durable".into(), 2));
     drop(inbox);
     server.stop().await;
 }
 
 #[tokio::test]
 async fn health_and_openapi() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&db(dir.path()), &config(30)).await;
-    let health: Value = client()
-        .get(server.url("/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_dir, server) = fresh(30).await;
+    let get = |path: &str| client().get(server.url(path)).send();
+    let health: Value = get("/healthz").await.unwrap().json().await.unwrap();
     assert_eq!(health["status"], "ok");
-    let doc: Value = client()
-        .get(server.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = get("/openapi.json").await.unwrap().json().await.unwrap();
     assert!(
         doc["openapi"].as_str().unwrap().starts_with("3.1"),
         "{}",
@@ -247,8 +185,7 @@ async fn health_and_openapi() {
     for path in [
         "/v1/messages",
         "/v1/agents/{agent}/inbox",
-        "/v1/agents/{agent}/inbox/{message_id}/ack",
-        "/v1/agents/{agent}/inbox/{message_id}/nack",
+        "/v1/agents/{agent}/inbox/{message_id}/{action}",
         "/healthz",
         "/metrics",
     ] {

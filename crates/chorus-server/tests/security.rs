@@ -43,8 +43,7 @@ fn bytes(v: &Value) -> Option<Vec<u8>> {
 #[tokio::test]
 async fn refusals_have_the_right_status_and_store_nothing() {
     use reqwest::Method;
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let (_dir, server) = fresh(30).await;
     let ok = message("m-ok", "alice", "bob", "hi");
     let publish_path = "/v1/messages";
 
@@ -164,38 +163,22 @@ async fn refusals_have_the_right_status_and_store_nothing() {
         let (got, answer) = send(&server, Method::GET, path, token, None).await;
         assert_eq!(got, status, "{what}: {answer}");
     }
-    let (got, _) = send(
-        &server,
-        Method::POST,
-        "/v1/agents/bob/inbox/m%0Ax/ack",
-        Some(BOB),
-        None,
-    )
-    .await;
-    assert_eq!(got, 400, "an injected message id on ack");
-    let (got, _) = send(
-        &server,
-        Method::POST,
-        "/v1/agents/alice/inbox/m1/ack",
-        Some(BOB),
-        None,
-    )
-    .await;
-    assert_eq!(got, 403, "acking in another agent's inbox");
+    assert_eq!(
+        settle(&server, "bob", BOB, "m%0Ax", "ack").await,
+        400,
+        "an injected id on ack"
+    );
+    assert_eq!(
+        settle(&server, "alice", BOB, "m1", "ack").await,
+        403,
+        "acking for another agent"
+    );
     let (got, _) = send(&server, Method::GET, "/metrics", Some(ALICE), None).await;
     assert_eq!(got, 403, "metrics need the admin token");
 
     // Nothing was stored: no dead letters, nothing published, and the first message either
     // inbox receives is one sent afterwards.
-    let metrics = client()
-        .get(server.url("/metrics"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&server).await;
     for line in [
         "chorus_published_total 0",
         "chorus_dead_letters 0",
@@ -209,10 +192,7 @@ async fn refusals_have_the_right_status_and_store_nothing() {
         let sentinel = message(&format!("after-{agent}"), from, agent, "after");
         assert_eq!(publish(&server, from_token, &sentinel).await.status(), 201);
         let mut inbox = SseReader::open(&server, agent, token, None).await;
-        assert_eq!(
-            inbox.next().await.json()["message_id"],
-            format!("after-{agent}")
-        );
+        assert_eq!(delivered(&inbox.next().await).0, format!("after-{agent}"));
         assert!(
             inbox
                 .next_within(Duration::from_millis(300))
@@ -225,8 +205,7 @@ async fn refusals_have_the_right_status_and_store_nothing() {
 
 #[tokio::test]
 async fn an_unauthorized_answer_names_the_bearer_scheme() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let (_dir, server) = fresh(30).await;
     let r = client()
         .get(server.url("/v1/agents/bob/inbox"))
         .send()

@@ -4,7 +4,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -38,7 +38,7 @@ pub struct InboxEvent {
 }
 
 /// Body of a nack.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NackBody {
     /// Milliseconds before the message is delivered again (0: at once).
@@ -122,17 +122,54 @@ pub async fn inbox(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-/// The held delivery of `message_id`, after checking the ids and the caller.
-fn held(
-    app: &AppState,
-    caller: &Caller,
-    agent: &str,
-    message_id: &str,
-) -> Result<Delivery, ApiError> {
-    check_id("the agent id", agent)?;
-    check_id("the message id", message_id)?;
-    caller.may_read_inbox(agent)?;
-    app.inboxes.get(agent, message_id).ok_or_else(|| {
+/// How a delivery is settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Settle {
+    /// Done: the message will not be delivered again.
+    Ack,
+    /// Not done: deliver it again after `delay_ms` (body `{"delay_ms": n}`, optional).
+    Nack,
+}
+
+/// Acks or nacks a held delivery of `agent`'s inbox.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent}/inbox/{message_id}/{action}",
+    tag = "inbox",
+    params(
+        ("agent" = String, Path, description = "The agent id"),
+        ("message_id" = String, Path, description = "The id of the delivered message"),
+        ("action" = Settle, Path, description = "`ack` or `nack`"),
+    ),
+    request_body(content = Option<NackBody>, content_type = "application/json", description = "For nack only; optional"),
+    responses(
+        (status = 204, description = "Settled"),
+        (status = 400, description = "An unsafe id, an unknown action or a malformed body", body = ErrorBody),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Another agent's inbox", body = ErrorBody),
+        (status = 404, description = "No such delivery is held", body = ErrorBody),
+        (status = 409, description = "The ack deadline passed; the message was delivered again", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn settle(
+    State(app): State<AppState>,
+    caller: Caller,
+    path: Result<Path<(String, String, Settle)>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let Path((agent, message_id, action)) =
+        path.map_err(|e| ApiError::bad_request("bad_path", e.body_text()))?;
+    check_id("the agent id", &agent)?;
+    check_id("the message id", &message_id)?;
+    caller.may_read_inbox(&agent)?;
+    let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
+    let delay = match action {
+        Settle::Ack => Duration::ZERO,
+        Settle::Nack => nack_delay(&bytes)?,
+    };
+    let d = app.inboxes.get(&agent, &message_id).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "not_held",
@@ -140,83 +177,32 @@ fn held(
                 "no delivery of {message_id:?} is held for {agent:?}: it was never delivered over the inbox stream, or it was already settled"
             ),
         )
-    })
-}
-
-/// Acknowledges a delivery: the message is done and will not be delivered again.
-#[utoipa::path(
-    post,
-    path = "/v1/agents/{agent}/inbox/{message_id}/ack",
-    tag = "inbox",
-    params(
-        ("agent" = String, Path, description = "The agent id"),
-        ("message_id" = String, Path, description = "The id of the delivered message"),
-    ),
-    responses(
-        (status = 204, description = "Acknowledged"),
-        (status = 400, description = "An unsafe id", body = ErrorBody),
-        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
-        (status = 403, description = "Another agent's inbox", body = ErrorBody),
-        (status = 404, description = "No such delivery is held", body = ErrorBody),
-        (status = 409, description = "The ack deadline passed; the message was delivered again", body = ErrorBody),
-    ),
-    security(("bearer" = []))
-)]
-pub async fn ack(
-    State(app): State<AppState>,
-    caller: Caller,
-    Path((agent, message_id)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError> {
-    let d = held(&app, &caller, &agent, &message_id)?;
-    app.bus.ack(&d).await?;
+    })?;
+    match action {
+        Settle::Ack => {
+            app.bus.ack(&d).await?;
+            app.metrics.acked.inc();
+            app.metrics.add_backlog(&d.queue, -1);
+        }
+        Settle::Nack => {
+            app.bus.nack(&d, delay).await?;
+            app.metrics.nacked.inc();
+        }
+    }
     app.inboxes.settle(&agent, &d);
-    app.metrics.acked.inc();
-    app.metrics.add_backlog(&d.queue, -1);
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Negatively acknowledges a delivery: it is delivered again after `delay_ms`.
-#[utoipa::path(
-    post,
-    path = "/v1/agents/{agent}/inbox/{message_id}/nack",
-    tag = "inbox",
-    params(
-        ("agent" = String, Path, description = "The agent id"),
-        ("message_id" = String, Path, description = "The id of the delivered message"),
-    ),
-    request_body(content = Option<NackBody>, content_type = "application/json"),
-    responses(
-        (status = 204, description = "Will be delivered again"),
-        (status = 400, description = "An unsafe id or a malformed body", body = ErrorBody),
-        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
-        (status = 403, description = "Another agent's inbox", body = ErrorBody),
-        (status = 404, description = "No such delivery is held", body = ErrorBody),
-        (status = 409, description = "The ack deadline passed; the message was delivered again", body = ErrorBody),
-    ),
-    security(("bearer" = []))
-)]
-pub async fn nack(
-    State(app): State<AppState>,
-    caller: Caller,
-    Path((agent, message_id)): Path<(String, String)>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<StatusCode, ApiError> {
-    let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
-    let options: NackBody = if bytes.iter().all(u8::is_ascii_whitespace) {
-        NackBody::default()
-    } else {
-        serde_json::from_slice(&bytes).map_err(|e| {
-            ApiError::bad_request(
-                "malformed_json",
-                format!("the body must be {{\"delay_ms\": <number>}} or empty: {e}"),
-            )
-        })?
-    };
-    let d = held(&app, &caller, &agent, &message_id)?;
-    app.bus
-        .nack(&d, Duration::from_millis(options.delay_ms))
-        .await?;
-    app.inboxes.settle(&agent, &d);
-    app.metrics.nacked.inc();
-    Ok(StatusCode::NO_CONTENT)
+/// The delay of a nack body: empty, or `{"delay_ms": n}`.
+fn nack_delay(bytes: &[u8]) -> Result<Duration, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Duration::ZERO);
+    }
+    let body: NackBody = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(
+            "malformed_json",
+            format!("the body must be {{\"delay_ms\": <number>}} or empty: {e}"),
+        )
+    })?;
+    Ok(Duration::from_millis(body.delay_ms))
 }

@@ -41,8 +41,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(publish::publish))
         .routes(routes!(inbox::inbox))
-        .routes(routes!(inbox::ack))
-        .routes(routes!(inbox::nack))
+        .routes(routes!(inbox::settle))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::metrics))
         .split_for_parts();

@@ -77,6 +77,47 @@ impl TestServer {
     }
 }
 
+/// A server on a fresh SQLite file in a temporary folder (kept while the folder lives).
+pub async fn fresh(ack_wait_secs: u64) -> (tempfile::TempDir, TestServer) {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let server = TestServer::start(&db(dir.path()), &config(ack_wait_secs)).await;
+    (dir, server)
+}
+
+/// The metrics text, read with the admin token.
+pub async fn metrics_text(server: &TestServer) -> String {
+    client()
+        .get(server.url("/metrics"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("metrics request")
+        .text()
+        .await
+        .expect("metrics text")
+}
+
+/// Acks or nacks `id` in `agent`'s inbox; returns the status.
+pub async fn settle(server: &TestServer, agent: &str, token: &str, id: &str, action: &str) -> u16 {
+    client()
+        .post(server.url(&format!("/v1/agents/{agent}/inbox/{id}/{action}")))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("settle request")
+        .status()
+        .as_u16()
+}
+
+/// The message id and attempt of an inbox event.
+pub fn delivered(event: &SseEvent) -> (String, u64) {
+    let data = event.json();
+    (
+        data["message_id"].as_str().expect("message_id").to_owned(),
+        data["attempt"].as_u64().expect("attempt"),
+    )
+}
+
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
