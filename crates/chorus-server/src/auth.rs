@@ -33,6 +33,16 @@ impl Caller {
     }
 }
 
+impl Caller {
+    /// Refuses (403) anyone but the admin; `what` names what is protected.
+    pub fn require_admin(&self, what: &str) -> Result<(), ApiError> {
+        match self {
+            Caller::Admin => Ok(()),
+            Caller::Agent(_) => Err(ApiError::forbidden(format!("{what} need the admin token"))),
+        }
+    }
+}
+
 /// SHA-256 of a token, as 64 lower-case hex digits (the form kept in the config).
 pub fn hash_token(token: &str) -> String {
     Sha256::digest(token.as_bytes())

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::api::document;
 use crate::api::publish::body_error;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -47,12 +48,10 @@ pub struct NackBody {
 }
 
 fn event(app: &AppState, seq: u64, d: &Delivery) -> Event {
-    let message = serde_json::from_slice(&d.envelope.bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&d.envelope.bytes).into()));
     let data = InboxEvent {
         message_id: d.envelope.id.clone(),
         attempt: d.attempt,
-        message,
+        message: document(&d.envelope.bytes),
     };
     Event::default()
         .id(app.inboxes.event_id(seq))

@@ -1,5 +1,6 @@
 //! The HTTP routes and the OpenAPI document generated from them.
 
+pub mod admin;
 pub mod inbox;
 pub mod ops;
 pub mod publish;
@@ -14,6 +15,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::state::AppState;
+
+/// Stored bytes as JSON for an answer (a string when they are not JSON).
+fn document(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes).unwrap_or_else(|_| String::from_utf8_lossy(bytes).into())
+}
 
 /// The document's fixed parts; the paths are added from the handlers.
 #[derive(OpenApi)]
@@ -42,6 +48,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(publish::publish))
         .routes(routes!(inbox::inbox))
         .routes(routes!(inbox::settle))
+        .routes(routes!(admin::dead_letters))
+        .routes(routes!(admin::replay))
+        .routes(routes!(admin::task))
+        .routes(routes!(admin::conversation))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::metrics))
         .split_for_parts();

@@ -51,9 +51,7 @@ pub async fn metrics(
     State(app): State<AppState>,
     caller: Caller,
 ) -> Result<impl IntoResponse, ApiError> {
-    if caller != Caller::Admin {
-        return Err(ApiError::forbidden("the metrics need the admin token"));
-    }
+    caller.require_admin("metrics")?;
     let letters = app.bus.dead_letters().await?;
     app.metrics
         .dead_letters

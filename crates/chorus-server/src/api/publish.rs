@@ -5,7 +5,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use chorus_bus::{Envelope, Issue};
+use chorus_bus::{Envelope, Issue, Receipt};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -24,6 +24,16 @@ pub struct PublishReceipt {
     pub duplicate: bool,
     /// The inboxes the message was stored in.
     pub queues: Vec<String>,
+}
+
+impl From<Receipt> for PublishReceipt {
+    fn from(r: Receipt) -> PublishReceipt {
+        PublishReceipt {
+            id: r.id,
+            duplicate: r.duplicate,
+            queues: r.queues,
+        }
+    }
 }
 
 /// Where the sender and the ids sit in a message (`role` present) or a handoff.
@@ -137,14 +147,7 @@ pub async fn publish(
                 }
                 StatusCode::CREATED
             };
-            Ok((
-                status,
-                Json(PublishReceipt {
-                    id: receipt.id,
-                    duplicate: receipt.duplicate,
-                    queues: receipt.queues,
-                }),
-            ))
+            Ok((status, Json(receipt.into())))
         }
         Err(e) => {
             let e = ApiError::from(e);

@@ -1,5 +1,8 @@
 //! A server on 127.0.0.1 with a temporary SQLite store, and a small SSE reader.
 
+// Each test file uses a part of these helpers.
+#![allow(dead_code)]
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

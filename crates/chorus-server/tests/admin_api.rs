@@ -1,0 +1,126 @@
+//! Admin endpoints over real HTTP: dead letters with replay, task and conversation timelines.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+async fn admin_get(server: &TestServer, path: &str, token: &str) -> (u16, Value) {
+    let r = client()
+        .get(server.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+const H1: &str = "00000000-0000-4000-8000-000000000001";
+const H2: &str = "00000000-0000-4000-8000-000000000002";
+
+fn seed_handoff(name: &str, id: &str) -> Value {
+    let path = format!("{}/../../examples/seeds/{name}", env!("CARGO_MANIFEST_DIR"));
+    let mut handoff: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    handoff["metadata"]["sender_id"] = "alice".into();
+    handoff["metadata"]["recipient_id"] = "bob".into();
+    handoff["metadata"]["message_id"] = id.into();
+    handoff
+}
+
+#[tokio::test]
+async fn a_message_nacked_past_max_deliver_is_a_dead_letter_and_replays() {
+    let (_dir, server) = fresh(30).await;
+    publish(&server, ALICE, &message("hot-potato", "alice", "bob", "x")).await;
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    // The bus's default max_deliver is 5: the sixth delivery becomes a dead letter instead.
+    for attempt in 1..=5 {
+        assert_eq!(
+            delivered(&inbox.next().await),
+            ("hot-potato".into(), attempt)
+        );
+        assert_eq!(settle(&server, "bob", BOB, "hot-potato", "nack").await, 204);
+    }
+    let letters = loop {
+        let (status, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
+        assert_eq!(status, 200);
+        if !letters.as_array().unwrap().is_empty() {
+            break letters;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let letter = &letters[0];
+    assert_eq!(letter["message_id"], "hot-potato");
+    assert_eq!(letter["queue"], "bob");
+    assert_eq!(letter["reason"]["kind"], "max_deliver");
+    assert_eq!(
+        letter["message"],
+        message("hot-potato", "alice", "bob", "x")
+    );
+
+    let (status, _) = admin_get(&server, "/v1/dead-letters", BOB).await;
+    assert_eq!(status, 403, "agents do not see dead letters");
+    let id = letter["id"].as_str().unwrap();
+    let replay = |token: &'static str, id: String| {
+        client()
+            .post(server.url(&format!("/v1/dead-letters/{id}/replay")))
+            .bearer_auth(token)
+            .send()
+    };
+    assert_eq!(replay(BOB, id.to_owned()).await.unwrap().status(), 403);
+    let r = replay(ADMIN, id.to_owned()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["queues"],
+        serde_json::json!(["bob"])
+    );
+    assert_eq!(delivered(&inbox.next().await), ("hot-potato".into(), 1));
+    assert_eq!(
+        replay(ADMIN, id.to_owned()).await.unwrap().status(),
+        404,
+        "replayed once"
+    );
+    let (_, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
+    assert_eq!(letters, serde_json::json!([]));
+    drop(inbox);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn task_and_conversation_timelines() {
+    let (_dir, server) = fresh(30).await;
+    for id in [H1, H2] {
+        let handoff = seed_handoff("003-python-valid-escalation.json", id);
+        let r = publish(&server, ALICE, &handoff).await;
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+    let (status, task) = admin_get(&server, "/v1/tasks/task-abc-456/messages", ADMIN).await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = task
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [H1, H2]);
+    assert_eq!(task[0]["handoff_type"], "ESCALATION");
+    assert_eq!(task[0]["priority"], "HIGH");
+    assert_eq!(task[0]["sender"], "alice");
+    assert_eq!(task[0]["message"]["payload"]["handoff_type"], "ESCALATION");
+
+    let (status, page) = admin_get(
+        &server,
+        "/v1/conversations/flow-xyz-123/messages?after=1",
+        ADMIN,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(page.as_array().unwrap().len(), 1);
+    assert_eq!(
+        (page[0]["seq"].as_u64(), page[0]["id"].as_str()),
+        (Some(2), Some(H2))
+    );
+
+    let (status, _) = admin_get(&server, "/v1/tasks/task-abc-456/messages", ALICE).await;
+    assert_eq!(status, 403, "timelines need the admin token");
+    server.stop().await;
+}
