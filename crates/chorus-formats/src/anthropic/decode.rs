@@ -318,11 +318,12 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, DecodeError> {
             &mut CitationMap::new(),
         )?)),
     };
-    stash(
-        &mut m.extra,
-        ME,
-        unknown_keys(map, &["type", "tool_use_id", "content"]),
-    );
+    let mut unknown = unknown_keys(map, &["type", "tool_use_id", "content"]);
+    // `is_error: true` on a seed-000 error result is implied by the result itself.
+    if unknown.get("is_error") == Some(&Value::Bool(true)) && super::holds_error(&m) {
+        unknown.remove("is_error");
+    }
+    stash(&mut m.extra, ME, unknown);
     Ok(m)
 }
 

@@ -268,6 +268,9 @@ fn tool_result(m: &Message, extra: Map<String, Value>, at: &str, losses: &mut Lo
         None => {}
     }
     block.extend(extra);
+    if super::holds_error(m) {
+        block.entry("is_error").or_insert(Value::Bool(true));
+    }
     Value::Object(block)
 }
 

@@ -44,6 +44,15 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     ],
 };
 
+/// Whether a tool message holds a seed-000 error result (`{"status": "error", ...}`), which the
+/// Messages API flags with `is_error: true` on its `tool_result` block.
+fn holds_error(m: &chorus_core::Message) -> bool {
+    matches!(
+        chorus_core::ToolOutcome::from_text(&m.text()),
+        chorus_core::ToolOutcome::Error { .. }
+    )
+}
+
 /// Decodes a Messages request or response.
 pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
     decode::decode(value)

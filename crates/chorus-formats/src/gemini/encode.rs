@@ -114,7 +114,14 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
                     "user"
                 };
                 let extra = for_target(&m.extra, ME, &at, losses);
-                contents.push(new_content(role, out, extra));
+                // A user turn right after function responses joins their turn (which may already
+                // hold a result's media), so that the contents alternate and decode the same way.
+                match contents.last_mut() {
+                    Some(last) if last_was_result && role == "user" && extra.is_empty() => {
+                        push_parts(last, out)
+                    }
+                    _ => contents.push(new_content(role, out, extra)),
+                }
                 last_was_result = false;
             }
         }

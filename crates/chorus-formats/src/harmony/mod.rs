@@ -1,5 +1,6 @@
 //! Harmony text (gpt-oss) through `chorus-harmony`: its chorus mapping, renderer and parser.
 
+mod losses;
 #[cfg(test)]
 mod tests;
 
@@ -55,7 +56,7 @@ pub fn encode(
         ..conversation.clone()
     };
     let mapped = to_harmony(&source, SystemContent::default());
-    instructions_losses(&conversation.messages, &mut losses);
+    losses::report(&conversation.messages, &mut losses);
     if conversation.tools.is_some() {
         losses.push("/tools", Policy::Downgraded, "tools are rendered as a TypeScript namespace, which parsing does not turn back into definitions");
     }
@@ -85,84 +86,6 @@ pub fn encode(
     Ok(losses.finish(text))
 }
 
-/// System and developer messages all become one developer message at the start.
-fn instructions_losses(messages: &[Message], losses: &mut Losses) {
-    let mut seen = false;
-    let mut others = false;
-    for (i, m) in messages.iter().enumerate() {
-        if !matches!(
-            m.role,
-            chorus_core::Role::System | chorus_core::Role::Developer
-        ) {
-            others = true;
-            if m.content().is_none() {
-                losses.push(
-                    format!("/messages/{i}/content"),
-                    Policy::Downgraded,
-                    "missing or null content is not carried as such",
-                );
-            }
-            if let Some(chorus_core::Content::Parts(parts)) = m.content() {
-                let count = |f: fn(&chorus_core::ContentPart) -> bool| {
-                    parts.iter().filter(|p| f(p)).count()
-                };
-                let texts = count(|p| matches!(p, chorus_core::ContentPart::Text(_)));
-                let reasoning = count(|p| matches!(p, chorus_core::ContentPart::Reasoning(_)));
-                if texts > 1 {
-                    losses.push(
-                        format!("/messages/{i}/content"),
-                        Policy::Merged,
-                        "text parts are joined into one message",
-                    );
-                } else if texts == 0 && reasoning == 0 && m.calls().is_empty() {
-                    losses.push(
-                        format!("/messages/{i}/content"),
-                        Policy::Downgraded,
-                        "a message without text comes back with empty text",
-                    );
-                }
-            }
-            if m.role == chorus_core::Role::Tool && m.name.is_none() {
-                losses.push(
-                    format!("/messages/{i}/name"),
-                    Policy::Downgraded,
-                    "a tool result comes back named after its function",
-                );
-            }
-            continue;
-        }
-        let at = format!("/messages/{i}");
-        if m.role == chorus_core::Role::System {
-            losses.push(
-                format!("{at}/role"),
-                Policy::Downgraded,
-                "system text becomes the developer instructions",
-            );
-        }
-        if seen {
-            losses.push(
-                &at,
-                Policy::Merged,
-                "joined into one developer instructions block",
-            );
-        } else if others {
-            losses.push(
-                &at,
-                Policy::Moved,
-                "developer instructions come before the conversation",
-            );
-        }
-        if !matches!(m.content(), Some(chorus_core::Content::Text(t)) if !t.is_empty()) {
-            losses.push(
-                format!("{at}/content"),
-                Policy::Downgraded,
-                "only non-empty text instructions are carried as they are",
-            );
-        }
-        seen = true;
-    }
-}
-
 /// A pointer into the renamed message list, as a pointer into the input.
 fn remap(pointer: &str, origin: &[usize]) -> String {
     let Some(rest) = pointer.strip_prefix("/messages/") else {
@@ -187,7 +110,36 @@ pub fn decode(text: &str) -> Result<Conversation, DecodeError> {
             None => err,
         }
     })?;
-    Ok(from_harmony(&chorus_harmony::Conversation {
-        messages: parsed.messages,
-    }))
+    let messages = parsed.messages.into_iter().map(instructions).collect();
+    Ok(from_harmony(&chorus_harmony::Conversation { messages }))
+}
+
+/// Sections the renderer writes after the instructions of a developer message.
+const AFTER_INSTRUCTIONS: [&str; 2] = ["\n\n# Tools\n\n", "\n\n# Response Formats\n\n"];
+
+/// A parsed developer message keeps its `# Instructions` text as developer instructions, so that
+/// decoding what `encode` wrote gives the developer message back.
+fn instructions(mut message: chorus_harmony::Message) -> chorus_harmony::Message {
+    if message.author.role != chorus_harmony::Role::Developer {
+        return message;
+    }
+    for content in &mut message.content {
+        let chorus_harmony::Content::Text(text) = content else {
+            continue;
+        };
+        let Some(body) = text.text.strip_prefix("# Instructions\n\n") else {
+            continue;
+        };
+        let end = AFTER_INSTRUCTIONS
+            .iter()
+            .filter_map(|section| body.find(section))
+            .min()
+            .unwrap_or(body.len());
+        *content = chorus_harmony::Content::DeveloperContent(chorus_harmony::DeveloperContent {
+            instructions: Some(body[..end].to_owned()),
+            tools: None,
+            response_formats: None,
+        });
+    }
+    message
 }
