@@ -240,6 +240,9 @@ fn qwen3_rendering_is_byte_exact_with_the_real_template() {
     let mut checked = 0;
     let mut with_tools = 0;
     let mut with_results_in_a_row = 0;
+    let mut with_reasoning = 0;
+    let mut thinking_on = 0;
+    let mut thinking_off = 0;
     for (request, generation, thinking) in &cases {
         let expected = render_with_template(&env, request, *generation, *thinking);
         let conversation = openai_chat::decode(request.clone()).unwrap();
@@ -254,11 +257,30 @@ fn qwen3_rendering_is_byte_exact_with_the_real_template() {
         with_tools += usize::from(request.get("tools").is_some());
         with_results_in_a_row +=
             usize::from(expected.contains("</tool_response>\n<tool_response>"));
+        with_reasoning += usize::from(request["messages"].as_array().unwrap().iter().any(|m| {
+            m.get("reasoning_content").is_some()
+                || m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("</think>"))
+        }));
+        // Thinking is on unless `enable_thinking` is false (the template's default is on).
+        thinking_on += usize::from(*thinking != Some(false));
+        thinking_off += usize::from(*thinking == Some(false) && *generation);
     }
-    assert!(checked >= 50, "{checked} conversations");
+    println!(
+        "{checked} conversations: {with_tools} with tools, {with_results_in_a_row} with several \
+         results in a row, {with_reasoning} with reasoning, thinking on {thinking_on}, off {thinking_off}"
+    );
+    assert_eq!(checked, 71, "7 handwritten and 64 generated conversations");
     assert!(
-        with_tools >= 10 && with_results_in_a_row >= 5,
-        "coverage: {with_tools} with tools, {with_results_in_a_row} with several results"
+        with_tools >= 10
+            && with_results_in_a_row >= 5
+            && with_reasoning >= 20
+            && thinking_on >= 20
+            && thinking_off >= 10,
+        "coverage: {with_tools} with tools, {with_results_in_a_row} with several results in a \
+         row, {with_reasoning} with reasoning, {thinking_on} with thinking on, {thinking_off} \
+         with thinking off after a generation prompt"
     );
 }
 
