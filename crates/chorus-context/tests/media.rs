@@ -2,6 +2,9 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use std::sync::Arc;
+
+use chorus_context::count::BpeEncoding;
 use chorus_context::media::{CostTable, MediaPricer};
 use chorus_context::{ContextError, TokenCounter};
 use chorus_core::{ContentPart, Message, Role};
@@ -80,46 +83,6 @@ fn gpt4o_high_1024_square_png_is_765_in_a_message() {
     let b = counter.count_message(&message, 0).unwrap();
     assert_eq!(b.images, 765);
     assert_eq!(b.text, counter.count_text("What is this?"));
-}
-
-#[test]
-fn published_examples_from_each_header_format() {
-    // OpenAI: 2048x4096 high = 1105 (WebP header); low = 85 whatever the size (GIF header).
-    assert_eq!(
-        image_cost(
-            "gpt-4o",
-            &image_part("image/webp", &webp(2048, 4096), "high")
-        ),
-        1105
-    );
-    assert_eq!(
-        image_cost("gpt-4o", &image_part("image/gif", &gif(4000, 3000), "low")),
-        85
-    );
-    // Anthropic 28-px patches: 1092x1092 = 1521 (JPEG header).
-    assert_eq!(
-        image_cost(
-            "claude-sonnet-4-5",
-            &image_part("image/jpeg", &jpeg(1092, 1092), "auto")
-        ),
-        1521
-    );
-    // Gemini: 960x540 = 6 tiles of 258 (PNG header).
-    assert_eq!(
-        image_cost(
-            "gemini-2.5-flash",
-            &image_part("image/png", &png(960, 540), "auto")
-        ),
-        1548
-    );
-    // gpt-4o-mini tiles: 2833 + 5667 * 4 for 1024x1024 high.
-    assert_eq!(
-        image_cost(
-            "gpt-4o-mini",
-            &image_part("image/png", &png(1024, 1024), "high")
-        ),
-        25501
-    );
 }
 
 #[test]
@@ -227,4 +190,61 @@ fn wav_audio_costs_ten_tokens_a_second_on_openai() {
             .to_string()
             .contains("does not take")
     );
+}
+
+/// One image of each header format (PNG, JPEG, WebP, GIF) at `w`x`h`.
+fn every_format(w: u16, h: u16) -> [(&'static str, Vec<u8>); 4] {
+    [
+        ("image/png", png(w.into(), h.into())),
+        ("image/jpeg", jpeg(w, h)),
+        ("image/webp", webp(w.into(), h.into())),
+        ("image/gif", gif(w, h)),
+    ]
+}
+
+#[test]
+fn every_published_image_example_from_each_header_format() {
+    // The legacy Anthropic rule and a patch model without multiplier are reached through a table
+    // overlay, as a user would.
+    let table = CostTable::with_overlay(
+        r#"{"image_models":{"patches-plain":{"kind":"openai_patches","patch":32,"budget":1536,"multiplier":1.0}},
+            "models":[{"prefix":"legacy-claude","image":"anthropic-legacy"},
+                      {"prefix":"plain-patches","image":"patches-plain"}]}"#,
+    )
+    .unwrap();
+    let examples: [(&str, u16, u16, &str, usize); 17] = [
+        // OpenAI vision guide, tiles (gpt-4o): 1024x1024 high 765, 2048x4096 high 1105, low 85.
+        ("gpt-4o", 1024, 1024, "high", 765),
+        ("gpt-4o", 2048, 4096, "high", 1105),
+        ("gpt-4o", 4096, 8192, "low", 85),
+        ("gpt-4o", 1024, 1024, "auto", 765),
+        // gpt-4o-mini's tiles: 2833 + 5667 * 4 for 1024x1024 high.
+        ("gpt-4o-mini", 1024, 1024, "high", 25501),
+        // OpenAI vision guide, 32-px patches: 1024x1024 = 1024; 1800x2400 -> 1056x1408 = 1452;
+        // gpt-4.1-mini multiplies by 1.62 (rounded up).
+        ("plain-patches", 1024, 1024, "auto", 1024),
+        ("plain-patches", 1800, 2400, "auto", 1452),
+        ("gpt-4.1-mini", 1024, 1024, "auto", 1659),
+        ("gpt-4.1-mini", 1800, 2400, "auto", 2353),
+        // Anthropic vision guide: 1092x1092 = 1521, 1000x1000 = 1296 (28-px patches); the older
+        // w*h/750 table: 200x200 ~54, 1000x1000 ~1334, 1092x1092 ~1590.
+        ("claude-sonnet-4-5", 1092, 1092, "auto", 1521),
+        ("claude-sonnet-4-5", 1000, 1000, "auto", 1296),
+        ("legacy-claude", 200, 200, "auto", 54),
+        ("legacy-claude", 1000, 1000, "auto", 1334),
+        ("legacy-claude", 1092, 1092, "auto", 1590),
+        // Gemini: up to 384x384 is 258; 960x540 is 6 crop tiles of 258; Gemini 3 high 1120.
+        ("gemini-2.5-flash", 384, 384, "auto", 258),
+        ("gemini-2.5-flash", 960, 540, "auto", 1548),
+        ("gemini-3-pro-preview", 4000, 3000, "high", 1120),
+    ];
+    for (model, w, h, detail, expected) in examples {
+        let text = Arc::new(BpeEncoding::O200kBase);
+        let counter = TokenCounter::with_tokenizer(text, model, &table).unwrap();
+        for (mime, bytes) in every_format(w, h) {
+            let message = Message::with_parts(Role::User, vec![image_part(mime, &bytes, detail)]);
+            let images = counter.count_message(&message, 0).unwrap().images;
+            assert_eq!(images, expected, "{model} {w}x{h} {detail} {mime}");
+        }
+    }
 }

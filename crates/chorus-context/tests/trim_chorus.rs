@@ -234,7 +234,7 @@ fn is_pinned(m: &Message) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
     #[test]
     fn chorus_trimming_keeps_its_promises(history in conversation(), budget in 20usize..2500) {
         let c = counter();
@@ -259,6 +259,19 @@ proptest! {
                 prop_assert_eq!(&calls, &answered);
                 // The newest message is always there.
                 prop_assert_eq!(kept.last(), history.last().unwrap().id.as_ref());
+                // Media of older messages go before any message: once something is dropped, no
+                // kept message but the newest still holds an image.
+                if !t.report.dropped.is_empty() {
+                    let with_image = t.messages[..t.messages.len() - 1].iter().filter(|m| {
+                        matches!(m.content(), Some(Content::Parts(p)) if p.iter().any(|p| matches!(p, ContentPart::Image(_))))
+                    });
+                    prop_assert_eq!(with_image.count(), 0);
+                }
+                // Oldest first: what is kept of the droppable messages is a suffix of them.
+                let droppable: Vec<String> = history.iter().filter(|m| !is_pinned(m)).map(|m| m.id.clone().unwrap()).collect();
+                let kept_droppable: Vec<&String> = kept.iter().filter(|k| droppable.contains(k)).collect();
+                let suffix: Vec<&String> = droppable[droppable.len() - kept_droppable.len()..].iter().collect();
+                prop_assert_eq!(kept_droppable, suffix);
             }
             Err(ContextError::DoesNotFit { needed, budget: b, .. }) => {
                 // Fails only when pinned messages and the newest message alone exceed the budget.
