@@ -21,19 +21,6 @@ pub enum Caller {
 }
 
 impl Caller {
-    /// Refuses (403) unless the caller is `agent` itself or the admin.
-    pub fn may_read_inbox(&self, agent: &str) -> Result<(), ApiError> {
-        match self {
-            Caller::Admin => Ok(()),
-            Caller::Agent(me) if me == agent => Ok(()),
-            Caller::Agent(me) => Err(ApiError::forbidden(format!(
-                "agent {me:?} may not read the inbox of {agent:?}; an agent reads only its own inbox"
-            ))),
-        }
-    }
-}
-
-impl Caller {
     /// Refuses (403) anyone but the admin; `what` names what is protected.
     pub fn require_admin(&self, what: &str) -> Result<(), ApiError> {
         match self {
@@ -122,9 +109,7 @@ mod tests {
         let mut config = ServerConfig::default();
         config.agents.insert(
             "alice".into(),
-            AgentEntry {
-                token_sha256: hash_token("a-token"),
-            },
+            AgentEntry::with_token_hash(hash_token("a-token")),
         );
         let tokens = Tokens::new(&config, Some(hash_token("root")));
         assert_eq!(
@@ -138,11 +123,5 @@ mod tests {
                 StatusCode::UNAUTHORIZED
             );
         }
-        let alice = Caller::Agent("alice".into());
-        assert!(alice.may_read_inbox("alice").is_ok());
-        assert_eq!(
-            alice.may_read_inbox("bob").unwrap_err().status,
-            StatusCode::FORBIDDEN
-        );
     }
 }

@@ -30,12 +30,31 @@ pub struct ServerConfig {
     pub dedupe_window_secs: u64,
 }
 
-/// One agent of the config.
-#[derive(Debug, Clone, Deserialize)]
+/// One agent of the config: its token and what it may do.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentEntry {
     /// SHA-256 (hex) of the agent's bearer token.
     pub token_sha256: String,
+    /// Recipients it may send to; none means any.
+    #[serde(default)]
+    pub send_to: Option<Vec<String>>,
+    /// Handoff types it may send; none means any.
+    #[serde(default)]
+    pub handoff_types: Option<Vec<String>>,
+    /// Inboxes it may read besides its own (e.g. pools).
+    #[serde(default)]
+    pub read: Vec<String>,
+}
+
+impl AgentEntry {
+    /// An agent with this token hash and no restrictions beyond its own inbox.
+    pub fn with_token_hash(token_sha256: String) -> AgentEntry {
+        AgentEntry {
+            token_sha256,
+            ..AgentEntry::default()
+        }
+    }
 }
 
 fn default_max_body_bytes() -> usize {

@@ -16,6 +16,7 @@ use crate::auth::{Tokens, hash_token};
 use crate::config::ServerConfig;
 use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
+use crate::policy::Policy;
 use crate::state::AppState;
 
 /// Where messages are stored.
@@ -80,6 +81,7 @@ impl Server {
                 config,
                 generated_admin_token.as_deref().map(hash_token),
             )),
+            policy: Arc::new(Policy::new(config)),
             inboxes: Arc::new(Inboxes::default()),
             metrics: Arc::new(Metrics::default()),
             max_body_bytes: config.max_body_bytes,

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use crate::auth::Tokens;
 use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
+use crate::policy::Policy;
 
 /// Shared state of one running server (cheap to clone).
 #[derive(Clone)]
@@ -16,6 +17,8 @@ pub struct AppState {
     pub bus: Arc<dyn Bus>,
     /// Who may call.
     pub tokens: Arc<Tokens>,
+    /// What each agent may read and send.
+    pub policy: Arc<Policy>,
     /// Deliveries handed to agents over SSE and not yet settled.
     pub inboxes: Arc<Inboxes>,
     /// Counters and gauges for `/metrics`.

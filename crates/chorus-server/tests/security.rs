@@ -27,13 +27,13 @@ async fn send(
     (status, body)
 }
 
-/// What is sent and what must come back: (case, status, path, token, body).
+/// A publish and its refusal: (case, status, token, body, a fragment of the message).
 type Case = (
     &'static str,
     u16,
-    &'static str,
     Option<&'static str>,
     Option<Vec<u8>>,
+    &'static str,
 );
 
 fn bytes(v: &Value) -> Option<Vec<u8>> {
@@ -43,90 +43,110 @@ fn bytes(v: &Value) -> Option<Vec<u8>> {
 #[tokio::test]
 async fn refusals_have_the_right_status_and_store_nothing() {
     use reqwest::Method;
-    let (_dir, server) = fresh(30).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    let alice = config.agents.get_mut("alice").unwrap();
+    alice.send_to = Some(vec!["bob".into()]);
+    alice.handoff_types = Some(vec!["INFORMATION_REQUEST".into()]);
+    let server = TestServer::start(&db(dir.path()), &config).await;
     let ok = message("m-ok", "alice", "bob", "hi");
-    let publish_path = "/v1/messages";
 
+    let handoff = |kind: &str| {
+        json!({"metadata": {"message_id": "00000000-0000-4000-8000-000000000009",
+            "sender_id": "alice", "recipient_id": "bob", "task_id": "t", "priority": "HIGH"},
+            "payload": {"handoff_type": kind, "data": {}}})
+    };
     let cases: Vec<Case> = vec![
-        ("no token", 401, publish_path, None, bytes(&ok)),
+        ("no token", 401, None, bytes(&ok), "missing"),
         (
             "a wrong token",
             401,
-            publish_path,
             Some("not-a-token"),
             bytes(&ok),
+            "unknown token",
         ),
         (
             "a spoofed sender",
             403,
-            publish_path,
             Some(BOB),
-            bytes(&message("m-spoof", "alice", "bob", "hi")),
+            bytes(&ok),
+            "sends only as itself",
         ),
         (
             "a spoofed handoff sender",
             403,
-            publish_path,
             Some(BOB),
-            bytes(
-                &json!({"metadata": {"message_id": "h-spoof", "sender_id": "alice",
-                "recipient_id": "bob", "task_id": "t", "priority": "HIGH"}}),
-            ),
+            bytes(&handoff("INFORMATION_REQUEST")),
+            "/metadata/sender_id",
+        ),
+        (
+            "a handoff type the policy forbids",
+            403,
+            Some(ALICE),
+            bytes(&handoff("ESCALATION")),
+            "handoff_types",
+        ),
+        (
+            "a recipient the policy forbids",
+            403,
+            Some(ALICE),
+            bytes(&message("m-c", "alice", "carol", "hi")),
+            "send_to",
         ),
         (
             "the admin token publishing",
             403,
-            publish_path,
             Some(ADMIN),
             bytes(&ok),
+            "admin token cannot publish",
         ),
         (
             "an oversized body",
             413,
-            publish_path,
             Some(ALICE),
             bytes(&message("m-big", "alice", "bob", &"x".repeat(20_000))),
+            "16384 bytes",
         ),
         (
             "malformed JSON",
             400,
-            publish_path,
             Some(ALICE),
             Some(b"{\"role\": \"user\", \"id\": ".to_vec()),
+            "not JSON",
         ),
         (
             "a path in the message id",
             400,
-            publish_path,
             Some(ALICE),
             bytes(&message("../../etc/passwd", "alice", "bob", "hi")),
+            "contains '.'",
         ),
         (
-            "a header line in the message id",
+            "a header line in the id",
             400,
-            publish_path,
             Some(ALICE),
             bytes(&message("m\r\nX-Injected: yes", "alice", "bob", "hi")),
+            "contains '\\r'",
         ),
         (
             "a path in the recipient",
             400,
-            publish_path,
             Some(ALICE),
             bytes(&message("m-path", "alice", "bob/../alice", "hi")),
+            "contains '/'",
         ),
     ];
-    for (what, status, path, token, body) in cases {
-        let (got, answer) = send(&server, Method::POST, path, token, body).await;
+    for (what, status, token, body, fragment) in cases {
+        let (got, answer) = send(&server, Method::POST, "/v1/messages", token, body).await;
         assert_eq!(got, status, "{what}: {answer}");
         let text = answer["message"].as_str().unwrap_or_default();
-        assert!(!text.is_empty(), "{what}: a clear message: {answer}");
+        assert!(text.contains(fragment), "{what}: {fragment:?} in {answer}");
     }
 
     let (status, answer) = send(
         &server,
         Method::POST,
-        publish_path,
+        "/v1/messages",
         Some(ALICE),
         Some(b"{\"a\":".to_vec()),
     )

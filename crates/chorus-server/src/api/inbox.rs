@@ -114,7 +114,7 @@ pub async fn inbox(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     check_id("the agent id", &agent)?;
-    caller.may_read_inbox(&agent)?;
+    app.policy.may_read(&caller, &agent)?;
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let after = app.inboxes.resume_after(last);
     let stream = events(app, agent, after).map(Ok);
@@ -162,7 +162,7 @@ pub async fn settle(
         path.map_err(|e| ApiError::bad_request("bad_path", e.body_text()))?;
     check_id("the agent id", &agent)?;
     check_id("the message id", &message_id)?;
-    caller.may_read_inbox(&agent)?;
+    app.policy.may_read(&caller, &agent)?;
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let delay = match action {
         Settle::Ack => Duration::ZERO,

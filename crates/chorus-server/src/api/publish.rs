@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
+use crate::policy::Policy;
 use crate::state::AppState;
 
 /// The answer to an accepted publish.
@@ -60,8 +61,8 @@ fn pointers(document: &Value) -> Pointers {
 }
 
 /// Refuses, before anything is stored, what the caller may not send: another sender's name,
-/// ids that could inject a path or a header.
-fn admit(agent: &str, document: &Value) -> Result<(), ApiError> {
+/// ids that could inject a path or a header, what the policy forbids.
+fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<(), ApiError> {
     let at = pointers(document);
     if let Some(sender) = document.pointer(at.sender).and_then(Value::as_str)
         && sender != agent
@@ -79,9 +80,13 @@ fn admit(agent: &str, document: &Value) -> Result<(), ApiError> {
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     };
-    for r in recipients {
+    for r in &recipients {
         check_id(&format!("the recipient at {}", at.recipients), r)?;
     }
+    let handoff_type = document
+        .pointer("/payload/handoff_type")
+        .and_then(Value::as_str);
+    policy.may_send(agent, &recipients, handoff_type)?;
     if let Ok(env) = Envelope::from_document(document, Vec::new())
         && env.sender.is_none()
     {
@@ -134,7 +139,7 @@ pub async fn publish(
             ),
         )
     })?;
-    admit(&agent, &document)?;
+    admit(&app.policy, &agent, &document)?;
     match app.bus.publish(bytes.to_vec()).await {
         Ok(receipt) => {
             let status = if receipt.duplicate {
@@ -180,26 +185,28 @@ mod tests {
     #[test]
     fn admits_own_messages_and_refuses_spoofing_and_injection() {
         let msg = json!({"role": "user", "id": "m1", "name": "alice", "recipient": "bob", "content": "hi"});
-        assert!(admit("alice", &msg).is_ok());
+        assert!(admit(&Policy::default(), "alice", &msg).is_ok());
         assert_eq!(
-            admit("mallory", &msg).unwrap_err().status,
+            admit(&Policy::default(), "mallory", &msg)
+                .unwrap_err()
+                .status,
             StatusCode::FORBIDDEN
         );
         let mut bad = msg.clone();
         bad["id"] = json!("m1\r\nX-Injected: 1");
         assert_eq!(
-            admit("alice", &bad).unwrap_err().status,
+            admit(&Policy::default(), "alice", &bad).unwrap_err().status,
             StatusCode::BAD_REQUEST
         );
         let mut bad = msg.clone();
         bad["recipient"] = json!("../bob");
         assert_eq!(
-            admit("alice", &bad).unwrap_err().status,
+            admit(&Policy::default(), "alice", &bad).unwrap_err().status,
             StatusCode::BAD_REQUEST
         );
         let mut nameless = msg;
         nameless.as_object_mut().unwrap().remove("name");
-        let e = admit("alice", &nameless).unwrap_err();
+        let e = admit(&Policy::default(), "alice", &nameless).unwrap_err();
         assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(e.body.issues[0].pointer, "/name");
     }
@@ -208,9 +215,17 @@ mod tests {
     fn reads_the_handoff_sender() {
         let handoff = json!({"metadata": {"sender_id": "alice", "message_id": "h/1"}});
         assert_eq!(
-            admit("bob", &handoff).unwrap_err().status,
+            admit(&Policy::default(), "bob", &handoff)
+                .unwrap_err()
+                .status,
             StatusCode::FORBIDDEN
         );
-        assert_eq!(admit("alice", &handoff).unwrap_err().body.error, "bad_id");
+        assert_eq!(
+            admit(&Policy::default(), "alice", &handoff)
+                .unwrap_err()
+                .body
+                .error,
+            "bad_id"
+        );
     }
 }

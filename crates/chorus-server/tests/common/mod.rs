@@ -33,12 +33,8 @@ pub fn config(ack_wait_secs: u64) -> ServerConfig {
         ..ServerConfig::default()
     };
     for (id, token) in [("alice", ALICE), ("bob", BOB)] {
-        c.agents.insert(
-            id.into(),
-            AgentEntry {
-                token_sha256: hash_token(token),
-            },
-        );
+        c.agents
+            .insert(id.into(), AgentEntry::with_token_hash(hash_token(token)));
     }
     c
 }

@@ -1,0 +1,116 @@
+//! The access policy of the config: which inboxes an agent reads, to whom and which handoff
+//! types it sends.
+
+use std::collections::BTreeMap;
+
+use crate::auth::Caller;
+use crate::config::{AgentEntry, ServerConfig};
+use crate::error::ApiError;
+
+/// What each agent may do.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    agents: BTreeMap<String, AgentEntry>,
+}
+
+impl Policy {
+    /// The policy of `config`'s agents.
+    pub fn new(config: &ServerConfig) -> Policy {
+        Policy {
+            agents: config.agents.clone(),
+        }
+    }
+
+    /// Refuses (403) unless the caller is the admin, the inbox's agent, or an agent allowed
+    /// to read it.
+    pub fn may_read(&self, caller: &Caller, inbox: &str) -> Result<(), ApiError> {
+        let Caller::Agent(me) = caller else {
+            return Ok(());
+        };
+        let listed = self
+            .agents
+            .get(me)
+            .is_some_and(|a| a.read.iter().any(|r| r == inbox));
+        if me == inbox || listed {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "agent {me:?} may not read the inbox {inbox:?}; an agent reads its own inbox and those listed in its `read`"
+            )))
+        }
+    }
+
+    /// Refuses (403) a message to a recipient, or of a handoff type, the sender may not use.
+    pub fn may_send(
+        &self,
+        agent: &str,
+        recipients: &[&str],
+        handoff_type: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let Some(entry) = self.agents.get(agent) else {
+            return Ok(());
+        };
+        if let Some(allowed) = &entry.send_to
+            && let Some(r) = recipients.iter().find(|r| !allowed.iter().any(|a| a == *r))
+        {
+            return Err(ApiError::forbidden(format!(
+                "agent {agent:?} may not send to {r:?}; its `send_to` lists {allowed:?}"
+            )));
+        }
+        if let (Some(allowed), Some(t)) = (&entry.handoff_types, handoff_type)
+            && !allowed.iter().any(|a| a == t)
+        {
+            return Err(ApiError::forbidden(format!(
+                "agent {agent:?} may not send {t} handoffs; its `handoff_types` lists {allowed:?}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+
+    fn policy() -> Policy {
+        let config = ServerConfig::from_toml(&format!(
+            "[agents.alice]\ntoken_sha256 = \"{h}\"\nsend_to = [\"bob\"]\nhandoff_types = [\"INFORMATION_REQUEST\"]\n\
+             [agents.bob]\ntoken_sha256 = \"{h}\"\nread = [\"support_pool\"]\n",
+            h = "0".repeat(64)
+        ))
+        .unwrap();
+        Policy::new(&config)
+    }
+
+    #[test]
+    fn reads_own_and_listed_inboxes_only() {
+        let p = policy();
+        let bob = Caller::Agent("bob".into());
+        assert!(p.may_read(&bob, "bob").is_ok());
+        assert!(p.may_read(&bob, "support_pool").is_ok());
+        assert_eq!(
+            p.may_read(&bob, "alice").unwrap_err().status,
+            StatusCode::FORBIDDEN
+        );
+        let alice = Caller::Agent("alice".into());
+        assert!(p.may_read(&alice, "support_pool").is_err());
+        assert!(p.may_read(&Caller::Admin, "alice").is_ok());
+    }
+
+    #[test]
+    fn sends_to_listed_recipients_and_types_only() {
+        let p = policy();
+        assert!(
+            p.may_send("alice", &["bob"], Some("INFORMATION_REQUEST"))
+                .is_ok()
+        );
+        assert!(p.may_send("alice", &["bob"], None).is_ok());
+        let e = p
+            .may_send("alice", &["bob"], Some("ESCALATION"))
+            .unwrap_err();
+        assert!(e.body.message.contains("ESCALATION"), "{}", e.body.message);
+        assert!(p.may_send("alice", &["bob", "carol"], None).is_err());
+        assert!(p.may_send("bob", &["anyone"], Some("ESCALATION")).is_ok());
+    }
+}
