@@ -25,6 +25,13 @@ pub struct ServerConfig {
     /// Seconds an agent holds a delivery before it is delivered again.
     #[serde(default = "default_ack_wait_secs")]
     pub ack_wait_secs: u64,
+    /// Requests that write (publish, ack, nack) an agent may make per second on average;
+    /// 0 turns the limit off.
+    #[serde(default = "default_rate_per_sec")]
+    pub rate_per_sec: f64,
+    /// Requests that write an agent may make at once.
+    #[serde(default = "default_rate_burst")]
+    pub rate_burst: u32,
     /// Seconds within which a re-published message id is not stored again.
     #[serde(default = "default_dedupe_window_secs")]
     pub dedupe_window_secs: u64,
@@ -61,6 +68,14 @@ fn default_max_body_bytes() -> usize {
     1024 * 1024
 }
 
+fn default_rate_per_sec() -> f64 {
+    200.0
+}
+
+fn default_rate_burst() -> u32 {
+    400
+}
+
 fn default_ack_wait_secs() -> u64 {
     30
 }
@@ -76,6 +91,8 @@ impl Default for ServerConfig {
             agents: BTreeMap::new(),
             max_body_bytes: default_max_body_bytes(),
             ack_wait_secs: default_ack_wait_secs(),
+            rate_per_sec: default_rate_per_sec(),
+            rate_burst: default_rate_burst(),
             dedupe_window_secs: default_dedupe_window_secs(),
         }
     }
@@ -129,6 +146,11 @@ impl ServerConfig {
                 return Err(fail(format!("agents.{id:?}: the agent id {why}")));
             }
             check_hash(&format!("agents.{id}.token_sha256"), &agent.token_sha256).map_err(fail)?;
+        }
+        if !(self.rate_per_sec >= 0.0 && self.rate_per_sec.is_finite()) {
+            return Err(fail(
+                "rate_per_sec: expected a number of requests a second, 0 or more".into(),
+            ));
         }
         if self.max_body_bytes == 0 {
             return Err(fail("max_body_bytes: expected a positive size".into()));

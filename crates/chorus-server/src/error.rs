@@ -51,6 +51,8 @@ pub struct ApiError {
     pub status: StatusCode,
     /// The body sent back.
     pub body: ErrorBody,
+    /// Seconds to wait before retrying (sent as `Retry-After`).
+    pub retry_after_secs: Option<u64>,
 }
 
 impl ApiError {
@@ -64,6 +66,7 @@ impl ApiError {
                 issues: Vec::new(),
                 dead_letter_id: None,
             },
+            retry_after_secs: None,
         }
     }
 
@@ -121,11 +124,15 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let unauthorized = self.status == StatusCode::UNAUTHORIZED;
         let mut response = (self.status, Json(self.body)).into_response();
+        let headers = response.headers_mut();
         if unauthorized {
-            response.headers_mut().insert(
+            headers.insert(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"chorus\""),
             );
+        }
+        if let Some(secs) = self.retry_after_secs {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod inbox;
 pub mod metrics;
 pub mod policy;
+pub mod rate;
 pub mod server;
 pub mod state;
 

@@ -17,6 +17,7 @@ use crate::config::ServerConfig;
 use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
+use crate::rate::RateLimiter;
 use crate::state::AppState;
 
 /// Where messages are stored.
@@ -82,6 +83,7 @@ impl Server {
                 generated_admin_token.as_deref().map(hash_token),
             )),
             policy: Arc::new(Policy::new(config)),
+            rate: Arc::new(RateLimiter::new(config.rate_per_sec, config.rate_burst)),
             inboxes: Arc::new(Inboxes::default()),
             metrics: Arc::new(Metrics::default()),
             max_body_bytes: config.max_body_bytes,

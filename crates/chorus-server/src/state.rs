@@ -9,6 +9,7 @@ use crate::auth::Tokens;
 use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
+use crate::rate::RateLimiter;
 
 /// Shared state of one running server (cheap to clone).
 #[derive(Clone)]
@@ -19,6 +20,8 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     /// What each agent may read and send.
     pub policy: Arc<Policy>,
+    /// Per-agent limits on requests that write.
+    pub rate: Arc<RateLimiter>,
     /// Deliveries handed to agents over SSE and not yet settled.
     pub inboxes: Arc<Inboxes>,
     /// Counters and gauges for `/metrics`.

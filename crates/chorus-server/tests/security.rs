@@ -240,3 +240,39 @@ async fn an_unauthorized_answer_names_the_bearer_scheme() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_agent_over_its_rate_is_refused_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    // One request per 100 s after the burst: no refill while the test runs.
+    config.rate_per_sec = 0.01;
+    config.rate_burst = 2;
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    for i in 0..2 {
+        let m = message(&format!("r{i}"), "alice", "bob", "x");
+        assert_eq!(publish(&server, ALICE, &m).await.status(), 201);
+    }
+    let refused = publish(&server, ALICE, &message("r2", "alice", "bob", "x")).await;
+    assert_eq!(refused.status(), 429);
+    let wait: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((50..=100).contains(&wait), "retry after {wait} s");
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "rate_limited");
+    let other = message("b0", "bob", "alice", "x");
+    assert_eq!(
+        publish(&server, BOB, &other).await.status(),
+        201,
+        "per agent"
+    );
+    let metrics = metrics_text(&server).await;
+    assert!(
+        metrics.lines().any(|l| l == "chorus_published_total 3"),
+        "{metrics}"
+    );
+    server.stop().await;
+}

@@ -149,6 +149,7 @@ pub enum Settle {
         (status = 403, description = "Another agent's inbox", body = ErrorBody),
         (status = 404, description = "No such delivery is held", body = ErrorBody),
         (status = 409, description = "The ack deadline passed; the message was delivered again", body = ErrorBody),
+        (status = 429, description = "Too many requests from this agent; see Retry-After", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -163,6 +164,9 @@ pub async fn settle(
     check_id("the agent id", &agent)?;
     check_id("the message id", &message_id)?;
     app.policy.may_read(&caller, &agent)?;
+    if let Caller::Agent(me) = &caller {
+        app.rate.check(me)?;
+    }
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let delay = match action {
         Settle::Ack => Duration::ZERO,

@@ -115,6 +115,7 @@ fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<(), ApiError>
         (status = 403, description = "The sender is not the authenticated agent", body = ErrorBody),
         (status = 413, description = "The body is larger than the limit", body = ErrorBody),
         (status = 422, description = "Not a valid message or handoff: every problem with its JSON pointer", body = ErrorBody),
+        (status = 429, description = "Too many requests from this agent; see Retry-After", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -128,6 +129,7 @@ pub async fn publish(
             "the admin token cannot publish; publish with the sending agent's token",
         ));
     };
+    app.rate.check(&agent)?;
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let document: Value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request(
