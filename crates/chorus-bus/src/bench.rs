@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use futures::future::try_join_all;
 use futures::stream::FuturesUnordered;
 use serde::Serialize;
 
@@ -261,8 +260,8 @@ pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<Benc
                         _ => duplicates += 1,
                     }
                 }
-                // Acknowledge the batch concurrently, so that a durable backend commits it once.
-                try_join_all(batch.iter().map(|d| bus.ack(d))).await?;
+                // Acknowledge the batch at once, so that a backend can settle it together.
+                bus.ack_all(&batch).await?;
                 last = start.elapsed();
             }
             Ok::<_, BusError>((latencies, duplicates, last))

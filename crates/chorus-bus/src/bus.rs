@@ -40,6 +40,13 @@ pub trait Bus: Send + Sync {
     /// Acknowledges: the message is done and will not be delivered again on this queue.
     async fn ack(&self, delivery: &Delivery) -> BusResult<()>;
 
+    /// Acknowledges every delivery (concurrently, or settled together by the backend); on
+    /// failure, the first error, after trying all of them.
+    async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
+        let results = futures::future::join_all(deliveries.iter().map(|d| self.ack(d))).await;
+        results.into_iter().collect()
+    }
+
     /// Negative acknowledgement: deliver again after `delay`.
     async fn nack(&self, delivery: &Delivery, delay: Duration) -> BusResult<()>;
 

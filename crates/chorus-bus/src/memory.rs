@@ -1,8 +1,13 @@
 //! In-process backend: the same guarantees as the durable ones, for one process's lifetime.
+//!
+//! Each queue has its own lock, so publishers and consumers of different queues never wait
+//! for each other, and a consumer's fetch or ack touches only its queue. The message log,
+//! the dead letters and the handled ids have locks of their own, always taken in the order
+//! handled → log → queue → dead.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,7 +24,16 @@ use crate::routing::Binding;
 /// The in-memory bus.
 pub struct MemoryBus {
     config: BusConfig,
-    state: Mutex<State>,
+    queues: RwLock<HashMap<String, Arc<QueueCell>>>,
+    log: Mutex<Log>,
+    dead: Mutex<Dead>,
+    handled: Mutex<HandledIds>,
+    bindings: RwLock<Vec<Binding>>,
+}
+
+/// One queue: its state behind its own lock, and a wake-up for its waiting consumers.
+struct QueueCell {
+    state: Mutex<Queue>,
     arrived: Notify,
 }
 
@@ -38,26 +52,46 @@ struct Held {
 struct Queue {
     ready: [VecDeque<Entry>; 4],
     delayed: Vec<(i64, Entry)>,
-    held: HashMap<u64, Held>,
+    held: BTreeMap<u64, Held>,
     deadlines: BinaryHeap<Reverse<(i64, u64)>>,
     scheduler: FairScheduler,
+    next_token: u64,
 }
 
+/// Every stored message, its tracking indexes and the dedupe window.
 #[derive(Default)]
-struct State {
-    queues: HashMap<String, Queue>,
-    seen: HashMap<String, i64>,
-    seen_order: VecDeque<(i64, String)>,
-    bindings: Vec<Binding>,
+struct Log {
+    seen: HashMap<Arc<str>, i64>,
+    seen_order: VecDeque<(i64, Arc<str>)>,
     log: Vec<Arc<Envelope>>,
     by_task: HashMap<String, Vec<usize>>,
     by_correlation: HashMap<String, Vec<usize>>,
     by_conversation: HashMap<String, Vec<usize>>,
-    dead: Vec<DeadLetter>,
-    next_dead: u64,
-    handled: HashSet<(String, String)>,
+}
+
+#[derive(Default)]
+struct Dead {
+    letters: Vec<DeadLetter>,
+    next: u64,
+}
+
+#[derive(Default)]
+struct HandledIds {
+    ids: HashSet<(String, String)>,
     effects: Vec<EffectRecord>,
-    next_token: u64,
+}
+
+/// Locks a mutex; a panic while holding it leaves consistent data (every mutation is one step).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The error for a delivery this bus no longer holds.
+fn stale(d: &Delivery) -> BusError {
+    BusError::StaleDelivery {
+        token: d.token.clone(),
+        message_id: d.envelope.id.clone(),
+    }
 }
 
 impl MemoryBus {
@@ -65,27 +99,107 @@ impl MemoryBus {
     pub fn new(config: BusConfig) -> MemoryBus {
         MemoryBus {
             config,
-            state: Mutex::new(State::default()),
-            arrived: Notify::new(),
+            queues: RwLock::default(),
+            log: Mutex::default(),
+            dead: Mutex::default(),
+            handled: Mutex::default(),
+            bindings: RwLock::default(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves consistent data: every mutation is one step.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// The queue named `name`, created empty on first use.
+    fn cell(&self, name: &str) -> Arc<QueueCell> {
+        if let Some(c) = self
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+        {
+            return c.clone();
+        }
+        let mut all = self.queues.write().unwrap_or_else(|p| p.into_inner());
+        all.entry(name.to_owned())
+            .or_insert_with(|| {
+                Arc::new(QueueCell {
+                    state: Mutex::new(Queue {
+                        scheduler: FairScheduler::new(self.config.weights),
+                        ..Queue::default()
+                    }),
+                    arrived: Notify::new(),
+                })
+            })
+            .clone()
+    }
+
+    /// The queue named `name` when it exists.
+    fn existing(&self, name: &str) -> Option<Arc<QueueCell>> {
+        self.queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// Logs `env` and adds it to `queues` unless its id is a duplicate (when `dedupe`);
+    /// the caller holds the log lock so that two publishes of one id cannot both pass.
+    fn store_locked(
+        &self,
+        log: &mut Log,
+        env: Arc<Envelope>,
+        queues: &[String],
+        dedupe: bool,
+        now: i64,
+    ) -> bool {
+        if dedupe && log.is_duplicate(&env.id, now, millis(self.config.dedupe_window)) {
+            return false;
+        }
+        log.record(env.clone(), now);
+        for q in queues {
+            let cell = self.cell(q);
+            let was_empty = {
+                let mut queue = lock(&cell.state);
+                let was_empty = !queue.has_ready();
+                queue.push(Entry {
+                    env: env.clone(),
+                    attempts: 0,
+                });
+                was_empty
+            };
+            // One consumer is woken when the queue fills; a fetch leaving messages behind
+            // wakes the next, so a burst costs a few wake-ups rather than one per message.
+            if was_empty {
+                cell.arrived.notify_one();
+            }
+        }
+        true
+    }
+
+    /// Runs `f` on the queue holding delivery `d`, or reports the delivery as stale.
+    fn with_held<T>(
+        &self,
+        d: &Delivery,
+        f: impl FnOnce(&mut Queue, u64) -> T,
+    ) -> BusResult<(T, Arc<QueueCell>)> {
+        let token: u64 = d.token.parse().map_err(|_| stale(d))?;
+        let cell = self.existing(&d.queue).ok_or_else(|| stale(d))?;
+        let out = {
+            let mut q = lock(&cell.state);
+            if !q.held.contains_key(&token) {
+                return Err(stale(d));
+            }
+            f(&mut q, token)
+        };
+        Ok((out, cell))
     }
 }
 
 impl Queue {
-    fn scheduler(weights: [u32; 4]) -> Queue {
-        Queue {
-            scheduler: FairScheduler::new(weights),
-            ..Queue::default()
-        }
-    }
-
     fn push(&mut self, entry: Entry) {
         self.ready[entry.env.priority.rank() as usize].push_back(entry);
+    }
+
+    fn has_ready(&self) -> bool {
+        self.ready.iter().any(|l| !l.is_empty())
     }
 
     /// Returns overdue held deliveries and due delayed ones to the ready lists.
@@ -115,15 +229,34 @@ impl Queue {
             }
         }
     }
+
+    /// Claims up to `max` ready entries in fair priority order.
+    fn claim(&mut self, queue: &str, max: usize, now: i64, deadline: i64) -> Vec<Delivery> {
+        self.release_due(now);
+        let waiting = self.ready.each_ref().map(VecDeque::len);
+        let plan = self.scheduler.plan(waiting, max);
+        let mut out = Vec::with_capacity(plan.len());
+        for p in plan {
+            let Some(mut entry) = self.ready[p.rank() as usize].pop_front() else {
+                continue;
+            };
+            entry.attempts += 1;
+            self.next_token += 1;
+            let token = self.next_token;
+            out.push(Delivery {
+                envelope: entry.env.clone(),
+                queue: queue.to_owned(),
+                attempt: entry.attempts,
+                token: token.to_string(),
+            });
+            self.deadlines.push(Reverse((deadline, token)));
+            self.held.insert(token, Held { entry, deadline });
+        }
+        out
+    }
 }
 
-impl State {
-    fn queue(&mut self, name: &str, weights: [u32; 4]) -> &mut Queue {
-        self.queues
-            .entry(name.to_owned())
-            .or_insert_with(|| Queue::scheduler(weights))
-    }
-
+impl Log {
     fn is_duplicate(&mut self, id: &str, now: i64, window: i64) -> bool {
         while let Some((at, old)) = self.seen_order.front() {
             if *at >= now - window {
@@ -137,10 +270,10 @@ impl State {
         self.seen.contains_key(id)
     }
 
-    fn store(&mut self, env: &Envelope, queues: &[String], weights: [u32; 4], now: i64) {
-        let env = Arc::new(env.clone());
-        self.seen.insert(env.id.clone(), now);
-        self.seen_order.push_back((now, env.id.clone()));
+    fn record(&mut self, env: Arc<Envelope>, now: i64) {
+        let id: Arc<str> = Arc::from(env.id.as_str());
+        self.seen.insert(id.clone(), now);
+        self.seen_order.push_back((now, id));
         let at = self.log.len();
         for (key, index) in [
             (&env.task_id, &mut self.by_task),
@@ -151,26 +284,7 @@ impl State {
                 index.entry(k.clone()).or_default().push(at);
             }
         }
-        self.log.push(env.clone());
-        for q in queues {
-            self.queue(q, weights).push(Entry {
-                env: env.clone(),
-                attempts: 0,
-            });
-        }
-    }
-
-    fn held_mut(&mut self, d: &Delivery) -> BusResult<(&mut Queue, u64)> {
-        let stale = || BusError::StaleDelivery {
-            token: d.token.clone(),
-            message_id: d.envelope.id.clone(),
-        };
-        let token: u64 = d.token.parse().map_err(|_| stale())?;
-        let q = self.queues.get_mut(&d.queue).ok_or_else(stale)?;
-        if !q.held.contains_key(&token) {
-            return Err(stale());
-        }
-        Ok((q, token))
+        self.log.push(env);
     }
 
     fn envelopes(&self, indexes: Option<&Vec<usize>>) -> Vec<Envelope> {
@@ -187,72 +301,77 @@ impl Bus for MemoryBus {
     }
 
     async fn bind(&self, binding: Binding) -> BusResult<()> {
-        let mut s = self.lock();
-        if !s.bindings.contains(&binding) {
-            s.bindings.push(binding);
+        let mut all = self.bindings.write().unwrap_or_else(|p| p.into_inner());
+        if !all.contains(&binding) {
+            all.push(binding);
         }
         Ok(())
     }
 
     async fn bindings(&self) -> BusResult<Vec<Binding>> {
-        Ok(self.lock().bindings.clone())
+        Ok(self
+            .bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone())
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
-        let now = now_ms();
-        {
-            let mut s = self.lock();
-            if dedupe && s.is_duplicate(&env.id, now, millis(self.config.dedupe_window)) {
-                return Ok(false);
-            }
-            s.store(env, queues, self.config.weights, now);
-        }
-        self.arrived.notify_waiters();
-        Ok(true)
+        let stored = {
+            let env = Arc::new(env.clone());
+            let mut log = lock(&self.log);
+            self.store_locked(&mut log, env, queues, dedupe, now_ms())
+        };
+        // A publisher that never waits on anything else still lets the consumers it woke run.
+        tokio::task::consume_budget().await;
+        Ok(stored)
     }
 
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
-        let now = now_ms();
-        let deadline = now + millis(self.config.ack_wait);
-        let mut s = self.lock();
-        let mut token = s.next_token;
-        let Some(q) = s.queues.get_mut(queue) else {
+        let Some(cell) = self.existing(queue) else {
             return Ok(Vec::new());
         };
-        q.release_due(now);
-        let waiting = q.ready.each_ref().map(VecDeque::len);
-        let plan = q.scheduler.plan(waiting, max);
-        let mut out = Vec::with_capacity(plan.len());
-        for p in plan {
-            let Some(mut entry) = q.ready[p.rank() as usize].pop_front() else {
-                continue;
-            };
-            entry.attempts += 1;
-            token += 1;
-            out.push(Delivery {
-                envelope: entry.env.clone(),
-                queue: queue.to_owned(),
-                attempt: entry.attempts,
-                token: token.to_string(),
-            });
-            q.deadlines.push(Reverse((deadline, token)));
-            q.held.insert(token, Held { entry, deadline });
+        let now = now_ms();
+        let deadline = now + millis(self.config.ack_wait);
+        let (out, more) = {
+            let mut q = lock(&cell.state);
+            let out = q.claim(queue, max, now, deadline);
+            (out, q.has_ready())
+        };
+        if more {
+            // Hand the rest to another waiting consumer.
+            cell.arrived.notify_one();
         }
-        s.next_token = token;
         Ok(out)
     }
 
     async fn ack(&self, d: &Delivery) -> BusResult<()> {
-        let mut s = self.lock();
-        let (q, token) = s.held_mut(d)?;
-        q.held.remove(&token);
+        self.with_held(d, |q, token| {
+            q.held.remove(&token);
+        })?;
         Ok(())
     }
 
+    async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
+        let mut first_error = None;
+        for run in deliveries.chunk_by(|a, b| a.queue == b.queue) {
+            let cell = self.existing(&run[0].queue);
+            let mut q = cell.as_ref().map(|c| lock(&c.state));
+            for d in run {
+                let settled = match (q.as_mut(), d.token.parse::<u64>()) {
+                    (Some(q), Ok(token)) => q.held.remove(&token).is_some(),
+                    _ => false,
+                };
+                if !settled {
+                    first_error.get_or_insert_with(|| stale(d));
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
-        {
-            let mut s = self.lock();
-            let (q, token) = s.held_mut(d)?;
+        let ((), cell) = self.with_held(d, |q, token| {
             if let Some(held) = q.held.remove(&token) {
                 if delay.is_zero() {
                     q.push(held.entry);
@@ -260,36 +379,38 @@ impl Bus for MemoryBus {
                     q.delayed.push((now_ms() + millis(delay), held.entry));
                 }
             }
-        }
-        self.arrived.notify_waiters();
+        })?;
+        cell.arrived.notify_one();
         Ok(())
     }
 
     async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
         let deadline = now_ms() + millis(self.config.ack_wait);
-        let mut s = self.lock();
-        let (q, token) = s.held_mut(d)?;
-        if let Some(h) = q.held.get_mut(&token) {
-            h.deadline = deadline;
-        }
-        q.deadlines.push(Reverse((deadline, token)));
+        self.with_held(d, |q, token| {
+            if let Some(h) = q.held.get_mut(&token) {
+                h.deadline = deadline;
+            }
+            q.deadlines.push(Reverse((deadline, token)));
+        })?;
         Ok(())
     }
 
     async fn dead_letter(&self, d: &Delivery, reason: DeadReason) -> BusResult<()> {
-        let mut s = self.lock();
-        let (q, token) = s.held_mut(d)?;
-        q.held.remove(&token);
-        s.next_dead += 1;
-        let letter = DeadLetter {
-            id: s.next_dead.to_string(),
-            message_id: Some(d.envelope.id.clone()),
-            queue: Some(d.queue.clone()),
-            reason,
-            bytes: d.envelope.bytes.clone(),
-            envelope: Some((*d.envelope).clone()),
-        };
-        s.dead.push(letter);
+        self.with_held(d, |q, token| {
+            q.held.remove(&token);
+            // Still under the queue lock: nobody sees the message neither queued nor dead.
+            let mut dead = lock(&self.dead);
+            dead.next += 1;
+            let letter = DeadLetter {
+                id: dead.next.to_string(),
+                message_id: Some(d.envelope.id.clone()),
+                queue: Some(d.queue.clone()),
+                reason,
+                bytes: d.envelope.bytes.clone(),
+                envelope: Some((*d.envelope).clone()),
+            };
+            dead.letters.push(letter);
+        })?;
         Ok(())
     }
 
@@ -299,10 +420,10 @@ impl Bus for MemoryBus {
         message_id: Option<&str>,
         reason: DeadReason,
     ) -> BusResult<String> {
-        let mut s = self.lock();
-        s.next_dead += 1;
-        let id = s.next_dead.to_string();
-        s.dead.push(DeadLetter {
+        let mut dead = lock(&self.dead);
+        dead.next += 1;
+        let id = dead.next.to_string();
+        dead.letters.push(DeadLetter {
             id: id.clone(),
             message_id: message_id.map(str::to_owned),
             queue: None,
@@ -314,14 +435,14 @@ impl Bus for MemoryBus {
     }
 
     async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
-        Ok(self.lock().dead.clone())
+        Ok(lock(&self.dead).letters.clone())
     }
 
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
-        let mut s = self.lock();
-        let before = s.dead.len();
-        s.dead.retain(|d| d.id != id);
-        if s.dead.len() == before {
+        let mut dead = lock(&self.dead);
+        let before = dead.letters.len();
+        dead.letters.retain(|d| d.id != id);
+        if dead.letters.len() == before {
             return Err(BusError::UnknownDeadLetter(id.to_owned()));
         }
         Ok(())
@@ -329,7 +450,7 @@ impl Bus for MemoryBus {
 
     async fn already_handled(&self, handler: &str, message_id: &str) -> BusResult<bool> {
         let key = (handler.to_owned(), message_id.to_owned());
-        Ok(self.lock().handled.contains(&key))
+        Ok(lock(&self.handled).ids.contains(&key))
     }
 
     async fn commit_once(
@@ -340,33 +461,28 @@ impl Bus for MemoryBus {
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
         let now = now_ms();
+        let mut handled = lock(&self.handled);
+        if !handled
+            .ids
+            .insert((handler.to_owned(), message_id.to_owned()))
         {
-            let mut s = self.lock();
-            if !s
-                .handled
-                .insert((handler.to_owned(), message_id.to_owned()))
-            {
-                return Ok(false);
-            }
-            s.effects.push(EffectRecord {
-                handler: handler.to_owned(),
-                message_id: message_id.to_owned(),
-                record: record.to_vec(),
-            });
-            let window = millis(self.config.dedupe_window);
-            for (env, queues) in outgoing {
-                if !s.is_duplicate(&env.id, now, window) {
-                    s.store(env, queues, self.config.weights, now);
-                }
-            }
+            return Ok(false);
         }
-        self.arrived.notify_waiters();
+        handled.effects.push(EffectRecord {
+            handler: handler.to_owned(),
+            message_id: message_id.to_owned(),
+            record: record.to_vec(),
+        });
+        let mut log = lock(&self.log);
+        for (env, queues) in outgoing {
+            self.store_locked(&mut log, Arc::new(env.clone()), queues, true, now);
+        }
         Ok(true)
     }
 
     async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>> {
-        let s = self.lock();
-        Ok(s.effects
+        Ok(lock(&self.handled)
+            .effects
             .iter()
             .filter(|e| e.handler == handler)
             .cloned()
@@ -374,13 +490,13 @@ impl Bus for MemoryBus {
     }
 
     async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
-        let s = self.lock();
-        Ok(s.envelopes(s.by_task.get(task_id)))
+        let log = lock(&self.log);
+        Ok(log.envelopes(log.by_task.get(task_id)))
     }
 
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {
-        let s = self.lock();
-        Ok(s.envelopes(s.by_correlation.get(correlation_id)))
+        let log = lock(&self.log);
+        Ok(log.envelopes(log.by_correlation.get(correlation_id)))
     }
 
     async fn conversation(
@@ -389,8 +505,8 @@ impl Bus for MemoryBus {
         after: u64,
         limit: usize,
     ) -> BusResult<Vec<LogEntry>> {
-        let s = self.lock();
-        let Some(ix) = s.by_conversation.get(conversation_id) else {
+        let log = lock(&self.log);
+        let Some(ix) = log.by_conversation.get(conversation_id) else {
             return Ok(Vec::new());
         };
         Ok(ix
@@ -400,13 +516,14 @@ impl Bus for MemoryBus {
             .take(limit)
             .map(|(i, &at)| LogEntry {
                 seq: i as u64 + 1,
-                envelope: (*s.log[at]).clone(),
+                envelope: (*log.log[at]).clone(),
             })
             .collect())
     }
 
-    async fn wait_for(&self, _queue: &str, timeout: Duration) {
-        let wake = self.arrived.notified();
+    async fn wait_for(&self, queue: &str, timeout: Duration) {
+        let cell = self.cell(queue);
+        let wake = cell.arrived.notified();
         let _ = tokio::time::timeout(timeout.min(self.config.poll_interval * 10), wake).await;
     }
 }

@@ -37,7 +37,7 @@ macro_rules! conformance_tests {
     ($setup:path) => {
         $crate::conformance_tests!(@each $setup;
             invalid_is_refused_and_dead_lettered, validator_hook_refuses, seed_examples_through_core_validation, durable_before_ack,
-            ack_nack_and_in_progress, redelivery_after_ack_deadline, max_deliver_dead_letters,
+            ack_nack_and_in_progress, ack_all_settles_a_batch, redelivery_after_ack_deadline, max_deliver_dead_letters,
             duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
             expired_messages_never_reach_handlers, priority_order_and_fairness,
             route_to_one_id, pool_has_competing_consumers, list_gets_one_copy_each,
@@ -337,6 +337,39 @@ pub async fn ack_nack_and_in_progress(f: &Fixture) {
             .await
             .is_none(),
         "acked is never redelivered"
+    );
+}
+
+pub async fn ack_all_settles_a_batch(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let ids: Vec<String> = (0..5).map(|_| mid()).collect();
+    for id in &ids {
+        publish(&bus, &packet(id, json!("batch"), "MEDIUM", "NOTIFICATION")).await;
+    }
+    let mut got = Vec::new();
+    while got.len() < ids.len() {
+        let batch = bus.receive("batch", 16, LONG).await.expect("receive");
+        assert!(!batch.is_empty(), "only {} of 5 delivered", got.len());
+        got.extend(batch);
+    }
+    let (first, rest) = got.split_at(2);
+    bus.ack_all(first).await.expect("ack_all");
+    // A batch holding a delivery that is no longer held still settles the others (backends
+    // that can tell report the stale one; the others accept the repeated ack).
+    let mut mixed = rest.to_vec();
+    mixed.push(first[0].clone());
+    if let Err(e) = bus.ack_all(&mixed).await {
+        assert!(
+            matches!(e, chorus_bus::BusError::StaleDelivery { .. }),
+            "{e}"
+        );
+    }
+    // ack_wait is 400 ms: nothing comes back after it.
+    assert!(
+        one(&bus, "batch", Duration::from_millis(900))
+            .await
+            .is_none(),
+        "every acked delivery stays settled"
     );
 }
 
