@@ -3,7 +3,7 @@
 
 use chorus_core::{Content, ContentPart, Conversation, Message, Role, ToolCall};
 use chorus_formats::common::pairing::is_paired;
-use chorus_formats::{EncodeOptions, Format};
+use chorus_formats::{EncodeOptions, Format, Loss, Policy};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -173,6 +173,57 @@ fn round_trip(
             "{} without reported losses:\n{}",
             format.id(),
             encoded.value
+        );
+    }
+    if exact {
+        untouched_parts_come_back(format, conversation, &back, &encoded.losses)?;
+    }
+    Ok(())
+}
+
+/// With losses reported, everything no loss names must still come back unchanged: when no loss
+/// moves, merges, folds or drops whole messages, the messages are the same in number, and each
+/// message (and the tool list) that no loss points into is equal to the original.
+fn untouched_parts_come_back(
+    format: Format,
+    original: &Conversation,
+    back: &Conversation,
+    losses: &[Loss],
+) -> Result<(), TestCaseError> {
+    let structural = losses.iter().any(|l| {
+        matches!(l.policy, Policy::Moved | Policy::Merged | Policy::Folded)
+            || l.path.matches('/').count() < 3 && l.path.starts_with("/messages")
+    });
+    if structural {
+        return Ok(());
+    }
+    let (original, back) = (normalized(original), normalized(back));
+    prop_assert_eq!(
+        back.messages.len(),
+        original.messages.len(),
+        "{}: message count changed without a reported move, merge or drop: {:?}",
+        format.id(),
+        losses
+    );
+    for (i, (a, b)) in original.messages.iter().zip(&back.messages).enumerate() {
+        let prefix = format!("/messages/{i}/");
+        if !losses.iter().any(|l| l.path.starts_with(&prefix)) {
+            prop_assert_eq!(
+                b,
+                a,
+                "{}: message {} has no reported loss: {:?}",
+                format.id(),
+                i,
+                losses
+            );
+        }
+    }
+    if !losses.iter().any(|l| l.path.starts_with("/tools")) {
+        prop_assert_eq!(
+            &back.tools,
+            &original.tools,
+            "{}: tools have no reported loss",
+            format.id()
         );
     }
     Ok(())

@@ -207,6 +207,13 @@ fn turn(m: &Message, at: &str, turns: &mut Vec<Turn>, losses: &mut Losses) {
                     format!("merged into the previous {role} turn (Anthropic turns alternate)"),
                 );
             }
+            if blocks.is_empty() && text.is_none() && !is_result {
+                losses.push(
+                    at,
+                    Policy::Dropped,
+                    "a message without content joins the previous turn and does not come back",
+                );
+            }
             last.ends_with_user_text = !is_result;
             last.push(blocks);
             if let Some(t) = text {

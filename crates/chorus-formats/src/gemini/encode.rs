@@ -64,7 +64,15 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
                     );
                 }
                 seen_system = true;
-                system_parts.extend(parts(m, &at, losses));
+                let own = parts(m, &at, losses);
+                if own.is_empty() {
+                    losses.push(
+                        &at,
+                        Policy::Dropped,
+                        "a system message without parts leaves nothing in system_instruction",
+                    );
+                }
+                system_parts.extend(own);
                 drop_all(&m.extra, &at, "a Gemini system instruction", losses);
                 last_was_result = false;
             }
@@ -117,7 +125,12 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
                 // A user turn right after function responses joins their turn (which may already
                 // hold a result's media), so that the contents alternate and decode the same way.
                 match contents.last_mut() {
-                    Some(last) if last_was_result && role == "user" && extra.is_empty() => {
+                    Some(last)
+                        if last_was_result
+                            && role == "user"
+                            && extra.is_empty()
+                            && !out.is_empty() =>
+                    {
                         push_parts(last, out)
                     }
                     _ => contents.push(new_content(role, out, extra)),

@@ -29,16 +29,25 @@ pub(super) fn report(messages: &[Message], losses: &mut Losses) {
         if let Some(Content::Parts(parts)) = m.content() {
             parts_losses(m, parts, &at, losses);
         }
-        if m.role == Role::Assistant
-            && m.calls().is_empty()
-            && m.content().is_some()
-            && m.text().is_empty()
-        {
-            losses.push(
-                format!("{at}/content"),
-                Policy::Dropped,
-                "empty assistant text is not rendered",
-            );
+        if m.role == Role::Assistant && m.text().is_empty() {
+            let has_text = match m.content() {
+                Some(Content::Text(_)) => true,
+                Some(Content::Parts(parts)) => parts.iter().any(|p| p.as_text().is_some()),
+                None => false,
+            };
+            if m.calls().is_empty() {
+                losses.push(
+                    &at,
+                    Policy::Dropped,
+                    "an assistant message without text or calls is not rendered",
+                );
+            } else if has_text {
+                losses.push(
+                    format!("{at}/content"),
+                    Policy::Dropped,
+                    "empty text next to calls is not rendered",
+                );
+            }
         }
         for (k, call) in m.calls().iter().enumerate() {
             let call_at = format!("{at}/tool_calls/{k}");
