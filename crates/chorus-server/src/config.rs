@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::ids::id_problem;
+use crate::redact::{RedactConfig, Redactor};
 
 /// Settings read from `chorus.toml`; every field has a default.
 #[derive(Debug, Clone, Deserialize)]
@@ -32,6 +33,9 @@ pub struct ServerConfig {
     /// Requests that write an agent may make at once.
     #[serde(default = "default_rate_burst")]
     pub rate_burst: u32,
+    /// What is redacted before a message is stored.
+    #[serde(default)]
+    pub redact: RedactConfig,
     /// Seconds within which a re-published message id is not stored again.
     #[serde(default = "default_dedupe_window_secs")]
     pub dedupe_window_secs: u64,
@@ -93,6 +97,7 @@ impl Default for ServerConfig {
             ack_wait_secs: default_ack_wait_secs(),
             rate_per_sec: default_rate_per_sec(),
             rate_burst: default_rate_burst(),
+            redact: RedactConfig::default(),
             dedupe_window_secs: default_dedupe_window_secs(),
         }
     }
@@ -152,6 +157,7 @@ impl ServerConfig {
                 "rate_per_sec: expected a number of requests a second, 0 or more".into(),
             ));
         }
+        Redactor::new(&self.redact).map_err(fail)?;
         if self.max_body_bytes == 0 {
             return Err(fail("max_body_bytes: expected a positive size".into()));
         }

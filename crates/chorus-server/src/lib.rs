@@ -10,6 +10,7 @@ pub mod inbox;
 pub mod metrics;
 pub mod policy;
 pub mod rate;
+pub mod redact;
 pub mod server;
 pub mod state;
 

@@ -18,6 +18,7 @@ use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::rate::RateLimiter;
+use crate::redact::Redactor;
 use crate::state::AppState;
 
 /// Where messages are stored.
@@ -84,6 +85,8 @@ impl Server {
             )),
             policy: Arc::new(Policy::new(config)),
             rate: Arc::new(RateLimiter::new(config.rate_per_sec, config.rate_burst)),
+            // The config was checked when it was read; an unchecked one redacts nothing.
+            redactor: Arc::new(Redactor::new(&config.redact).unwrap_or_default()),
             inboxes: Arc::new(Inboxes::default()),
             metrics: Arc::new(Metrics::default()),
             max_body_bytes: config.max_body_bytes,

@@ -10,6 +10,7 @@ use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::rate::RateLimiter;
+use crate::redact::Redactor;
 
 /// Shared state of one running server (cheap to clone).
 #[derive(Clone)]
@@ -22,6 +23,8 @@ pub struct AppState {
     pub policy: Arc<Policy>,
     /// Per-agent limits on requests that write.
     pub rate: Arc<RateLimiter>,
+    /// What is redacted before storing.
+    pub redactor: Arc<Redactor>,
     /// Deliveries handed to agents over SSE and not yet settled.
     pub inboxes: Arc<Inboxes>,
     /// Counters and gauges for `/metrics`.

@@ -124,3 +124,32 @@ async fn task_and_conversation_timelines() {
     assert_eq!(status, 403, "timelines need the admin token");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn configured_fields_are_redacted_before_they_are_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    config.redact.pointers = vec!["/payload/data/customer_info/name".into()];
+    config.redact.patterns = vec!["email".into(), "phone".into()];
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    let mut handoff = seed_handoff("003-python-valid-escalation.json", H1);
+    handoff["payload"]["data"]["customer_info"]["user_id"] = "john.doe@example.com".into();
+    let r = publish(&server, ALICE, &handoff).await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let received = inbox.next().await.json();
+    let (_, task) = admin_get(&server, "/v1/tasks/task-abc-456/messages", ADMIN).await;
+    for stored in [&received["message"], &task[0]["message"]] {
+        let customer = &stored["payload"]["data"]["customer_info"];
+        assert_eq!(customer["user_id"], "[REDACTED:email]");
+        assert_eq!(customer["contact_number"], "[REDACTED:phone]");
+        assert_eq!(customer["name"], "[REDACTED]");
+        assert_eq!(
+            stored["metadata"]["timestamp"],
+            handoff["metadata"]["timestamp"]
+        );
+    }
+    drop(inbox);
+    server.stop().await;
+}

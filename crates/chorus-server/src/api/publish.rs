@@ -131,7 +131,7 @@ pub async fn publish(
     };
     app.rate.check(&agent)?;
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
-    let document: Value = serde_json::from_slice(&bytes).map_err(|e| {
+    let mut document: Value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request(
             "malformed_json",
             format!(
@@ -142,7 +142,14 @@ pub async fn publish(
         )
     })?;
     admit(&app.policy, &agent, &document)?;
-    match app.bus.publish(bytes.to_vec()).await {
+    let bytes = if app.redactor.apply(&mut document) {
+        serde_json::to_vec(&document).map_err(|e| {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+        })?
+    } else {
+        bytes.to_vec()
+    };
+    match app.bus.publish(bytes).await {
         Ok(receipt) => {
             let status = if receipt.duplicate {
                 app.metrics.duplicates.inc();
