@@ -56,6 +56,25 @@ fn count_gives_total_messages_and_breakdown() {
 }
 
 #[test]
+fn count_for_gpt_oss_is_the_harmony_rendering() {
+    let conversation = conversation();
+    let out = count(&conversation, &count_args("gpt-oss-120b")).unwrap();
+    let mapped = chorus_harmony::chorus_map::to_harmony(
+        &conversation,
+        chorus_harmony::SystemContent::default(),
+    );
+    let rendered = chorus_harmony::render(
+        &mapped.conversation,
+        &chorus_harmony::RenderOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(out.total, rendered.len());
+    assert_eq!(out.breakdown.total(), out.total);
+    // gpt-oss takes no images: the image is not rendered, so it costs nothing.
+    assert_eq!(out.breakdown.images, 0);
+}
+
+#[test]
 fn errors_are_input_or_usage() {
     assert!(matches!(
         count(&conversation(), &count_args("llama")),

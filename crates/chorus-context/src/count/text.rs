@@ -53,10 +53,16 @@ thread_local! {
 /// `o200k_base` tokens of `text`, through chorus-harmony's encoder (its ordinary vocabulary is
 /// `o200k_base`; the special tokens are never produced from text).
 fn count_o200k(text: &str) -> usize {
+    /// Capacity kept between calls (1 MiB of ids); a larger buffer is freed after use.
+    const KEPT: usize = 1 << 18;
     O200K_IDS.with_borrow_mut(|ids| {
         ids.clear();
         chorus_harmony::encoding().encode_ordinary_into(text, ids);
-        ids.len()
+        let count = ids.len();
+        if ids.capacity() > KEPT {
+            *ids = Vec::new();
+        }
+        count
     })
 }
 
