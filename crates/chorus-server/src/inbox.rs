@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use chorus_bus::Delivery;
 
@@ -15,7 +16,7 @@ pub struct Inboxes {
 struct Held {
     last_seq: u64,
     by_seq: BTreeMap<u64, Delivery>,
-    seq_of: HashMap<String, u64>,
+    seq_of: HashMap<String, (u64, Instant)>,
 }
 
 impl Default for Inboxes {
@@ -36,7 +37,7 @@ impl Inboxes {
         held.last_seq += 1;
         let seq = held.last_seq;
         let id = delivery.envelope.id.clone();
-        if let Some(old) = held.seq_of.insert(id, seq) {
+        if let Some((old, _)) = held.seq_of.insert(id, (seq, Instant::now())) {
             held.by_seq.remove(&old);
         }
         held.by_seq.insert(seq, delivery);
@@ -53,14 +54,12 @@ impl Inboxes {
             .map(|(s, d)| (*s, d.clone()))
     }
 
-    /// The held delivery of `message_id` for `agent`.
-    pub fn get(&self, agent: &str, message_id: &str) -> Option<Delivery> {
+    /// The held delivery of `message_id` for `agent`, and how long it has been held.
+    pub fn get(&self, agent: &str, message_id: &str) -> Option<(Delivery, Duration)> {
         let agents = self.agents.lock().expect("inboxes lock");
         let held = agents.get(agent)?;
-        held.seq_of
-            .get(message_id)
-            .and_then(|s| held.by_seq.get(s))
-            .cloned()
+        let (seq, since) = held.seq_of.get(message_id)?;
+        Some((held.by_seq.get(seq)?.clone(), since.elapsed()))
     }
 
     /// Forgets the delivery of `message_id` once settled, unless a newer delivery replaced it.
@@ -70,7 +69,7 @@ impl Inboxes {
             return;
         };
         let id = &delivery.envelope.id;
-        if let Some(&seq) = held.seq_of.get(id)
+        if let Some(&(seq, _)) = held.seq_of.get(id)
             && held
                 .by_seq
                 .get(&seq)
@@ -122,7 +121,7 @@ mod tests {
         assert!(inboxes.next_after("a", s2).is_none());
         let s3 = inboxes.hold("a", delivery("m1", "t3"));
         assert_eq!(inboxes.next_after("a", 0).unwrap().0, s2);
-        assert_eq!(inboxes.get("a", "m1").unwrap().token, "t3");
+        assert_eq!(inboxes.get("a", "m1").unwrap().0.token, "t3");
         inboxes.settle("a", &delivery("m1", "t1"));
         assert!(
             inboxes.get("a", "m1").is_some(),

@@ -4,6 +4,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 type Labels = Vec<(&'static str, String)>;
@@ -25,6 +26,10 @@ pub struct Metrics {
     pub dead_lettered: Counter,
     /// Dead letters in the store, read at each scrape.
     pub dead_letters: Gauge,
+    /// Seconds from a publish request's body being read to the message being durable.
+    pub publish_seconds: Histogram,
+    /// Seconds from a delivery being sent to an agent to its ack.
+    pub ack_seconds: Histogram,
     /// Messages stored for an inbox through this server and not yet acknowledged, per inbox.
     backlog: Family<Labels, Gauge>,
 }
@@ -61,6 +66,23 @@ impl Default for Metrics {
             "Dead letters in the store",
             dead_letters.clone(),
         );
+        let histogram = |registry: &mut Registry, name: &str, help: &str, first: f64| {
+            let h = Histogram::new(exponential_buckets(first, 2.0, 16));
+            registry.register(name, help, h.clone());
+            h
+        };
+        let publish_seconds = histogram(
+            &mut registry,
+            "publish_seconds",
+            "Seconds to validate and durably store a published message",
+            0.000_1,
+        );
+        let ack_seconds = histogram(
+            &mut registry,
+            "ack_seconds",
+            "Seconds from a delivery being sent to an agent to its ack",
+            0.001,
+        );
         let backlog = Family::<Labels, Gauge>::default();
         registry.register(
             "inbox_backlog",
@@ -76,6 +98,8 @@ impl Default for Metrics {
             nacked,
             dead_lettered,
             dead_letters,
+            publish_seconds,
+            ack_seconds,
             backlog,
         }
     }

@@ -76,6 +76,9 @@ async fn publish_receive_ack_and_resume_with_last_event_id() {
     assert_eq!(metric(&server, "chorus_published_total").await, 3.0);
     assert_eq!(metric(&server, "chorus_acked_total").await, 3.0);
     assert_eq!(metric(&server, "chorus_delivered_total").await, 3.0);
+    assert_eq!(metric(&server, "chorus_publish_seconds_count").await, 3.0);
+    assert_eq!(metric(&server, "chorus_ack_seconds_count").await, 3.0);
+    assert!(metric(&server, "chorus_ack_seconds_sum").await > 0.0);
     assert_eq!(
         metric(&server, "chorus_inbox_backlog{inbox=\"bob\"}").await,
         0.0

@@ -172,7 +172,7 @@ pub async fn settle(
         Settle::Ack => Duration::ZERO,
         Settle::Nack => nack_delay(&bytes)?,
     };
-    let d = app.inboxes.get(&agent, &message_id).ok_or_else(|| {
+    let (d, held_for) = app.inboxes.get(&agent, &message_id).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "not_held",
@@ -185,6 +185,7 @@ pub async fn settle(
         Settle::Ack => {
             app.bus.ack(&d).await?;
             app.metrics.acked.inc();
+            app.metrics.ack_seconds.observe(held_for.as_secs_f64());
             app.metrics.add_backlog(&d.queue, -1);
         }
         Settle::Nack => {

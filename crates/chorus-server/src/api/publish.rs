@@ -130,6 +130,7 @@ pub async fn publish(
         ));
     };
     app.rate.check(&agent)?;
+    let started = std::time::Instant::now();
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let mut document: Value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request(
@@ -156,6 +157,9 @@ pub async fn publish(
                 StatusCode::OK
             } else {
                 app.metrics.published.inc();
+                app.metrics
+                    .publish_seconds
+                    .observe(started.elapsed().as_secs_f64());
                 for q in &receipt.queues {
                     app.metrics.add_backlog(q, 1);
                 }
