@@ -32,7 +32,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
         "file (document: base64, text, URL, file id)",
         "other Anthropic blocks (kept)",
     ],
-    tool_results: "text, images and documents; is_error kept",
+    tool_results: "text, images and documents; is_error kept, and set for error results",
     names: "no: policy prefix (`name: text`) or <history> fold",
     citations: "text-block citations ⇄ [cit_..] anchors + metadata.citation_map (Anthropic location types only)",
     reasoning: "thinking blocks with signature; redacted_thinking kept",

@@ -303,13 +303,33 @@ fn function_response(
         },
     };
     let response = map.get("response").cloned().unwrap_or(Value::Null);
-    let mut m = Message::new(Role::Tool, response.to_string());
+    let mut m = Message::new(Role::Tool, result_text(&response));
     m.name = Some(name);
     m.tool_call_id = Some(id);
     let mut unknown = rest(map, &["name", "id", "response"]);
     unknown.extend(part_rest);
     stash(&mut m.extra, ME, unknown);
     Ok(m)
+}
+
+/// The tool message text of a response: an `error` key holding exactly `error_type` and `message`
+/// is a seed-000 error result (as the encoder writes it); anything else is the response's JSON.
+fn result_text(response: &Value) -> String {
+    let error = response
+        .as_object()
+        .filter(|r| r.len() == 1)
+        .and_then(|r| r.get("error"))
+        .and_then(Value::as_object)
+        .filter(|e| e.len() == 2);
+    let field = |name: &str| error.and_then(|e| e.get(name)).and_then(Value::as_str);
+    match (field("error_type"), field("message")) {
+        (Some(error_type), Some(message)) => chorus_core::ToolOutcome::Error {
+            error_type: error_type.to_owned(),
+            message: message.to_owned(),
+        }
+        .to_text(),
+        _ => response.to_string(),
+    }
 }
 
 fn declaration(value: &Value, at: &str) -> Result<ToolDefinition, DecodeError> {

@@ -260,25 +260,19 @@ fn function_response(
         (None, None) => String::new(),
     };
     let text = m.text();
-    let response = match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(map)) => {
-            if arguments::compact(&map) != text || !matches!(m.content(), Some(Content::Text(_))) {
-                losses.push(
-                    child(at, "content"),
-                    Policy::Downgraded,
-                    "the result is sent as the JSON object it holds",
-                );
-            }
-            Value::Object(map)
-        }
-        _ => {
+    let response = match chorus_core::ToolOutcome::from_text(&text) {
+        chorus_core::ToolOutcome::Error {
+            error_type,
+            message,
+        } => {
             losses.push(
                 child(at, "content"),
                 Policy::Downgraded,
-                "a result that is not a JSON object is wrapped as {\"result\": text}",
+                "an error result is sent under the documented `error` key of the response",
             );
-            json!({"result": text})
+            json!({"error": {"error_type": error_type, "message": message}})
         }
+        _ => success_response(m, &text, at, losses),
     };
     let mut fr = json!({"name": name, "response": response});
     let generated = calls.iter().position(|(c, _)| *c == id).map(call_id);
@@ -315,6 +309,30 @@ fn function_response(
     p.insert("function_response".into(), fr);
     p.extend(part_keys);
     (Value::Object(p), media)
+}
+
+/// A result as the JSON object Gemini wants: the object the text holds, or `{"result": text}`.
+fn success_response(m: &Message, text: &str, at: &str, losses: &mut Losses) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => {
+            if arguments::compact(&map) != text || !matches!(m.content(), Some(Content::Text(_))) {
+                losses.push(
+                    child(at, "content"),
+                    Policy::Downgraded,
+                    "the result is sent as the JSON object it holds",
+                );
+            }
+            Value::Object(map)
+        }
+        _ => {
+            losses.push(
+                child(at, "content"),
+                Policy::Downgraded,
+                "a result that is not a JSON object is wrapped as {\"result\": text}",
+            );
+            json!({"result": text})
+        }
+    }
 }
 
 fn declaration(tool: &chorus_core::ToolDefinition, at: &str, losses: &mut Losses) -> Value {

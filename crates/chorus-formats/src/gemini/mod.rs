@@ -33,7 +33,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
         "file (inline_data or file_data)",
         "other Gemini parts (kept)",
     ],
-    tool_results: "a JSON object (function_response.response) plus media parts after it",
+    tool_results: "a JSON object (function_response.response; error results under its `error` key) plus media parts after it",
     names: "no: policy prefix (`name: text`) or <history> fold; tool results carry the function name",
     citations: "no (citationMetadata of responses kept in metadata)",
     reasoning: "thought parts with thought_signature",
