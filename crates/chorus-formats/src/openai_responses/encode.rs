@@ -186,6 +186,7 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
         Some(Content::Parts(parts)) => parts.clone(),
         _ => Vec::new(),
     };
+    let mut emitted = 0;
     for (i, part) in all.iter().enumerate() {
         let p_at = item(&child(at, "content"), i);
         if let ContentPart::Reasoning(r) = part {
@@ -197,6 +198,15 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
                 );
             }
             let mut extra = for_target(&r.extra, ME, &p_at, losses);
+            if !extra.contains_key("id") {
+                losses.push(
+                    &p_at,
+                    Policy::Dropped,
+                    "the Responses API takes back only the reasoning items it produced (with their `id`)",
+                );
+                continue;
+            }
+            emitted += 1;
             let summary = extra.remove("summary").unwrap_or_else(|| {
                 if r.text.is_empty() {
                     json!([])
@@ -217,7 +227,7 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
         }
     }
     let text_form = matches!(m.content(), Some(Content::Text(_)));
-    if text_form || !rest.is_empty() || (m.calls().is_empty() && all.is_empty()) {
+    if text_form || !rest.is_empty() || (m.calls().is_empty() && emitted == 0) {
         let mut item = Map::new();
         item.insert("type".into(), "message".into());
         item.insert("role".into(), "assistant".into());
@@ -252,7 +262,7 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
             );
         }
         drop_all(&m.extra, at, "a Responses function_call", losses);
-        let only_reasoning = !all.is_empty();
+        let only_reasoning = emitted > 0;
         if m.content.is_none()
             || (matches!(m.content(), Some(Content::Parts(p)) if p.is_empty())
                 && !m.calls().is_empty())

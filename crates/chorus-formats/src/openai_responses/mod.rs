@@ -42,7 +42,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     tool_results: "text or input_text/input_image/input_file parts",
     names: "no: policy prefix (`name: text`) or <history> fold",
     citations: "no (output_text annotations kept)",
-    reasoning: "reasoning items with summary and encrypted_content",
+    reasoning: "reasoning items with summary and encrypted_content; reasoning without the item id the API gave it is dropped (the API refuses it)",
     downgrades: &[
         "an assistant turn is written as reasoning items, a message item, then function_call items",
         "data parts are written as JSON text; image rotation applied to base64 images",
