@@ -167,10 +167,20 @@ impl SseReader {
         token: &str,
         last_event_id: Option<&str>,
     ) -> SseReader {
+        SseReader::open_at(&server.base, agent, token, last_event_id).await
+    }
+
+    /// The same on the server at `base` (`http://host:port`).
+    pub async fn open_at(
+        base: &str,
+        agent: &str,
+        token: &str,
+        last_event_id: Option<&str>,
+    ) -> SseReader {
         let mut request = client()
-            .get(server.url(&format!("/v1/agents/{agent}/inbox")))
+            .get(format!("{base}/v1/agents/{agent}/inbox"))
             .bearer_auth(token)
-            .timeout(Duration::from_secs(60));
+            .timeout(Duration::from_secs(120));
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id);
         }
