@@ -6,7 +6,7 @@ mod writer;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::Connection;
@@ -25,11 +25,15 @@ use writer::Writer;
 /// Operations committed together at most; 1 gives one fsync per operation.
 pub const DEFAULT_MAX_BATCH: usize = 1024;
 
+/// How long another process's new binding may take to be seen by this one's publishes.
+const BINDING_CACHE: Duration = Duration::from_secs(1);
+
 /// A bus stored in one SQLite file; several processes may open the same file.
 pub struct SqliteBus {
     config: BusConfig,
     writer: Writer,
     schedulers: Arc<Mutex<HashMap<String, FairScheduler>>>,
+    binding_cache: Mutex<Option<(Instant, Vec<Binding>)>>,
     arrived: Arc<Notify>,
 }
 
@@ -51,6 +55,7 @@ impl SqliteBus {
             config,
             writer: Writer::spawn(conn, max_batch)?,
             schedulers: Arc::default(),
+            binding_cache: Mutex::default(),
             arrived: Arc::default(),
         })
     }
@@ -78,11 +83,21 @@ impl Bus for SqliteBus {
     async fn bind(&self, binding: Binding) -> BusResult<()> {
         self.writer
             .call(true, move |c| schema::bind(c, &binding))
-            .await
+            .await?;
+        *self.binding_cache.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
     }
 
     async fn bindings(&self) -> BusResult<Vec<Binding>> {
-        self.writer.call(false, schema::bindings).await
+        if let Some((at, list)) = &*self.binding_cache.lock().unwrap_or_else(|p| p.into_inner())
+            && at.elapsed() < BINDING_CACHE
+        {
+            return Ok(list.clone());
+        }
+        let list = self.writer.call(false, schema::bindings).await?;
+        *self.binding_cache.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((Instant::now(), list.clone()));
+        Ok(list)
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
@@ -117,6 +132,17 @@ impl Bus for SqliteBus {
         self.writer
             .call(false, move |c| schema::settle(c, &d))
             .await
+    }
+
+    async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
+        let all = deliveries.to_vec();
+        self.writer
+            .call(false, move |c| {
+                // The settled ones stay settled when another is stale: the job itself succeeds.
+                let results: Vec<_> = all.iter().map(|d| schema::settle(c, d)).collect();
+                Ok(results.into_iter().collect::<BusResult<()>>())
+            })
+            .await?
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {

@@ -62,6 +62,21 @@ CREATE TABLE IF NOT EXISTS effects (
 const ENV_COLS: &str = "m.id, m.recipients, m.handoff_type, m.priority, m.expires_ms, m.task_id, \
      m.correlation_id, m.conversation_id, m.sender, m.bytes";
 
+/// The visible deliveries of queue ?1 at time ?2, at most ?3 of each priority, in one statement.
+static FETCH_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    (0..4)
+        .rev()
+        .map(|rank| {
+            format!(
+                "SELECT * FROM (SELECT d.token, d.attempts, {ENV_COLS} FROM deliveries d \
+                 JOIN messages m ON m.seq = d.seq WHERE d.queue = ?1 AND d.priority = {rank} \
+                 AND d.visible_ms <= ?2 ORDER BY d.token LIMIT ?3)"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ")
+});
+
 /// Maps a SQLite error: damage becomes [`BusError::Corrupt`], the rest [`BusError::Storage`].
 pub(crate) fn storage_error(e: rusqlite::Error) -> BusError {
     match e.sqlite_error_code() {
@@ -192,22 +207,21 @@ pub(crate) fn fetch(
     now: i64,
     deadline: i64,
 ) -> BusResult<Vec<Delivery>> {
-    let sql = format!(
-        "SELECT d.token, d.attempts, {ENV_COLS} FROM deliveries d JOIN messages m ON m.seq = d.seq \
-         WHERE d.queue = ?1 AND d.priority = ?2 AND d.visible_ms <= ?3 ORDER BY d.token LIMIT ?4"
-    );
-    let mut select = conn.prepare_cached(&sql).map_err(storage_error)?;
+    let mut select = conn.prepare_cached(&FETCH_SQL).map_err(storage_error)?;
     let limit = i64::try_from(max).unwrap_or(i64::MAX);
     let mut levels: [std::collections::VecDeque<(i64, u32, Envelope)>; 4] = Default::default();
-    for (rank, level) in levels.iter_mut().enumerate() {
-        let rows = select
-            .query_map(params![queue, rank as i64, now, limit], |r| {
-                Ok((r.get(0)?, r.get(1)?, envelope_at(r, 2)?))
-            })
-            .map_err(storage_error)?;
-        for row in rows {
-            level.push_back(row.map_err(storage_error)?);
-        }
+    let rows = select
+        .query_map(params![queue, now, limit], |r| {
+            Ok((r.get(0)?, r.get(1)?, envelope_at(r, 2)?))
+        })
+        .map_err(storage_error)?;
+    for row in rows {
+        let row = row.map_err(storage_error)?;
+        levels[row.2.priority.rank() as usize].push_back(row);
+    }
+    // Each level in token (publish) order, whatever order the union returned them in.
+    for level in &mut levels {
+        level.make_contiguous().sort_unstable_by_key(|r| r.0);
     }
     let plan = scheduler.plan(levels.each_ref().map(|l| l.len()), max);
     let mut claim = conn

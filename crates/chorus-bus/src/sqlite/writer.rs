@@ -85,7 +85,15 @@ fn run(conn: Connection, rx: Receiver<Job>, max_batch: usize) {
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
             }
         }
-        commit_batch(&conn, batch);
+        // Claims, acks and reads commit first without waiting for the disk; the writes that
+        // must be durable commit after them with one fsync. Jobs of one batch were concurrent,
+        // so either order is one their callers could have seen.
+        let (durable, quick): (Vec<Job>, Vec<Job>) = batch.into_iter().partition(|j| j.durable);
+        for part in [quick, durable] {
+            if !part.is_empty() {
+                commit_batch(&conn, part);
+            }
+        }
     }
 }
 
@@ -106,17 +114,17 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
     let mut finishes = Vec::with_capacity(batch.len());
     let mut broken: Option<BusError> = None;
     for job in batch {
-        let savepoint = conn.execute_batch("SAVEPOINT job");
+        let savepoint = run_cached(conn, "SAVEPOINT job");
         let (ok, finish) = match savepoint {
             Ok(()) => (job.run)(Ok(conn)),
             Err(e) => (job.run)(Err(super::schema::storage_error(e))),
         };
         let end = if ok {
-            "RELEASE job"
+            run_cached(conn, "RELEASE job")
         } else {
-            "ROLLBACK TO job; RELEASE job"
+            run_cached(conn, "ROLLBACK TO job").and_then(|()| run_cached(conn, "RELEASE job"))
         };
-        if let Err(e) = conn.execute_batch(end) {
+        if let Err(e) = end {
             // A job's writes could not be isolated: the whole batch is given up.
             broken.get_or_insert(super::schema::storage_error(e));
         }
@@ -134,4 +142,9 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
     for finish in finishes {
         finish(outcome.clone());
     }
+}
+
+/// Runs a statement without parameters through the connection's statement cache.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
