@@ -1,5 +1,6 @@
-//! Golden tests: every case of `tests/golden/cases/` (one chorus conversation per feature) encoded
-//! into every format must give exactly `tests/golden/<format>/<case>.json` — the output in the
+//! Golden tests: every case of `tests/golden/cases/` (one chorus conversation per feature; the
+//! names case also with the `<history>` fold policy) encoded into every format must give exactly
+//! `tests/golden/<format>/<case>.json` — the output in the
 //! provider's documented shape and the losses the target reports. Each golden output must decode,
 //! keep tool pairing and encode back to itself; a loss-free one must decode to the case.
 //!
@@ -10,11 +11,11 @@ use std::path::{Path, PathBuf};
 
 use chorus_core::{Content, ContentPart, Conversation};
 use chorus_formats::common::pairing::is_paired;
-use chorus_formats::{EncodeOptions, Format, Loss};
+use chorus_formats::{EncodeOptions, Format, Loss, NamePolicy};
 use serde_json::{Value, json};
 
 /// The features every format is checked on.
-const CASES: [&str; 10] = [
+const CASES: [&str; 11] = [
     "text",
     "images",
     "audio",
@@ -25,7 +26,22 @@ const CASES: [&str; 10] = [
     "reasoning",
     "citations",
     "multi_agent_names",
+    "multi_agent_names_history",
 ];
+
+/// The input file of a case: the `_history` variant encodes the names case with the fold policy.
+fn input_of(name: &str) -> (&str, EncodeOptions) {
+    match name.strip_suffix("_history") {
+        Some(base) => (
+            base,
+            EncodeOptions {
+                names: NamePolicy::History,
+                ..EncodeOptions::default()
+            },
+        ),
+        None => (name, EncodeOptions::default()),
+    }
+}
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -86,9 +102,9 @@ fn normalized(conversation: &Conversation) -> Conversation {
 fn check(format: Format) -> usize {
     let write = std::env::var_os("CHORUS_GOLDEN_WRITE").is_some();
     let folder = dir().join(format.id());
-    let options = EncodeOptions::default();
     for name in CASES {
-        let conversation = case(name);
+        let (input, options) = input_of(name);
+        let conversation = case(input);
         let encoded = format.encode(&conversation, &options).unwrap();
         let actual = json!({"output": as_value(format, &encoded.value), "losses": encoded.losses});
         let path = folder.join(format!("{name}.json"));
@@ -146,47 +162,47 @@ fn check(format: Format) -> usize {
 
 #[test]
 fn chorus_matches_its_golden_files() {
-    assert_eq!(check(Format::Chorus), 10);
+    assert_eq!(check(Format::Chorus), 11);
 }
 
 #[test]
 fn openai_chat_matches_its_golden_files() {
-    assert_eq!(check(Format::OpenAiChat), 10);
+    assert_eq!(check(Format::OpenAiChat), 11);
 }
 
 #[test]
 fn openai_responses_matches_its_golden_files() {
-    assert_eq!(check(Format::OpenAiResponses), 10);
+    assert_eq!(check(Format::OpenAiResponses), 11);
 }
 
 #[test]
 fn anthropic_matches_its_golden_files() {
-    assert_eq!(check(Format::Anthropic), 10);
+    assert_eq!(check(Format::Anthropic), 11);
 }
 
 #[test]
 fn gemini_matches_its_golden_files() {
-    assert_eq!(check(Format::Gemini), 10);
+    assert_eq!(check(Format::Gemini), 11);
 }
 
 #[test]
 fn qwen3_matches_its_golden_files() {
-    assert_eq!(check(Format::Qwen3), 10);
+    assert_eq!(check(Format::Qwen3), 11);
 }
 
 #[test]
 fn agentscope_matches_its_golden_files() {
-    assert_eq!(check(Format::AgentScope), 10);
+    assert_eq!(check(Format::AgentScope), 11);
 }
 
 #[test]
 fn a2a_matches_its_golden_files() {
-    assert_eq!(check(Format::A2a), 10);
+    assert_eq!(check(Format::A2a), 11);
 }
 
 #[test]
 fn harmony_matches_its_golden_files() {
-    assert_eq!(check(Format::Harmony), 10);
+    assert_eq!(check(Format::Harmony), 11);
 }
 
 #[test]

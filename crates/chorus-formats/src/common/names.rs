@@ -15,7 +15,7 @@ pub enum NamePolicy {
 }
 
 /// The opening of a folded history message.
-pub const HISTORY_HEADER: &str = "# Conversation History\nThe content between <history></history> tags contains your conversation history\n<history>\n";
+pub const HISTORY_HEADER: &str = "Earlier turns of this multi-agent conversation, one line per turn as `speaker: text`:\n<history>\n";
 
 /// Applies `policy` to messages given as `(original index, message)`; names are removed.
 pub fn apply(
