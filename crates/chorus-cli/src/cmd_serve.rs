@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chorus_server::{Server, ServerConfig, Store, bind, hash_token, shutdown_signal};
+use chorus_server::{Server, ServerConfig, Store, bind, hash_token, shutdown_signal, tls};
 
 /// Arguments of `chorus serve`.
 #[derive(clap::Args, Debug)]
@@ -57,14 +57,29 @@ pub fn run(args: ServeArgs) -> ExitCode {
             Ok(l) => l,
             Err(e) => return fail(&format!("cannot listen on {}: {e}", args.listen)),
         };
+        let acceptor = match (&config.tls_cert, &config.tls_key) {
+            (Some(cert), Some(key)) => match tls::acceptor(cert, key) {
+                Ok(a) => Some(a),
+                Err(e) => return fail(&e),
+            },
+            _ => None,
+        };
+        let scheme = if acceptor.is_some() { "https" } else { "http" };
         println!(
-            "chorus serve: listening on http://{addr} (store {})",
+            "chorus serve: listening on {scheme}://{addr} (store {})",
             args.store
         );
         if let Some(token) = server.generated_admin_token() {
             println!("chorus serve: admin token for this run: {token}");
         }
-        match server.serve(listener, shutdown_signal()).await {
+        let served = match acceptor {
+            Some(acceptor) => match tls::TlsListener::new(listener, acceptor) {
+                Ok(l) => server.serve(l, shutdown_signal()).await,
+                Err(e) => Err(e),
+            },
+            None => server.serve(listener, shutdown_signal()).await,
+        };
+        match served {
             Ok(()) => {
                 println!("chorus serve: stopped");
                 ExitCode::SUCCESS

@@ -33,6 +33,12 @@ pub struct ServerConfig {
     /// Requests that write an agent may make at once.
     #[serde(default = "default_rate_burst")]
     pub rate_burst: u32,
+    /// PEM certificate chain; with `tls_key`, the server speaks HTTPS only.
+    #[serde(default)]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of `tls_cert`.
+    #[serde(default)]
+    pub tls_key: Option<std::path::PathBuf>,
     /// What is redacted before a message is stored.
     #[serde(default)]
     pub redact: RedactConfig,
@@ -98,6 +104,8 @@ impl Default for ServerConfig {
             rate_per_sec: default_rate_per_sec(),
             rate_burst: default_rate_burst(),
             redact: RedactConfig::default(),
+            tls_cert: None,
+            tls_key: None,
             dedupe_window_secs: default_dedupe_window_secs(),
         }
     }
@@ -158,6 +166,9 @@ impl ServerConfig {
             ));
         }
         Redactor::new(&self.redact).map_err(fail)?;
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err(fail("tls_cert and tls_key: give both or neither".into()));
+        }
         if self.max_body_bytes == 0 {
             return Err(fail("max_body_bytes: expected a positive size".into()));
         }

@@ -13,6 +13,7 @@ pub mod rate;
 pub mod redact;
 pub mod server;
 pub mod state;
+pub mod tls;
 
 pub use auth::{Caller, hash_token};
 pub use config::{AgentEntry, ServerConfig};

@@ -111,13 +111,17 @@ impl Server {
         &self.openapi
     }
 
-    /// Serves on `listener` until `shutdown` resolves; open inbox streams end then and the
-    /// requests under way finish.
-    pub async fn serve(
+    /// Serves on `listener` (a [`TcpListener`], or a [`crate::tls::TlsListener`]) until
+    /// `shutdown` resolves; open inbox streams end then and the requests under way finish.
+    pub async fn serve<L>(
         self,
-        listener: TcpListener,
+        listener: L,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<()>
+    where
+        L: axum::serve::Listener,
+        L::Addr: std::fmt::Debug,
+    {
         let stop = self.stop;
         axum::serve(listener, self.router)
             .with_graceful_shutdown(async move {
