@@ -276,3 +276,35 @@ async fn an_agent_over_its_rate_is_refused_with_retry_after() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn routing_refusals_are_json_too() {
+    use reqwest::Method;
+    let (_dir, server) = fresh(30).await;
+    let cases = [
+        (Method::GET, "/v1/nowhere", Some(BOB), 404, "not_found"),
+        (
+            Method::GET,
+            "/v1/conversations/c1/messages?after=soon",
+            Some(ADMIN),
+            400,
+            "bad_query",
+        ),
+        (
+            Method::POST,
+            "/v1/agents/bob/inbox/m1/later",
+            Some(BOB),
+            400,
+            "bad_path",
+        ),
+    ];
+    for (method, path, token, status, code) in cases {
+        let (got, answer) = send(&server, method, path, token, None).await;
+        assert_eq!(
+            (got, answer["error"].as_str()),
+            (status, Some(code)),
+            "{path}: {answer}"
+        );
+    }
+    server.stop().await;
+}

@@ -1,7 +1,7 @@
 //! Admin endpoints: dead letters with replay, a task's and a conversation's timeline.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chorus_bus::{BusError, DeadLetter, Envelope, LogEntry};
 use serde::{Deserialize, Serialize};
@@ -9,6 +9,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::document;
+use crate::api::extract::{ApiPath, ApiQuery};
 use crate::api::publish::PublishReceipt;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -130,7 +131,7 @@ pub async fn dead_letters(
 pub async fn replay(
     State(app): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<PublishReceipt>, ApiError> {
     caller.require_admin("dead letters")?;
     check_id("the dead letter id", &id)?;
@@ -162,7 +163,7 @@ pub async fn replay(
 pub async fn task(
     State(app): State<AppState>,
     caller: Caller,
-    Path(task_id): Path<String>,
+    ApiPath(task_id): ApiPath<String>,
 ) -> Result<Json<Vec<StoredMessage>>, ApiError> {
     caller.require_admin("timelines")?;
     check_id("the task id", &task_id)?;
@@ -188,8 +189,8 @@ pub async fn task(
 pub async fn conversation(
     State(app): State<AppState>,
     caller: Caller,
-    Path(conversation_id): Path<String>,
-    Query(page): Query<After>,
+    ApiPath(conversation_id): ApiPath<String>,
+    ApiQuery(page): ApiQuery<After>,
 ) -> Result<Json<Vec<StoredMessage>>, ApiError> {
     caller.require_admin("timelines")?;
     check_id("the conversation id", &conversation_id)?;

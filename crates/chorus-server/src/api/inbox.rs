@@ -4,8 +4,8 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{Path, State};
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use chorus_bus::Delivery;
@@ -15,6 +15,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::api::document;
+use crate::api::extract::ApiPath;
 use crate::api::publish::body_error;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -110,7 +111,7 @@ fn events(app: AppState, agent: String, after: u64) -> impl Stream<Item = Event>
 pub async fn inbox(
     State(app): State<AppState>,
     caller: Caller,
-    Path(agent): Path<String>,
+    ApiPath(agent): ApiPath<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     check_id("the agent id", &agent)?;
@@ -156,11 +157,9 @@ pub enum Settle {
 pub async fn settle(
     State(app): State<AppState>,
     caller: Caller,
-    path: Result<Path<(String, String, Settle)>, PathRejection>,
+    ApiPath((agent, message_id, action)): ApiPath<(String, String, Settle)>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, ApiError> {
-    let Path((agent, message_id, action)) =
-        path.map_err(|e| ApiError::bad_request("bad_path", e.body_text()))?;
     check_id("the agent id", &agent)?;
     check_id("the message id", &message_id)?;
     app.policy.may_read(&caller, &agent)?;

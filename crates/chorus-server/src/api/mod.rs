@@ -1,6 +1,7 @@
 //! The HTTP routes and the OpenAPI document generated from them.
 
 pub mod admin;
+pub mod extract;
 pub mod inbox;
 pub mod ops;
 pub mod publish;
@@ -8,12 +9,14 @@ pub mod publish;
 use axum::Json;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
 use axum::routing::get;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Stored bytes as JSON for an answer (a string when they are not JSON).
@@ -58,6 +61,13 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let document = openapi.clone();
     let router = router
         .route("/openapi.json", get(move || async move { Json(document) }))
+        .fallback(|| async {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such route; the API is described at /openapi.json",
+            )
+        })
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state);
     (router, openapi)
