@@ -21,6 +21,7 @@ use async_nats::jetstream::{self, Context};
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::future::try_join_all;
+use tokio::sync::Notify;
 
 use crate::bus::Bus;
 use crate::config::BusConfig;
@@ -35,6 +36,11 @@ use wire::{DEAD_HEADER, envelope_from, envelope_headers, hex, key_token, nats_er
 /// How long another process's new binding may take to be seen by this one's publishes.
 const BINDING_CACHE: Duration = Duration::from_secs(1);
 
+/// How long a fetch plans from the message counts the previous fetch learned (from the
+/// delivered messages' metadata) before asking the server again; bounds how late a newly
+/// published urgent message may be weighed against a known backlog.
+const WAITING_CACHE: Duration = Duration::from_millis(50);
+
 /// A bus on NATS JetStream.
 pub struct NatsBus {
     config: BusConfig,
@@ -44,6 +50,8 @@ pub struct NatsBus {
     queues: stream::Stream,
     done: stream::Stream,
     consumers: Mutex<HashMap<(String, u8), PullConsumer>>,
+    waiting: Mutex<HashMap<String, (Instant, [usize; 4])>>,
+    arrived: Notify,
     schedulers: Mutex<HashMap<String, FairScheduler>>,
     binding_cache: Mutex<Option<(Instant, Vec<Binding>)>>,
 }
@@ -107,6 +115,8 @@ impl NatsBus {
             queues,
             done,
             consumers: Mutex::default(),
+            waiting: Mutex::default(),
+            arrived: Notify::new(),
             schedulers: Mutex::default(),
             binding_cache: Mutex::default(),
         })
@@ -155,6 +165,14 @@ impl NatsBus {
             .unwrap_or_else(|p| p.into_inner())
             .insert(key, consumer.clone());
         Ok(consumer)
+    }
+
+    /// The waiting counts by rank the last fetch of `queue` left (plus this process's publishes
+    /// since), when recent and not all zero.
+    fn known_waiting(&self, queue: &str) -> Option<[usize; 4]> {
+        let all = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let (at, waiting) = all.get(queue)?;
+        (at.elapsed() < WAITING_CACHE && waiting.iter().any(|&n| n > 0)).then_some(*waiting)
     }
 
     /// Every message of `stream` on `filter`, in stream order.
@@ -343,11 +361,9 @@ impl Bus for NatsBus {
                     .map_err(nats_error)?,
             );
         }
-        let acks = try_join_all(acks.into_iter().map(std::future::IntoFuture::into_future))
-            .await
-            .map_err(nats_error)?;
         // The log entry is written even when every queue copy was a duplicate: a producer that
-        // died between the two finds its message logged on the retry.
+        // died before all were stored finds its message logged on the retry. All copies are
+        // sent before any confirmation is awaited, so a publish costs one round trip.
         let subject = format!(
             "{}.log.{}.{}.{}",
             self.ns,
@@ -361,27 +377,52 @@ impl Bus for NatsBus {
         if dedupe {
             publish = publish.message_id(env.id.clone());
         }
-        let logged = self
-            .js
-            .send_publish(subject, publish)
-            .await
-            .map_err(nats_error)?
+        acks.push(
+            self.js
+                .send_publish(subject, publish)
+                .await
+                .map_err(nats_error)?,
+        );
+        let mut acks = try_join_all(acks.into_iter().map(std::future::IntoFuture::into_future))
             .await
             .map_err(nats_error)?;
+        let logged = acks
+            .pop()
+            .ok_or_else(|| nats_error("no log confirmation"))?;
+        {
+            // This process's consumers learn of the new message without asking the server.
+            let mut all = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            for q in queues {
+                let (_, waiting) = all
+                    .entry(q.clone())
+                    .or_insert_with(|| (Instant::now(), [0; 4]));
+                waiting[env.priority.rank() as usize] += 1;
+            }
+        }
+        self.arrived.notify_one();
         Ok(!dedupe || !logged.duplicate || acks.iter().any(|a| !a.duplicate))
     }
 
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
-        let mut consumers = Vec::with_capacity(4);
-        let mut waiting = [0usize; 4];
-        for rank in 0..4u8 {
-            let mut c = self.consumer(queue, rank).await?;
-            let info = c.info().await.map_err(nats_error)?;
-            waiting[rank as usize] = usize::try_from(info.num_pending)
-                .unwrap_or(usize::MAX)
-                .saturating_add(info.num_ack_pending);
-            consumers.push(c);
-        }
+        let consumers = try_join_all((0..4u8).map(|rank| self.consumer(queue, rank))).await?;
+        let mut counted_at = None;
+        let waiting = match self.known_waiting(queue) {
+            Some(waiting) => waiting,
+            None => {
+                counted_at = Some(Instant::now());
+                let infos = try_join_all(consumers.iter().map(|c| async move {
+                    let mut c = c.clone();
+                    let info = c.info().await.map_err(nats_error)?;
+                    Ok::<_, BusError>(
+                        usize::try_from(info.num_pending)
+                            .unwrap_or(usize::MAX)
+                            .saturating_add(info.num_ack_pending),
+                    )
+                }))
+                .await?;
+                [infos[0], infos[1], infos[2], infos[3]]
+            }
+        };
         let plan = {
             let mut all = self.schedulers.lock().unwrap_or_else(|p| p.into_inner());
             let s = all
@@ -413,6 +454,31 @@ impl Bus for NatsBus {
             .into_iter()
             .map(Into::into)
             .collect();
+        let mut left = waiting;
+        for (rank, level) in levels.iter().enumerate() {
+            if wanted[rank] > 0 {
+                // What the server still holds for this level after the last message it sent.
+                left[rank] = match level.back().map(jetstream::Message::info) {
+                    Some(Ok(info)) => usize::try_from(info.pending).unwrap_or(usize::MAX),
+                    _ => 0,
+                };
+            }
+        }
+        {
+            // The age stays that of the last server count, so unfetched levels are re-counted
+            // at least every WAITING_CACHE.
+            let mut all = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let at = match (counted_at, all.get(queue)) {
+                (Some(at), _) => at,
+                (None, Some((at, _))) => *at,
+                (None, None) => Instant::now(),
+            };
+            all.insert(queue.to_owned(), (at, left));
+        }
+        if left.iter().any(|&n| n > 0) {
+            // More is waiting: let another consumer of this process fetch it.
+            self.arrived.notify_one();
+        }
         let mut out = Vec::with_capacity(plan.len());
         for p in plan {
             let Some(m) = levels[p.rank() as usize].pop_front() else {
@@ -433,6 +499,18 @@ impl Bus for NatsBus {
 
     async fn ack(&self, d: &Delivery) -> BusResult<()> {
         self.settle(d, "+ACK".into(), true).await
+    }
+
+    async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
+        // One flush for the batch and no per-message confirmation: an ack lost with the
+        // connection only means a redelivery, which at-least-once delivery allows.
+        for d in deliveries {
+            self.client
+                .publish(d.token.clone(), "+ACK".into())
+                .await
+                .map_err(nats_error)?;
+        }
+        self.client.flush().await.map_err(nats_error)
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
@@ -611,7 +689,8 @@ impl Bus for NatsBus {
     }
 
     async fn wait_for(&self, _queue: &str, timeout: Duration) {
-        tokio::time::sleep(timeout.min(self.config.poll_interval.max(Duration::from_millis(20))))
-            .await;
+        // Woken at once by this process's publishes; others' are found by polling.
+        let poll = timeout.min(self.config.poll_interval.max(Duration::from_millis(20)));
+        let _ = tokio::time::timeout(poll, self.arrived.notified()).await;
     }
 }
