@@ -43,6 +43,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
+    chorus_server::observe::init_logging();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => return fail(&e),

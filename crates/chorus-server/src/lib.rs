@@ -8,6 +8,7 @@ pub mod error;
 pub mod ids;
 pub mod inbox;
 pub mod metrics;
+pub mod observe;
 pub mod policy;
 pub mod rate;
 pub mod redact;

@@ -77,6 +77,13 @@ fn events(app: AppState, agent: String, after: u64) -> impl Stream<Item = Event>
                 Ok(deliveries) => {
                     for d in deliveries {
                         app.metrics.delivered.inc();
+                        tracing::info!(
+                            %agent,
+                            message_id = %d.envelope.id,
+                            attempt = d.attempt,
+                            correlation_id = %d.envelope.correlation_id.as_deref().unwrap_or("-"),
+                            "delivered"
+                        );
                         app.inboxes.hold(&agent, d);
                     }
                 }
@@ -193,6 +200,7 @@ pub async fn settle(
         }
     }
     app.inboxes.settle(&agent, &d);
+    tracing::info!(%agent, %message_id, action = ?action, "settled");
     Ok(StatusCode::NO_CONTENT)
 }
 

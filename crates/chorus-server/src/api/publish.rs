@@ -4,15 +4,17 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use chorus_bus::{Envelope, Issue, Receipt};
 use serde::Serialize;
 use serde_json::Value;
+use tracing::{Instrument, field};
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
+use crate::observe::traceparent;
 use crate::policy::Policy;
 use crate::state::AppState;
 
@@ -122,6 +124,7 @@ fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<(), ApiError>
 pub async fn publish(
     State(app): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
     let Caller::Agent(agent) = caller else {
@@ -129,7 +132,39 @@ pub async fn publish(
             "the admin token cannot publish; publish with the sending agent's token",
         ));
     };
-    app.rate.check(&agent)?;
+    let span = tracing::info_span!(
+        "publish",
+        %agent,
+        traceparent = %traceparent(&headers).as_deref().unwrap_or("-"),
+        message_id = field::Empty,
+        correlation_id = field::Empty,
+        task_id = field::Empty,
+    );
+    let result = store(&app, &agent, body).instrument(span.clone()).await;
+    match &result {
+        Ok((status, receipt)) => tracing::info!(
+            parent: &span,
+            status = status.as_u16(),
+            queues = ?receipt.queues,
+            "accepted"
+        ),
+        Err(e) => tracing::warn!(
+            parent: &span,
+            status = e.status.as_u16(),
+            error = %e.body.error,
+            "refused"
+        ),
+    }
+    result
+}
+
+/// Reads, checks, redacts and stores one published document.
+async fn store(
+    app: &AppState,
+    agent: &str,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
+    app.rate.check(agent)?;
     let started = std::time::Instant::now();
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let mut document: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -142,7 +177,8 @@ pub async fn publish(
             ),
         )
     })?;
-    admit(&app.policy, &agent, &document)?;
+    record_keys(&document);
+    admit(&app.policy, agent, &document)?;
     let bytes = if app.redactor.apply(&mut document) {
         serde_json::to_vec(&document).map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
@@ -173,6 +209,21 @@ pub async fn publish(
                 app.metrics.dead_lettered.inc();
             }
             Err(e)
+        }
+    }
+}
+
+/// Records the document's ids (never its contents) on the current span.
+fn record_keys(document: &Value) {
+    let span = tracing::Span::current();
+    let at = pointers(document);
+    for (name, pointer) in [
+        ("message_id", at.id),
+        ("correlation_id", "/metadata/correlation_id"),
+        ("task_id", "/metadata/task_id"),
+    ] {
+        if let Some(v) = document.pointer(pointer).and_then(Value::as_str) {
+            span.record(name, field::display(v));
         }
     }
 }
