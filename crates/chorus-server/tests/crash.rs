@@ -1,6 +1,7 @@
-//! A bounded load over HTTP during which the server process is killed with SIGKILL and
+//! A bounded load of handoffs over HTTP during which the server process is killed with SIGKILL and
 //! restarted on the same SQLite file: every acknowledged publish is delivered afterwards.
 //!
+//! `CHORUS_CRASH_HANDOFFS` sets how many handoffs are sent in all (default 2,000).
 //! The server runs in a child process: this test binary itself, running the ignored
 //! `child_server` entry with `CHORUS_CRASH_CHILD_DB` set.
 
@@ -14,13 +15,32 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chorus_server::{AgentEntry, Server, ServerConfig, Store, bind, hash_token};
-use common::{SseReader, client, delivered, message};
+use common::{SseReader, client, delivered};
+use serde_json::Value;
 use tokio::sync::watch;
 
 const AGENTS: usize = 8;
-const PER_AGENT: usize = 250;
 const SINK_TOKEN: &str = "sink-token";
 const CHILD_ENV: &str = "CHORUS_CRASH_CHILD_DB";
+
+/// Handoffs per agent.
+fn per_agent() -> usize {
+    let total = std::env::var("CHORUS_CRASH_HANDOFFS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(2_000);
+    total.div_ceil(AGENTS)
+}
+
+/// The seed's valid escalation, from `agent` to the sink, with its own UUID.
+fn handoff(template: &Value, agent: usize, i: usize) -> (String, Value) {
+    let id = format!("00000000-0000-4000-8{agent:03x}-{i:012x}");
+    let mut h = template.clone();
+    h["metadata"]["message_id"] = id.clone().into();
+    h["metadata"]["sender_id"] = format!("a{agent}").into();
+    h["metadata"]["recipient_id"] = "sink".into();
+    (id, h)
+}
 
 fn token(agent: usize) -> String {
     format!("agent-{agent}-token")
@@ -99,10 +119,14 @@ async fn producer(
     sent: Arc<AtomicUsize>,
 ) -> (Vec<String>, Vec<Duration>) {
     let http = client();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/seeds/003-python-valid-escalation.json"
+    );
+    let template: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (mut acked, mut latencies) = (Vec::new(), Vec::new());
-    for i in 0..PER_AGENT {
-        let id = format!("a{agent}-{i}");
-        let body = message(&id, &format!("a{agent}"), "sink", "load");
+    for i in 0..per_agent() {
+        let (id, body) = handoff(&template, agent, i);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             assert!(Instant::now() < deadline, "{id} was never accepted");
@@ -145,7 +169,7 @@ async fn acknowledged_publishes_survive_kill_9() {
         .collect();
 
     // Kill the server once a third of the messages are acknowledged, then restart it.
-    let total = AGENTS * PER_AGENT;
+    let total = AGENTS * per_agent();
     let deadline = Instant::now() + Duration::from_secs(120);
     while sent.load(Ordering::Relaxed) < total / 3 {
         assert!(Instant::now() < deadline, "the load did not get going");
@@ -194,7 +218,7 @@ async fn acknowledged_publishes_survive_kill_9() {
 
     latencies.sort();
     println!(
-        "{total} publishes from {AGENTS} agents, server killed after {acked_before_kill}: all delivered; publish latency p50 {:?}, p99 {:?}",
+        "{total} handoffs from {AGENTS} agents, server killed after {acked_before_kill}: all delivered; publish latency p50 {:?}, p99 {:?}",
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99)
     );
