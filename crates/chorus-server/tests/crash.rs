@@ -101,10 +101,13 @@ fn spawn_server(db: &std::path::Path) -> (ServerProcess, String) {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn the server process");
-    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let child = ServerProcess(child);
-    for line in stdout.lines() {
-        if let Some(base) = line.expect("child output").strip_prefix("ADDR ") {
+    while let Some(Ok(line)) = lines.next() {
+        if let Some(base) = line.strip_prefix("ADDR ") {
+            // Keep reading: the test harness in the child prints a notice after 60 s, and a
+            // closed pipe would make that print fail and end the server.
+            std::thread::spawn(move || lines.for_each(drop));
             return (child, base.to_owned());
         }
     }

@@ -87,7 +87,11 @@ fn events(app: AppState, agent: String, after: u64) -> impl Stream<Item = Event>
                         app.inboxes.hold(&agent, d);
                     }
                 }
-                Err(e) => return Some((Event::default().event("error").data(e.to_string()), None)),
+                Err(e) => {
+                    // Event data may not hold a carriage return.
+                    let text = e.to_string().replace('\r', " ");
+                    return Some((Event::default().event("error").data(text), None));
+                }
             }
         }
     })
