@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod bench;
+mod binding_cache;
 pub mod bus;
 pub mod config;
 pub mod core;

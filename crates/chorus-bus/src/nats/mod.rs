@@ -23,6 +23,7 @@ use futures::StreamExt;
 use futures::future::try_join_all;
 use tokio::sync::Notify;
 
+use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
 use crate::config::BusConfig;
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
@@ -32,9 +33,6 @@ use crate::fair::FairScheduler;
 use crate::routing::{Binding, Filter};
 use crate::stored::{Committed, DeadInfo};
 use wire::{DEAD_HEADER, envelope_from, envelope_headers, hex, key_token, nats_error, unhex};
-
-/// How long another process's new binding may take to be seen by this one's publishes.
-const BINDING_CACHE: Duration = Duration::from_secs(1);
 
 /// How long a fetch plans from the message counts the previous fetch learned (from the
 /// delivered messages' metadata) before asking the server again; bounds how late a newly
@@ -53,7 +51,7 @@ pub struct NatsBus {
     waiting: Mutex<HashMap<String, (Instant, [usize; 4])>>,
     arrived: Notify,
     schedulers: Mutex<HashMap<String, FairScheduler>>,
-    binding_cache: Mutex<Option<(Instant, Vec<Binding>)>>,
+    binding_cache: BindingCache,
 }
 
 impl NatsBus {
@@ -118,7 +116,7 @@ impl NatsBus {
             waiting: Mutex::default(),
             arrived: Notify::new(),
             schedulers: Mutex::default(),
-            binding_cache: Mutex::default(),
+            binding_cache: BindingCache::default(),
         })
     }
 
@@ -277,41 +275,9 @@ impl NatsBus {
             .map(|m| envelope_from(m.headers.as_ref(), &m.payload))
             .collect()
     }
-}
 
-#[async_trait]
-impl Bus for NatsBus {
-    fn config(&self) -> &BusConfig {
-        &self.config
-    }
-
-    async fn bind(&self, binding: Binding) -> BusResult<()> {
-        let (kind, value) = binding.filter.parts();
-        let subject = format!(
-            "{}.bind.{}.{kind}.{}",
-            self.ns,
-            hex(&binding.queue),
-            hex(value)
-        );
-        let publish = Publish::build()
-            .payload(Vec::new().into())
-            .message_id(subject.clone());
-        self.js
-            .send_publish(subject, publish)
-            .await
-            .map_err(nats_error)?
-            .await
-            .map_err(nats_error)?;
-        *self.binding_cache.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        Ok(())
-    }
-
-    async fn bindings(&self) -> BusResult<Vec<Binding>> {
-        if let Some((at, list)) = &*self.binding_cache.lock().unwrap_or_else(|p| p.into_inner())
-            && at.elapsed() < BINDING_CACHE
-        {
-            return Ok(list.clone());
-        }
+    /// Every binding, read from the bindings stream.
+    async fn read_bindings(&self) -> BusResult<Vec<Binding>> {
         let prefix = format!("{}.bind.", self.ns);
         let mut list = Vec::new();
         for m in self
@@ -338,9 +304,39 @@ impl Bus for NatsBus {
                 list.push(binding);
             }
         }
-        *self.binding_cache.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((Instant::now(), list.clone()));
         Ok(list)
+    }
+}
+
+#[async_trait]
+impl Bus for NatsBus {
+    fn config(&self) -> &BusConfig {
+        &self.config
+    }
+
+    async fn bind(&self, binding: Binding) -> BusResult<()> {
+        let (kind, value) = binding.filter.parts();
+        let subject = format!(
+            "{}.bind.{}.{kind}.{}",
+            self.ns,
+            hex(&binding.queue),
+            hex(value)
+        );
+        let publish = Publish::build()
+            .payload(Vec::new().into())
+            .message_id(subject.clone());
+        self.js
+            .send_publish(subject, publish)
+            .await
+            .map_err(nats_error)?
+            .await
+            .map_err(nats_error)?;
+        self.binding_cache.invalidate();
+        Ok(())
+    }
+
+    async fn bindings(&self) -> BusResult<Vec<Binding>> {
+        self.binding_cache.get(|| self.read_bindings()).await
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {

@@ -6,12 +6,13 @@ mod writer;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::Connection;
 use tokio::sync::Notify;
 
+use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
@@ -25,15 +26,12 @@ use writer::Writer;
 /// Operations committed together at most; 1 gives one fsync per operation.
 pub const DEFAULT_MAX_BATCH: usize = 1024;
 
-/// How long another process's new binding may take to be seen by this one's publishes.
-const BINDING_CACHE: Duration = Duration::from_secs(1);
-
 /// A bus stored in one SQLite file; several processes may open the same file.
 pub struct SqliteBus {
     config: BusConfig,
     writer: Writer,
     schedulers: Arc<Mutex<HashMap<String, FairScheduler>>>,
-    binding_cache: Mutex<Option<(Instant, Vec<Binding>)>>,
+    binding_cache: BindingCache,
     arrived: Arc<Notify>,
 }
 
@@ -55,7 +53,7 @@ impl SqliteBus {
             config,
             writer: Writer::spawn(conn, max_batch)?,
             schedulers: Arc::default(),
-            binding_cache: Mutex::default(),
+            binding_cache: BindingCache::default(),
             arrived: Arc::default(),
         })
     }
@@ -84,20 +82,14 @@ impl Bus for SqliteBus {
         self.writer
             .call(true, move |c| schema::bind(c, &binding))
             .await?;
-        *self.binding_cache.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.binding_cache.invalidate();
         Ok(())
     }
 
     async fn bindings(&self) -> BusResult<Vec<Binding>> {
-        if let Some((at, list)) = &*self.binding_cache.lock().unwrap_or_else(|p| p.into_inner())
-            && at.elapsed() < BINDING_CACHE
-        {
-            return Ok(list.clone());
-        }
-        let list = self.writer.call(false, schema::bindings).await?;
-        *self.binding_cache.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((Instant::now(), list.clone()));
-        Ok(list)
+        self.binding_cache
+            .get(|| self.writer.call(false, schema::bindings))
+            .await
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
