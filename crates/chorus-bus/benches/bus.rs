@@ -17,8 +17,8 @@ use criterion::{Criterion, Throughput};
 type Results = Arc<Mutex<BTreeMap<&'static str, Vec<(f64, f64, f64)>>>>;
 
 fn runtime() -> tokio::runtime::Runtime {
+    // Tokio's default: one worker per core.
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
         .enable_all()
         .build()
         .unwrap()

@@ -33,6 +33,12 @@ pub trait Bus: Send + Sync {
     /// stores nothing) when its id was stored within the dedupe window and `dedupe` is set.
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool>;
 
+    /// Like [`Bus::store`], taking the envelope by value, so that a backend keeping it in
+    /// memory need not copy it.
+    async fn store_owned(&self, env: Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
+        self.store(&env, queues, dedupe).await
+    }
+
     /// Primitive: claims up to `max` visible messages of `queue`, in fair priority order,
     /// without waiting; each claim counts as one delivery attempt.
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>>;
@@ -191,9 +197,10 @@ pub trait Bus: Send + Sync {
                 dead_letter_id: id,
             });
         }
-        let stored = self.store(&env, &queues, true).await?;
+        let id = env.id.clone();
+        let stored = self.store_owned(env, &queues, true).await?;
         Ok(Receipt {
-            id: env.id,
+            id,
             duplicate: !stored,
             queues,
         })

@@ -317,8 +317,12 @@ impl Bus for MemoryBus {
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
+        self.store_owned(env.clone(), queues, dedupe).await
+    }
+
+    async fn store_owned(&self, env: Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
         let stored = {
-            let env = Arc::new(env.clone());
+            let env = Arc::new(env);
             let mut log = lock(&self.log);
             self.store_locked(&mut log, env, queues, dedupe, now_ms())
         };
