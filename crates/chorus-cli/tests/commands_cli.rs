@@ -1,35 +1,11 @@
 //! `chorus harmony`, `count` and `trim` through the real binary: what reaches stdout and stderr,
 //! and the exit codes (0 ok, 1 rejected input, 2 usage or I/O).
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
 use serde_json::{Value, json};
 
-fn chorus(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A command that exits before reading (usage errors) closes the pipe: that is not a failure.
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
-
-fn code(output: &Output) -> i32 {
-    output.status.code().expect("exited")
-}
+use common::{chorus, code, stderr, stdout};
 
 /// A Chat Completions request with a system prompt, a tool call, its result and an answer.
 fn chat_request() -> Value {

@@ -1,31 +1,13 @@
 //! `chorus convert` and `chorus formats` through the real binary: output, loss reports and exit
 //! codes (0 ok, 1 input rejected or `--strict` loss, 2 usage or I/O error).
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::Output;
 
 use serde_json::{Value, json};
 
-fn chorus(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A command that exits before reading (usage errors) closes the pipe: that is not a failure.
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
+use common::{chorus, stderr, stdout};
 
 /// The loss reports: every stderr line before an `error:` line is one JSON object.
 fn losses(output: &Output) -> Vec<Value> {

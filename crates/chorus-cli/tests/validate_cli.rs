@@ -1,33 +1,10 @@
 //! `chorus validate` and `chorus schema` through the real binary: output formats and exit codes.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
 use serde_json::Value;
 
-fn chorus(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args(args)
-        .current_dir(repo())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = stdin.unwrap_or_default().to_owned();
-    // A command that exits before reading (usage errors) closes the pipe: that is not a failure.
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    child.wait_with_output().unwrap()
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
+use common::{chorus, repo, stdout};
 
 #[test]
 fn valid_files_exit_zero() {
@@ -37,7 +14,7 @@ fn valid_files_exit_zero() {
             "examples/seeds/003-escalation.json",
             "examples/seeds/000-a2-1-tool-call.json",
         ],
-        None,
+        "",
     );
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
@@ -49,7 +26,7 @@ fn valid_files_exit_zero() {
 #[test]
 fn a_rejected_file_prints_file_pointer_message_and_hint_and_exits_one() {
     let doc = r#"{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}"#;
-    let output = chorus(&["validate", "-"], Some(doc));
+    let output = chorus(&["validate", "-"], doc);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
     assert!(
@@ -68,7 +45,7 @@ fn json_output_lists_every_problem_with_its_fields() {
             "examples/seeds/003-python-invalid-escalation.json",
             "examples/seeds/000-a1-audio-part.json",
         ],
-        None,
+        "",
     );
     assert_eq!(output.status.code(), Some(1));
     let rows: Value = serde_json::from_str(&stdout(&output)).unwrap();
@@ -95,7 +72,7 @@ fn a_forced_kind_is_used() {
             "handoff",
             "examples/seeds/000-a2-1-tool-call.json",
         ],
-        None,
+        "",
     );
     assert_eq!(output.status.code(), Some(1));
     assert!(stdout(&output).contains("expected property \"metadata\""));
@@ -103,18 +80,18 @@ fn a_forced_kind_is_used() {
 
 #[test]
 fn io_and_usage_errors_exit_two() {
-    let missing = chorus(&["validate", "no/such/file.json"], None);
+    let missing = chorus(&["validate", "no/such/file.json"], "");
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/file.json: cannot read"));
     assert_eq!(
-        chorus(&["validate", "--kind", "letter", "-"], Some("{}"))
+        chorus(&["validate", "--kind", "letter", "-"], "{}")
             .status
             .code(),
         Some(2)
     );
-    assert_eq!(chorus(&["validate"], None).status.code(), Some(2));
+    assert_eq!(chorus(&["validate"], "").status.code(), Some(2));
     assert_eq!(
-        chorus(&["validate", "--max-depth", "0", "-"], Some("{}"))
+        chorus(&["validate", "--max-depth", "0", "-"], "{}")
             .status
             .code(),
         Some(2)
@@ -131,7 +108,7 @@ fn malformed_input_is_rejected_not_crashed() {
         "\u{0}",
         "null",
     ] {
-        let output = chorus(&["validate", "-"], Some(doc));
+        let output = chorus(&["validate", "-"], doc);
         assert_eq!(
             output.status.code(),
             Some(1),
@@ -157,13 +134,13 @@ fn user_data_schemas_are_loaded_from_a_directory() {
             dir_arg,
             "examples/seeds/003-escalation.json",
         ],
-        None,
+        "",
     );
     assert_eq!(output.status.code(), Some(1));
     assert!(stdout(&output).contains("/payload/data: expected property \"ticket\""));
     std::fs::write(dir.path().join("broken.schema.json"), "{").unwrap();
     assert_eq!(
-        chorus(&["validate", "--schemas", dir_arg, "-"], Some("{}"))
+        chorus(&["validate", "--schemas", dir_arg, "-"], "{}")
             .status
             .code(),
         Some(2)
@@ -179,7 +156,7 @@ fn schema_prints_the_checked_in_schema() {
         "harmony-handoff",
         "data",
     ] {
-        let output = chorus(&["schema", kind], None);
+        let output = chorus(&["schema", kind], "");
         assert_eq!(output.status.code(), Some(0));
         let printed: Value = serde_json::from_str(&stdout(&output)).unwrap();
         let file =
@@ -190,11 +167,11 @@ fn schema_prints_the_checked_in_schema() {
             "{kind}"
         );
     }
-    let data = chorus(&["schema", "handoff", "--handoff-type", "ESCALATION"], None);
+    let data = chorus(&["schema", "handoff", "--handoff-type", "ESCALATION"], "");
     let schema: Value = serde_json::from_str(&stdout(&data)).unwrap();
     assert_eq!(schema["required"][2], "customer_info");
     assert_eq!(
-        chorus(&["schema", "handoff", "--handoff-type", "NOPE"], None)
+        chorus(&["schema", "handoff", "--handoff-type", "NOPE"], "")
             .status
             .code(),
         Some(2)
