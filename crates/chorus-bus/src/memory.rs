@@ -6,7 +6,9 @@
 //! handled → log → queue → dead.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::hash_map::Entry as Slot;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -21,10 +23,14 @@ use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
 use crate::routing::Binding;
 
+/// A hash map with foldhash (randomly seeded per map) instead of SipHash: ids and queue
+/// names are hashed on every publish, fetch and ack.
+type FastMap<K, V> = HashMap<K, V, foldhash::quality::RandomState>;
+
 /// The in-memory bus.
 pub struct MemoryBus {
     config: BusConfig,
-    queues: RwLock<HashMap<String, Arc<QueueCell>>>,
+    queues: RwLock<FastMap<String, Arc<QueueCell>>>,
     log: Mutex<Log>,
     dead: Mutex<Dead>,
     handled: Mutex<HandledIds>,
@@ -52,21 +58,45 @@ struct Held {
 struct Queue {
     ready: [VecDeque<Entry>; 4],
     delayed: Vec<(i64, Entry)>,
-    held: BTreeMap<u64, Held>,
+    held: FastMap<u64, Held>,
     deadlines: BinaryHeap<Reverse<(i64, u64)>>,
     scheduler: FairScheduler,
     next_token: u64,
 }
 
-/// Every stored message, its tracking indexes and the dedupe window.
+/// The messages with a task, correlation or conversation id, their indexes, and the ids
+/// published within the dedupe window.
 #[derive(Default)]
 struct Log {
-    seen: HashMap<Arc<str>, i64>,
-    seen_order: VecDeque<(i64, Arc<str>)>,
+    ids: foldhash::quality::RandomState,
+    seen: FastMap<SeenId, i64>,
+    seen_order: VecDeque<(i64, SeenId)>,
     log: Vec<Arc<Envelope>>,
-    by_task: HashMap<String, Vec<usize>>,
-    by_correlation: HashMap<String, Vec<usize>>,
-    by_conversation: HashMap<String, Vec<usize>>,
+    by_task: FastMap<String, Vec<usize>>,
+    by_correlation: FastMap<String, Vec<usize>>,
+    by_conversation: FastMap<String, Vec<usize>>,
+}
+
+/// A message id in the dedupe window, with its hash computed once (growing the map rehashes
+/// without reading the id again).
+#[derive(Clone)]
+struct SeenId {
+    hash: u64,
+    id: Arc<str>,
+}
+
+impl PartialEq for SeenId {
+    fn eq(&self, other: &SeenId) -> bool {
+        self.hash == other.hash && self.id == other.id
+    }
+}
+
+impl Eq for SeenId {}
+
+impl Hash for SeenId {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
 }
 
 #[derive(Default)]
@@ -150,10 +180,9 @@ impl MemoryBus {
         dedupe: bool,
         now: i64,
     ) -> bool {
-        if dedupe && log.is_duplicate(&env.id, now, millis(self.config.dedupe_window)) {
+        if !log.admit(&env, now, millis(self.config.dedupe_window), dedupe) {
             return false;
         }
-        log.record(env.clone(), now);
         for q in queues {
             let cell = self.cell(q);
             let was_empty = {
@@ -257,24 +286,44 @@ impl Queue {
 }
 
 impl Log {
-    fn is_duplicate(&mut self, id: &str, now: i64, window: i64) -> bool {
-        while let Some((at, old)) = self.seen_order.front() {
-            if *at >= now - window {
-                break;
+    /// Logs `env`, unless `dedupe` is set and its id was logged within `window`: then it
+    /// returns false and logs nothing. The id is hashed once.
+    fn admit(&mut self, env: &Arc<Envelope>, now: i64, window: i64, dedupe: bool) -> bool {
+        while self
+            .seen_order
+            .front()
+            .is_some_and(|(at, _)| *at < now - window)
+        {
+            if let Some((at, old)) = self.seen_order.pop_front()
+                && let Slot::Occupied(slot) = self.seen.entry(old)
+                && *slot.get() == at
+            {
+                slot.remove();
             }
-            if self.seen.get(old) == Some(at) {
-                self.seen.remove(old);
-            }
-            self.seen_order.pop_front();
         }
-        self.seen.contains_key(id)
+        let id = SeenId {
+            hash: self.ids.hash_one(env.id.as_str()),
+            id: Arc::from(env.id.as_str()),
+        };
+        match self.seen.entry(id.clone()) {
+            Slot::Occupied(_) if dedupe => return false,
+            Slot::Occupied(mut slot) => {
+                slot.insert(now);
+            }
+            Slot::Vacant(slot) => {
+                slot.insert(now);
+            }
+        }
+        self.seen_order.push_back((now, id));
+        self.record(env);
+        true
     }
 
-    fn record(&mut self, env: Arc<Envelope>, now: i64) {
-        let id: Arc<str> = Arc::from(env.id.as_str());
-        self.seen.insert(id.clone(), now);
-        self.seen_order.push_back((now, id));
+    /// Appends `env` to the log and its tracking indexes when it has a tracking key (only
+    /// those can be read back; the others are freed once settled).
+    fn record(&mut self, env: &Arc<Envelope>) {
         let at = self.log.len();
+        let mut tracked = false;
         for (key, index) in [
             (&env.task_id, &mut self.by_task),
             (&env.correlation_id, &mut self.by_correlation),
@@ -282,9 +331,12 @@ impl Log {
         ] {
             if let Some(k) = key {
                 index.entry(k.clone()).or_default().push(at);
+                tracked = true;
             }
         }
-        self.log.push(env);
+        if tracked {
+            self.log.push(env.clone());
+        }
     }
 
     fn envelopes(&self, indexes: Option<&Vec<usize>>) -> Vec<Envelope> {
@@ -529,5 +581,47 @@ impl Bus for MemoryBus {
         let cell = self.cell(queue);
         let wake = cell.arrived.notified();
         let _ = tokio::time::timeout(timeout.min(self.config.poll_interval * 10), wake).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bus(window_ms: u64) -> MemoryBus {
+        MemoryBus::new(BusConfig {
+            dedupe_window: Duration::from_millis(window_ms),
+            validator: None,
+            ..BusConfig::default()
+        })
+    }
+
+    fn stored(id: &str) -> (Envelope, Vec<String>) {
+        let env = Envelope::new(id, vec!["q".into()], b"{}".to_vec());
+        (env, vec!["q".to_owned()])
+    }
+
+    #[tokio::test]
+    async fn an_id_is_refused_within_the_window_and_accepted_after_it() {
+        let bus = bus(200);
+        let (env, queues) = stored("m1");
+        assert!(bus.store(&env, &queues, true).await.unwrap());
+        assert!(!bus.store(&env, &queues, true).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(bus.store(&env, &queues, true).await.unwrap());
+        assert_eq!(bus.fetch("q", 10).await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_store_without_dedupe_restarts_the_window_of_its_id() {
+        let bus = bus(1000);
+        let (env, queues) = stored("m1");
+        assert!(bus.store(&env, &queues, true).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert!(bus.store(&env, &queues, false).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        // The first store left the window; the second did not.
+        assert!(!bus.store(&env, &queues, true).await.unwrap());
+        assert_eq!(bus.fetch("q", 10).await.unwrap().len(), 2);
     }
 }
