@@ -64,8 +64,7 @@ struct Queue {
     next_token: u64,
 }
 
-/// The messages with a task, correlation or conversation id, their indexes, and the ids
-/// published within the dedupe window.
+/// Every stored message, its tracking indexes and the ids published within the dedupe window.
 #[derive(Default)]
 struct Log {
     ids: foldhash::quality::RandomState,
@@ -319,11 +318,9 @@ impl Log {
         true
     }
 
-    /// Appends `env` to the log and its tracking indexes when it has a tracking key (only
-    /// those can be read back; the others are freed once settled).
+    /// Appends `env` to the log and its tracking indexes.
     fn record(&mut self, env: &Arc<Envelope>) {
         let at = self.log.len();
-        let mut tracked = false;
         for (key, index) in [
             (&env.task_id, &mut self.by_task),
             (&env.correlation_id, &mut self.by_correlation),
@@ -331,12 +328,9 @@ impl Log {
         ] {
             if let Some(k) = key {
                 index.entry(k.clone()).or_default().push(at);
-                tracked = true;
             }
         }
-        if tracked {
-            self.log.push(env.clone());
-        }
+        self.log.push(env.clone());
     }
 
     fn envelopes(&self, indexes: Option<&Vec<usize>>) -> Vec<Envelope> {
