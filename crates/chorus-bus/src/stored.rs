@@ -22,6 +22,24 @@ pub(crate) struct Committed {
     pub outgoing: Vec<(Envelope, Vec<String>)>,
 }
 
+impl Committed {
+    /// The stored form of an effect and its outgoing messages.
+    pub fn encode(record: &[u8], outgoing: &[(Envelope, Vec<String>)]) -> BusResult<Vec<u8>> {
+        let committed = Committed {
+            record: record.to_vec(),
+            outgoing: outgoing.to_vec(),
+        };
+        serde_json::to_vec(&committed)
+            .map_err(|e| BusError::Storage(format!("a handled record does not encode: {e}")))
+    }
+
+    /// Reads a stored record back.
+    pub fn decode(bytes: &[u8]) -> BusResult<Committed> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))
+    }
+}
+
 /// The envelope's routing keys as JSON, without the bytes.
 pub(crate) fn keys_json(env: &Envelope) -> BusResult<String> {
     let keys = Envelope {

@@ -594,8 +594,7 @@ impl Bus for NatsBus {
         };
         // The effect is recorded; its outgoing messages may not all have been published before
         // a crash. Publishing them again is harmless: they are de-duplicated by id.
-        let committed: Committed = serde_json::from_slice(&found.payload)
-            .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))?;
+        let committed = Committed::decode(&found.payload)?;
         self.publish_outgoing(&committed.outgoing).await?;
         Ok(true)
     }
@@ -607,11 +606,7 @@ impl Bus for NatsBus {
         record: &[u8],
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
-        let committed = Committed {
-            record: record.to_vec(),
-            outgoing: outgoing.to_vec(),
-        };
-        let value = serde_json::to_vec(&committed).map_err(nats_error)?;
+        let value = Committed::encode(record, outgoing)?;
         let publish = Publish::build()
             .payload(value.into())
             .expected_last_subject_sequence(0);
@@ -638,8 +633,7 @@ impl Bus for NatsBus {
             .read(&format!("{}_DONE", self.ns), format!("{prefix}>"))
             .await?
         {
-            let committed: Committed = serde_json::from_slice(&m.payload)
-                .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))?;
+            let committed = Committed::decode(&m.payload)?;
             let message_id = m
                 .subject
                 .strip_prefix(&prefix)

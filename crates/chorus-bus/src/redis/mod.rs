@@ -460,8 +460,7 @@ impl Bus for RedisBus {
             .map_err(redis_error)?;
         let Some(value) = value else { return Ok(false) };
         // Outgoing messages of a commit cut short by a crash are published again, de-duplicated.
-        let committed: Committed = serde_json::from_slice(&value)
-            .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))?;
+        let committed = Committed::decode(&value)?;
         self.publish_outgoing(&committed.outgoing).await?;
         Ok(true)
     }
@@ -473,11 +472,7 @@ impl Bus for RedisBus {
         record: &[u8],
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
-        let committed = Committed {
-            record: record.to_vec(),
-            outgoing: outgoing.to_vec(),
-        };
-        let value = serde_json::to_vec(&committed).map_err(redis_error)?;
+        let value = Committed::encode(record, outgoing)?;
         let fresh: i64 = scripts::commit()
             .arg(&self.ns)
             .arg(handler)
@@ -505,8 +500,7 @@ impl Bus for RedisBus {
                 .hget(format!("{}:done:{handler}", self.ns), &id)
                 .await
                 .map_err(redis_error)?;
-            let committed: Committed = serde_json::from_slice(&value)
-                .map_err(|e| BusError::Corrupt(format!("a handled record does not parse: {e}")))?;
+            let committed = Committed::decode(&value)?;
             out.push(EffectRecord {
                 handler: handler.to_owned(),
                 message_id: id,

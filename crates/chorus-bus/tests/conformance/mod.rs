@@ -60,6 +60,56 @@ macro_rules! conformance_tests {
     };
 }
 
+/// The suite on a server backend (`$bus::connect(url, namespace, config)`, a fresh namespace per
+/// fixture, `destroy` after a passing test), or a "not tested" line without its cargo feature.
+#[macro_export]
+macro_rules! server_conformance_tests {
+    ($feature:literal, $bus:ident, $name:literal, $var:literal, $example:literal) => {
+        #[cfg(feature = $feature)]
+        mod on_server {
+            use std::sync::Arc;
+
+            use super::conformance::{self, Fixture, server_url};
+            use chorus_bus::{Bus, $bus};
+
+            async fn setup() -> Option<Fixture> {
+                let url = server_url($name, $var, $example)?;
+                let ns = format!("chorus_test_{}", uuid::Uuid::new_v4().simple());
+                let (url2, ns2) = (url.clone(), ns.clone());
+                Some(Fixture {
+                    open: Box::new(move |config| {
+                        let (url, ns) = (url.clone(), ns.clone());
+                        Box::pin(async move {
+                            let bus = $bus::connect(&url, &ns, config)
+                                .await
+                                .expect(concat!($name, " server reachable"));
+                            Arc::new(bus) as Arc<dyn Bus>
+                        })
+                    }),
+                    durable: true,
+                    cleanup: Some(Box::pin(async move {
+                        let bus = $bus::connect(&url2, &ns2, Default::default())
+                            .await
+                            .expect("reconnect");
+                        bus.destroy().await.expect("delete the test namespace");
+                    })),
+                })
+            }
+
+            $crate::conformance_tests!(setup);
+        }
+
+        #[cfg(not(feature = $feature))]
+        #[test]
+        fn backend_not_built() {
+            conformance::not_tested(
+                $name,
+                concat!("built without cargo feature `", $feature, "`"),
+            );
+        }
+    };
+}
+
 /// Says, once per test binary and past the harness's output capture, that a backend was not
 /// tested and why.
 pub fn not_tested(backend: &str, why: &str) {
