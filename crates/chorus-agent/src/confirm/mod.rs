@@ -1,0 +1,92 @@
+//! Human confirmation: calls of `requires_confirmation` tools wait here for a person.
+//!
+//! A confirmation is bound to one exact call (agent, tool, call id and a digest of the argument
+//! string) and approval is single-use: [`Confirmations::consume`] succeeds once.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Where a confirmation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmationState {
+    /// Waiting for a person.
+    Pending,
+    /// Approved and not yet used.
+    Approved,
+    /// Refused by a person.
+    Rejected,
+    /// Approved and used by the one call it was for.
+    Consumed,
+}
+
+/// A tool call that waits for, or received, a person's decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// Unique id.
+    pub id: String,
+    /// The agent that wants to make the call.
+    pub agent: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The model's tool call id.
+    pub call_id: String,
+    /// The argument string exactly as the model gave it.
+    pub arguments: String,
+    /// The task the call belongs to, if any.
+    pub task_id: Option<String>,
+    /// Where it stands.
+    pub state: ConfirmationState,
+    /// Who decided, and why, once decided.
+    pub decided_by: Option<String>,
+    /// The reason given with the decision.
+    pub note: Option<String>,
+    /// Creation time, Unix milliseconds.
+    pub created_at_ms: u64,
+}
+
+/// Store of confirmations, shared by agents (who request and consume) and people (who decide).
+#[async_trait]
+pub trait Confirmations: Send + Sync {
+    /// Records a pending confirmation for this exact call, or returns the one already recorded.
+    async fn request(&self, pending: Confirmation) -> Result<Confirmation, ConfirmError>;
+    /// One confirmation by id.
+    async fn get(&self, id: &str) -> Result<Option<Confirmation>, ConfirmError>;
+    /// Every confirmation in `state` (all when `None`), oldest first.
+    async fn list(&self, state: Option<ConfirmationState>) -> Result<Vec<Confirmation>, ConfirmError>;
+    /// A person approves or rejects a pending confirmation.
+    async fn decide(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+        note: Option<String>,
+    ) -> Result<Confirmation, ConfirmError>;
+    /// Uses an approval for the call with exactly these arguments; succeeds once.
+    async fn consume(&self, id: &str, arguments: &str) -> Result<Confirmation, ConfirmError>;
+}
+
+/// A confirmation could not be recorded, found, decided or used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfirmError {
+    /// No confirmation with this id.
+    #[error("no confirmation {0}")]
+    NotFound(String),
+    /// The confirmation is not in a state that allows this (e.g. deciding twice, consuming a
+    /// pending, rejected or already used one).
+    #[error("confirmation {id} is {state:?}: {hint}")]
+    WrongState {
+        /// The confirmation.
+        id: String,
+        /// Its state.
+        state: ConfirmationState,
+        /// What to do instead.
+        hint: String,
+    },
+    /// The arguments differ from the ones that were approved.
+    #[error("confirmation {0} was given for different arguments")]
+    ArgumentsChanged(String),
+    /// The store failed.
+    #[error("confirmation store: {0}")]
+    Store(String),
+}
