@@ -73,6 +73,9 @@ pub enum ModelError {
     /// The reply could not be read.
     #[error("unreadable model reply: {0}")]
     Protocol(String),
+    /// The client is misconfigured (no base URL, a bad URL, a prompt that cannot be rendered).
+    #[error("model client configuration: {0}")]
+    Config(String),
 }
 
 /// A language model behind some endpoint.
