@@ -3,6 +3,15 @@
 //! A confirmation is bound to one exact call (agent, tool, call id and a digest of the argument
 //! string) and approval is single-use: [`Confirmations::consume`] succeeds once.
 
+mod memory;
+mod rules;
+#[cfg(test)]
+mod suite;
+
+pub use memory::MemoryConfirmations;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +54,57 @@ pub struct Confirmation {
     pub created_at_ms: u64,
 }
 
+impl Confirmation {
+    /// A new pending confirmation for one tool call, with a fresh id and the current time.
+    pub fn pending(
+        agent: impl Into<String>,
+        tool: impl Into<String>,
+        call_id: impl Into<String>,
+        arguments: impl Into<String>,
+        task_id: Option<String>,
+    ) -> Self {
+        let created_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Self {
+            id: format!("conf-{}", uuid::Uuid::new_v4().simple()),
+            agent: agent.into(),
+            tool: tool.into(),
+            call_id: call_id.into(),
+            arguments: arguments.into(),
+            task_id,
+            state: ConfirmationState::Pending,
+            decided_by: None,
+            note: None,
+            created_at_ms,
+        }
+    }
+}
+
+impl ConfirmationState {
+    /// The state's name as it appears in JSON and in query strings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Consumed => "consumed",
+        }
+    }
+
+    /// The state named `s` (`pending`, `approved`, `rejected`, `consumed`).
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Pending,
+            Self::Approved,
+            Self::Rejected,
+            Self::Consumed,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+}
+
 /// Store of confirmations, shared by agents (who request and consume) and people (who decide).
 #[async_trait]
 pub trait Confirmations: Send + Sync {
@@ -53,7 +113,10 @@ pub trait Confirmations: Send + Sync {
     /// One confirmation by id.
     async fn get(&self, id: &str) -> Result<Option<Confirmation>, ConfirmError>;
     /// Every confirmation in `state` (all when `None`), oldest first.
-    async fn list(&self, state: Option<ConfirmationState>) -> Result<Vec<Confirmation>, ConfirmError>;
+    async fn list(
+        &self,
+        state: Option<ConfirmationState>,
+    ) -> Result<Vec<Confirmation>, ConfirmError>;
     /// A person approves or rejects a pending confirmation.
     async fn decide(
         &self,
