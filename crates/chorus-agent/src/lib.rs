@@ -4,6 +4,7 @@
 //! [`model::ModelReply`]; a [`tools::Tool`] turns validated arguments into a seed-000 tool
 //! outcome; a [`confirm::Confirmations`] store holds the calls that wait for a person.
 
+pub mod agents;
 pub mod confirm;
 pub mod model;
 pub mod tools;

@@ -1,0 +1,349 @@
+//! The LLM agent: a personality, a model, tools and handoffs offered as tools, run in a
+//! tool-call loop with a step limit under a context budget.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chorus_bus::AgentError;
+use chorus_context::TokenCounter;
+use chorus_context::data::assemble;
+use chorus_context::trim::trim_chorus;
+use chorus_core::message::channel;
+use chorus_core::{ContentPart, DataPart, Message, Role, ToolCall, ToolDefinition};
+use serde_json::{Value, json};
+
+use super::packet::new_message_id;
+use super::transfer::{REPLY_TOOL, TRANSFER_PREFIX, packet_from_call, reply_tool, transfer_tool};
+use super::{FlowAgent, Item, Usage};
+use crate::confirm::ConfirmationState;
+use crate::model::{ModelClient, ModelRequest};
+use crate::tools::{ToolOutput, ToolRegistry};
+
+/// How an LLM agent is set up.
+#[derive(Debug, Clone)]
+pub struct LlmAgentConfig {
+    /// The agent's name.
+    pub name: String,
+    /// System prompt giving its personality (domain, cognitive style, decision preference,
+    /// granularity).
+    pub personality: String,
+    /// The model name.
+    pub model: String,
+    /// Names of registry tools it may call.
+    pub tools: Vec<String>,
+    /// Agents it may hand off to (offered as `transfer_to_<agent>`).
+    pub handoffs: Vec<String>,
+    /// Token budget of each request; older turns are trimmed, calls kept with their results.
+    pub context_budget: Option<usize>,
+    /// Model calls per input at most.
+    pub max_steps: usize,
+    /// Whether analysis-channel text goes out with the reply.
+    pub show_analysis: bool,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+}
+
+impl LlmAgentConfig {
+    /// A config with no tools, no handoffs, no budget and a step limit of 8.
+    pub fn new(name: impl Into<String>, personality: impl Into<String>, model: impl Into<String>) -> Self {
+        LlmAgentConfig {
+            name: name.into(),
+            personality: personality.into(),
+            model: model.into(),
+            tools: Vec::new(),
+            handoffs: Vec::new(),
+            context_budget: None,
+            max_steps: 8,
+            show_analysis: false,
+            temperature: None,
+        }
+    }
+}
+
+/// An agent driven by a language model.
+pub struct LlmAgent {
+    config: LlmAgentConfig,
+    client: Arc<dyn ModelClient>,
+    tools: ToolRegistry,
+    counter: TokenCounter,
+    histories: Mutex<HashMap<String, Vec<Message>>>,
+    usage: Mutex<Usage>,
+}
+
+/// What one step of the loop decided.
+enum Step {
+    Continue,
+    Done(Vec<Item>),
+}
+
+impl LlmAgent {
+    /// An agent with `config`, calling `client`, with tools from `tools`.
+    pub fn new(config: LlmAgentConfig, client: Arc<dyn ModelClient>, tools: ToolRegistry) -> Result<Self, String> {
+        let counter = TokenCounter::for_model(&config.model)
+            .or_else(|_| TokenCounter::for_model("approximate"))
+            .map_err(|e| e.to_string())?;
+        Ok(LlmAgent {
+            config,
+            client,
+            tools,
+            counter,
+            histories: Mutex::new(HashMap::new()),
+            usage: Mutex::new(Usage::default()),
+        })
+    }
+
+    /// The conversation this agent keeps for `task_id` (its own analysis included).
+    pub fn history(&self, task_id: &str) -> Vec<Message> {
+        self.histories
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(task_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn fail(&self, message: impl Into<String>) -> AgentError {
+        AgentError::new(&self.config.name, message)
+    }
+
+    fn system_prompt(&self) -> String {
+        let mut prompt = self.config.personality.trim().to_owned();
+        if !self.config.handoffs.is_empty() {
+            prompt.push_str(&format!(
+                "\n\nYou may hand the task to: {}. Use the transfer_to_<agent> tools with a short summary; \
+                 never put your private reasoning into a handoff.",
+                self.config.handoffs.join(", ")
+            ));
+        }
+        prompt
+    }
+
+    fn definitions(&self, input: &Item) -> Vec<ToolDefinition> {
+        let mut defs = self.tools.definitions(Some(&self.config.tools));
+        defs.extend(self.config.handoffs.iter().map(|a| transfer_tool(a)));
+        if let (Item::Handoff(_), Some(sender)) = (input, input.sender()) {
+            defs.push(reply_tool(sender));
+        }
+        defs
+    }
+
+    /// What the model sees of the input: text, and a handoff as a data part.
+    fn input_message(input: &Item) -> Message {
+        match input {
+            Item::Message(m) => {
+                let mut msg = Message::with_parts(Role::User, m.parts());
+                msg.name = m.name.clone();
+                msg
+            }
+            Item::Handoff(h) => {
+                let sender = &h.metadata.sender_id;
+                let intro = format!(
+                    "{} handoff from {sender}. {}",
+                    h.payload.handoff_type,
+                    h.instructions.next_steps_suggestion.as_deref().unwrap_or("")
+                );
+                let data = DataPart {
+                    kind: Some("handoff".into()),
+                    data: serde_json::to_value(h).unwrap_or(Value::Null),
+                    schema: None,
+                    description: Some(format!("The {} packet {sender} sent you.", h.payload.handoff_type)),
+                    instance: Some(json!(h.metadata.message_id)),
+                    extra: Default::default(),
+                };
+                let mut msg = Message::with_parts(
+                    Role::User,
+                    vec![ContentPart::text(intro.trim_end()), ContentPart::Data(data)],
+                );
+                msg.name = Some(sender.clone());
+                msg
+            }
+        }
+    }
+
+    /// Runs the calls of approved confirmations of this agent and task (the exact halted calls).
+    async fn resume_approved(&self, task_id: &str, history: &mut Vec<Message>) -> Result<(), AgentError> {
+        let Some(store) = self.tools.confirmations() else {
+            return Ok(());
+        };
+        let approved = store
+            .list(Some(ConfirmationState::Approved))
+            .await
+            .map_err(|e| self.fail(e.to_string()))?;
+        for c in approved
+            .into_iter()
+            .filter(|c| c.agent == self.config.name && c.task_id.as_deref() == Some(task_id))
+        {
+            let call = ToolCall::function(&c.call_id, &c.tool, &Value::Null);
+            let call = ToolCall {
+                function: chorus_core::FunctionCall { arguments: c.arguments.clone(), ..call.function },
+                ..call
+            };
+            let output = self.tools.invoke(&self.config.name, &call, Some(task_id)).await;
+            let mut assistant = Message::new(Role::Assistant, "");
+            assistant.content = None;
+            assistant.tool_calls = Some(Some(vec![call.clone()]));
+            history.push(assistant);
+            history.push(output.to_message(&call.id, &call.function.name));
+        }
+        Ok(())
+    }
+
+    fn reply_item(&self, input: &Item, task_id: &str, reply: Message) -> Result<Item, AgentError> {
+        let sender = input.sender().unwrap_or("user").to_owned();
+        let text = reply.text();
+        if let Item::Handoff(h) = input {
+            let data = json!({
+                "status": "COMPLETED",
+                "summary": text,
+                "in_response_to": h.metadata.message_id,
+            });
+            let Value::Object(data) = data else { unreachable!("object literal") };
+            let mut draft = super::PacketDraft::new(
+                &self.config.name,
+                sender,
+                chorus_core::HandoffType::StatusUpdate,
+                data,
+                task_id,
+            );
+            draft.correlation_id = h.metadata.correlation_id.clone();
+            draft.summary = Some(text);
+            return draft.build().map(Item::Handoff).map_err(|e| self.fail(e.to_string()));
+        }
+        let mut out = Message::new(Role::Assistant, text);
+        out.id = Some(new_message_id());
+        out.name = Some(self.config.name.clone());
+        out.recipient = Some(sender);
+        out.channel = Some(channel::FINAL.into());
+        out.metadata = reply.metadata;
+        Ok(Item::Message(out))
+    }
+
+    async fn step(&self, input: &Item, task_id: &str, history: &mut Vec<Message>) -> Result<Step, AgentError> {
+        let tools = self.definitions(input);
+        let view = assemble(history);
+        let messages = match self.config.context_budget {
+            Some(budget) => trim_chorus(&view, &tools, &self.counter, budget, None)
+                .map_err(|e| self.fail(format!("context budget of {budget} tokens: {e}")))?
+                .messages,
+            None => view,
+        };
+        let request = ModelRequest {
+            model: self.config.model.clone(),
+            messages,
+            tools,
+            temperature: self.config.temperature,
+            ..ModelRequest::default()
+        };
+        let reply = self
+            .client
+            .complete(&request, None)
+            .await
+            .map_err(|e| self.fail(e.to_string()))?;
+        if let Some(last) = reply.messages.last() {
+            self.usage.lock().unwrap_or_else(|e| e.into_inner()).add_reply(last);
+        }
+        history.extend(reply.messages.iter().cloned());
+        let calls: Vec<ToolCall> = reply.messages.iter().flat_map(|m| m.calls().to_vec()).collect();
+        if calls.is_empty() {
+            let Some(final_msg) = reply
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.channel.as_deref() != Some(channel::ANALYSIS))
+                .cloned()
+            else {
+                return Err(self.fail("the model replied with nothing but analysis"));
+            };
+            let mut out = Vec::new();
+            if self.config.show_analysis {
+                for m in reply.messages.iter().filter(|m| m.channel.as_deref() == Some(channel::ANALYSIS)) {
+                    let mut shown = m.clone();
+                    shown.id = Some(new_message_id());
+                    shown.name = Some(self.config.name.clone());
+                    shown.recipient = Some(input.sender().unwrap_or("user").to_owned());
+                    out.push(Item::Message(shown));
+                }
+            }
+            out.push(self.reply_item(input, task_id, final_msg)?);
+            return Ok(Step::Done(out));
+        }
+        let mut handed_off = Vec::new();
+        for call in calls {
+            let name = call.function.name.as_str();
+            let recipient = if name == REPLY_TOOL {
+                input.sender().map(str::to_owned)
+            } else {
+                name.strip_prefix(TRANSFER_PREFIX)
+                    .filter(|a| self.config.handoffs.iter().any(|h| h == a))
+                    .map(str::to_owned)
+            };
+            let output = match recipient {
+                Some(to) => {
+                    let correlation = match input {
+                        Item::Handoff(h) => h.metadata.correlation_id.clone(),
+                        Item::Message(_) => Some(task_id.to_owned()),
+                    };
+                    match packet_from_call(&self.config.name, &to, &call.function.arguments, task_id, correlation) {
+                        Ok(packet) => {
+                            let id = packet.metadata.message_id.clone();
+                            handed_off.push(Item::Handoff(packet));
+                            ToolOutput::success(json!({"status": "success", "handed_off_to": to, "message_id": id}))
+                        }
+                        Err(message) => ToolOutput::error("InvalidHandoff", message),
+                    }
+                }
+                None => self.tools.invoke(&self.config.name, &call, Some(task_id)).await,
+            };
+            history.push(output.to_message(&call.id, name));
+        }
+        if handed_off.is_empty() {
+            Ok(Step::Continue)
+        } else {
+            Ok(Step::Done(handed_off))
+        }
+    }
+}
+
+#[async_trait]
+impl FlowAgent for LlmAgent {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    async fn handle(&self, input: &Item, task_id: &str) -> Result<Vec<Item>, AgentError> {
+        let mut history = {
+            let histories = self.histories.lock().unwrap_or_else(|e| e.into_inner());
+            histories.get(task_id).cloned()
+        }
+        .unwrap_or_else(|| vec![Message::new(Role::System, self.system_prompt())]);
+        self.resume_approved(task_id, &mut history).await?;
+        history.push(Self::input_message(input));
+        let mut result = Err(self.fail(format!(
+            "no final answer within the step limit of {} model calls",
+            self.config.max_steps
+        )));
+        for _ in 0..self.config.max_steps {
+            match self.step(input, task_id, &mut history).await {
+                Ok(Step::Continue) => continue,
+                Ok(Step::Done(out)) => {
+                    result = Ok(out);
+                    break;
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.histories
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(task_id.to_owned(), history);
+        result
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}

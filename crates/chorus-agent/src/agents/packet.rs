@@ -1,0 +1,142 @@
+//! Building seed-003 handoff packets and validating them with chorus-core before they leave.
+
+use chorus_core::handoff::{
+    HandoffContext, HandoffMetadata, HandoffPayload, Instructions, PreviousAction, Recipients,
+    SUPPORTED_VERSION,
+};
+use chorus_core::{HandoffMessage, HandoffType, Kind, Priority, Problem, Validator};
+use serde_json::{Map, Value};
+
+/// What an agent wants to hand off; [`PacketDraft::build`] fills identity and time and validates.
+#[derive(Debug, Clone)]
+pub struct PacketDraft {
+    /// The sending agent.
+    pub sender: String,
+    /// The receiving agent or pool.
+    pub recipient: String,
+    /// The handoff type.
+    pub handoff_type: HandoffType,
+    /// `payload.data`, shaped for the type.
+    pub data: Map<String, Value>,
+    /// The task.
+    pub task_id: String,
+    /// The flow's correlation id.
+    pub correlation_id: Option<String>,
+    /// How urgent.
+    pub priority: Priority,
+    /// `context.workflow_state`.
+    pub workflow_state: String,
+    /// `context.historical_data_summary`.
+    pub summary: Option<String>,
+    /// `context.previous_actions` as (action type, details).
+    pub previous_actions: Vec<(String, String)>,
+    /// What the receiver should do.
+    pub instructions: Instructions,
+}
+
+/// A packet that does not validate; the problems carry JSON pointers.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid {handoff_type} handoff from {sender}: {}", problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))]
+pub struct PacketError {
+    /// The sender.
+    pub sender: String,
+    /// The type it tried to send.
+    pub handoff_type: String,
+    /// What is wrong, with pointers into the packet.
+    pub problems: Vec<Problem>,
+}
+
+/// A fresh message id (UUID v4).
+pub fn new_message_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Now, as ISO 8601 with milliseconds in UTC.
+pub fn now_timestamp() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+impl PacketDraft {
+    /// A draft with empty context and instructions.
+    pub fn new(
+        sender: impl Into<String>,
+        recipient: impl Into<String>,
+        handoff_type: HandoffType,
+        data: Map<String, Value>,
+        task_id: impl Into<String>,
+    ) -> Self {
+        let handoff_type_name = handoff_type.as_str().to_owned();
+        PacketDraft {
+            sender: sender.into(),
+            recipient: recipient.into(),
+            handoff_type,
+            data,
+            task_id: task_id.into(),
+            correlation_id: None,
+            priority: Priority::Medium,
+            workflow_state: format!("{handoff_type_name}_SENT"),
+            summary: None,
+            previous_actions: Vec::new(),
+            instructions: Instructions::default(),
+        }
+    }
+
+    /// The handoff message, validated with chorus-core's schemas and checks.
+    pub fn build(self) -> Result<HandoffMessage, PacketError> {
+        let now = now_timestamp();
+        let message = HandoffMessage {
+            metadata: HandoffMetadata {
+                message_id: new_message_id(),
+                timestamp: now.clone(),
+                protocol_version: SUPPORTED_VERSION.to_string(),
+                sender_id: self.sender.clone(),
+                recipient_id: Recipients::One(self.recipient),
+                correlation_id: self.correlation_id,
+                task_id: self.task_id,
+                priority: self.priority,
+                expiration_time: None,
+                extra: Map::new(),
+            },
+            context: HandoffContext {
+                workflow_state: self.workflow_state,
+                previous_actions: self
+                    .previous_actions
+                    .into_iter()
+                    .map(|(action_type, details)| PreviousAction {
+                        action_type,
+                        details,
+                        timestamp: now.clone(),
+                        extra: Map::new(),
+                    })
+                    .collect(),
+                historical_data_summary: self.summary,
+                user_interaction_history: None,
+                extra: Map::new(),
+            },
+            payload: HandoffPayload {
+                handoff_type: self.handoff_type,
+                data: self.data,
+                extra: Map::new(),
+            },
+            instructions: self.instructions,
+            extra: Map::new(),
+        };
+        validate(&message).map(|()| message)
+    }
+}
+
+/// Validates a handoff as chorus-core does on the bus.
+pub fn validate(message: &HandoffMessage) -> Result<(), PacketError> {
+    let value = serde_json::to_value(message).unwrap_or(Value::Null);
+    let report = Validator::standard().validate_value(&value, Some(Kind::Handoff));
+    if report.is_valid() {
+        return Ok(());
+    }
+    Err(PacketError {
+        sender: message.metadata.sender_id.clone(),
+        handoff_type: message.payload.handoff_type.to_string(),
+        problems: report.errors().cloned().collect(),
+    })
+}
