@@ -6,5 +6,6 @@
 
 pub mod agents;
 pub mod confirm;
+pub mod cost;
 pub mod model;
 pub mod tools;

@@ -1,4 +1,22 @@
 //! Model clients: one trait, an OpenAI-compatible Chat Completions client and a Harmony client.
+//!
+//! Both clients read their endpoint from an [`EndpointConfig`] (base URL from
+//! `CHORUS_MODEL_BASE_URL`, else `OPENAI_BASE_URL`; key from `OPENAI_API_KEY`), retry 429 and
+//! 5xx answers with exponential backoff and jitter (honouring `Retry-After`), bound each attempt
+//! by a timeout, and put `token_usage` (with `total_cost_usd` from the price table) and
+//! `latency_ms` (`ttft`, `total_time`) into the metadata of the reply's last message.
+//! Cancellation: drop the future returned by [`ModelClient::complete`].
+
+pub mod config;
+pub mod harmony;
+mod harmony_reply;
+mod http;
+pub mod openai;
+mod stamp;
+
+pub use config::EndpointConfig;
+pub use harmony::{HarmonyClient, PromptForm};
+pub use openai::OpenAiChatClient;
 
 use async_trait::async_trait;
 use chorus_core::{Message, ToolDefinition};

@@ -1,0 +1,234 @@
+//! Sending a request with retries, backoff and a per-attempt timeout; reading server-sent events.
+
+use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use super::ModelError;
+use super::config::EndpointConfig;
+
+/// Why one attempt failed, and whether another may succeed.
+pub(crate) enum Failure {
+    /// Worth another attempt (429, 5xx, connection refused or reset), after `after` if the
+    /// server said so.
+    Retry {
+        error: ModelError,
+        after: Option<Duration>,
+    },
+    /// Not worth retrying.
+    Fatal(ModelError),
+}
+
+impl From<ModelError> for Failure {
+    fn from(error: ModelError) -> Self {
+        Failure::Fatal(error)
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails fatally, times out or runs out of attempts.
+pub(crate) async fn with_retries<T, F, Fut>(
+    config: &EndpointConfig,
+    mut attempt: F,
+) -> Result<T, ModelError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    let attempts = config.max_attempts.max(1);
+    for number in 1..=attempts {
+        let outcome = tokio::time::timeout(config.timeout, attempt())
+            .await
+            .map_err(|_| ModelError::Timeout(config.timeout.as_millis() as u64))?;
+        match outcome {
+            Ok(value) => return Ok(value),
+            Err(Failure::Fatal(error)) => return Err(error),
+            Err(Failure::Retry { error, after }) => {
+                if number == attempts {
+                    return Err(error);
+                }
+                let delay = after
+                    .unwrap_or_else(|| backoff(config.backoff, number))
+                    .min(config.max_backoff);
+                tracing::debug!(attempt = number, ?delay, %error, "model call retried");
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+    unreachable!("the loop returns on its last attempt")
+}
+
+/// Exponential backoff with jitter: `base · 2^(n-1)`, scaled by a random factor in [0.5, 1].
+fn backoff(base: Duration, retry: u32) -> Duration {
+    let full = base.saturating_mul(1u32 << (retry - 1).min(16));
+    let random = RandomState::new().hash_one(retry) % 1000;
+    full.mul_f64(0.5 + random as f64 / 2000.0)
+}
+
+/// Posts `body` as JSON to `path`; statuses 429 and 5xx and connection failures are retryable.
+pub(crate) async fn post(
+    http: &reqwest::Client,
+    config: &EndpointConfig,
+    path: &str,
+    body: &Value,
+) -> Result<reqwest::Response, Failure> {
+    let url = config.url(path)?;
+    let mut request = http.post(&url).json(body);
+    if let Some(key) = &config.api_key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.map_err(|e| Failure::Retry {
+        error: ModelError::Transport(format!("POST {url}: {e}")),
+        after: None,
+    })?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let after = retry_after(response.headers());
+    let text = response.text().await.unwrap_or_default();
+    let error = ModelError::Status {
+        status: status.as_u16(),
+        body: error_text(&url, status, &text),
+    };
+    if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        Err(Failure::Retry { error, after })
+    } else {
+        Err(Failure::Fatal(error))
+    }
+}
+
+/// The server's error message, with the URL and a hint for the common statuses.
+fn error_text(url: &str, status: StatusCode, body: &str) -> String {
+    let message = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.pointer("/error"))
+                .or_else(|| v.pointer("/message"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| body.chars().take(500).collect());
+    let hint = match status.as_u16() {
+        401 | 403 => " (hint: check OPENAI_API_KEY)",
+        404 => " (hint: the base URL usually ends in /v1; check the model name)",
+        _ => "",
+    };
+    format!("{message} [POST {url}]{hint}")
+}
+
+/// `Retry-After` in seconds (an HTTP date is not honoured; the backoff applies instead).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let seconds: f64 = value.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+/// Whether the response is a stream of server-sent events (rather than one JSON body).
+pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// Reads the `data:` payloads of a server-sent events body, as JSON values, until `[DONE]`.
+pub(crate) struct SseReader {
+    body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    buffer: Vec<u8>,
+    done: bool,
+}
+
+impl SseReader {
+    /// Starts reading `response`.
+    pub(crate) fn new(response: reqwest::Response) -> Self {
+        SseReader {
+            body: response
+                .bytes_stream()
+                .map(|piece| piece.map(|bytes| bytes.to_vec()))
+                .boxed(),
+            buffer: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// The next event's JSON payload; `None` after `[DONE]` or the end of the body. A payload
+    /// with an `error` object (sent mid-stream by some servers) becomes an error.
+    pub(crate) async fn next(&mut self) -> Result<Option<Value>, Failure> {
+        while !self.done {
+            if let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line);
+                let Some(data) = line.trim_end().strip_prefix("data:") else {
+                    continue;
+                };
+                let data = data.trim();
+                if data == "[DONE]" {
+                    self.done = true;
+                    break;
+                }
+                let value: Value = serde_json::from_str(data).map_err(|e| {
+                    ModelError::Protocol(format!("an event is not JSON ({e}): {data:.200}"))
+                })?;
+                if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+                    return Err(Failure::Fatal(ModelError::Protocol(format!(
+                        "the stream reported an error: {error}"
+                    ))));
+                }
+                return Ok(Some(value));
+            }
+            match self.body.next().await {
+                Some(Ok(bytes)) => self.buffer.extend_from_slice(&bytes),
+                Some(Err(e)) => {
+                    return Err(Failure::Fatal(ModelError::Transport(format!(
+                        "the stream broke: {e}"
+                    ))));
+                }
+                None if self.buffer.is_empty() => self.done = true,
+                None => self.buffer.push(b'\n'),
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_jitter() {
+        let base = Duration::from_millis(100);
+        for retry in 1..5 {
+            let full = base * (1 << (retry - 1));
+            let delay = backoff(base, retry);
+            assert!(delay >= full / 2 && delay <= full, "{retry}: {delay:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_reads_seconds() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn error_text_takes_the_openai_message_and_hints() {
+        let text = error_text(
+            "http://x/v1/chat/completions",
+            StatusCode::UNAUTHORIZED,
+            r#"{"error":{"message":"bad key"}}"#,
+        );
+        assert!(text.starts_with("bad key"), "{text}");
+        assert!(text.contains("OPENAI_API_KEY"), "{text}");
+    }
+}

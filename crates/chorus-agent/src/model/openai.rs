@@ -1,0 +1,243 @@
+//! The OpenAI-compatible Chat Completions client (OpenAI, vLLM, Ollama, llama.cpp, …).
+//!
+//! It sends `POST {base}/chat/completions` with `stream: true` and
+//! `stream_options.include_usage`, reads the server-sent chunks with chorus-formats'
+//! [`StreamAccumulator`] (tool-call deltas assembled by index, `reasoning_content` — and the
+//! `reasoning` field some servers use instead — as a leading reasoning part), and stamps the
+//! reply with usage, cost and latency. A server that answers with one JSON body instead of a
+//! stream is read too. Data parts (seed 004) are merged and rendered with chorus-context before
+//! sending. Cancellation: drop the future returned by [`ModelClient::complete`]; the connection
+//! is closed and nothing else runs.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use chorus_core::Conversation;
+use chorus_formats::EncodeOptions;
+use chorus_formats::openai_chat::{self, StreamAccumulator, decode_response};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::config::EndpointConfig;
+use super::http::{self, Failure, SseReader};
+use super::stamp::{Measured, ensure_call_ids, stamp};
+use super::{ModelClient, ModelError, ModelReply, ModelRequest, StreamEvent};
+
+/// A Chat Completions client.
+#[derive(Debug, Clone)]
+pub struct OpenAiChatClient {
+    http: reqwest::Client,
+    config: EndpointConfig,
+    strict_schemas: bool,
+}
+
+impl OpenAiChatClient {
+    /// A client for the endpoint in `config`.
+    pub fn new(config: EndpointConfig) -> Self {
+        OpenAiChatClient {
+            http: reqwest::Client::new(),
+            config,
+            strict_schemas: true,
+        }
+    }
+
+    /// A client configured from the environment (see [`EndpointConfig::from_env`]).
+    pub fn from_env() -> Result<Self, ModelError> {
+        Ok(Self::new(EndpointConfig::from_env()?))
+    }
+
+    /// Whether `response_format.json_schema.strict` is sent as `true` (the default; OpenAI's
+    /// strict mode then requires every property listed in `required` and
+    /// `additionalProperties: false`).
+    pub fn with_strict_schemas(mut self, strict: bool) -> Self {
+        self.strict_schemas = strict;
+        self
+    }
+
+    /// The endpoint configuration.
+    pub fn config(&self) -> &EndpointConfig {
+        &self.config
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let conversation = Conversation {
+            messages: chorus_context::data::assemble(&request.messages),
+            tools: (!request.tools.is_empty()).then(|| request.tools.clone()),
+            extra: Map::new(),
+        };
+        let encoded = openai_chat::encode(&conversation, &EncodeOptions::default());
+        for loss in &encoded.losses {
+            tracing::debug!(path = %loss.path, what = %loss.what, "left out of the Chat Completions request");
+        }
+        let mut body = match encoded.value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        body.insert("model".into(), json!(request.model));
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+        if let Some(t) = request.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(n) = request.max_tokens {
+            body.insert("max_tokens".into(), json!(n));
+        }
+        if let Some((name, schema)) = &request.output_schema {
+            body.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": {
+                    "name": name, "schema": schema, "strict": self.strict_schemas}}),
+            );
+        }
+        Value::Object(body)
+    }
+
+    async fn attempt(
+        &self,
+        request: &ModelRequest,
+        body: &Value,
+        events: Option<&UnboundedSender<StreamEvent>>,
+    ) -> Result<ModelReply, Failure> {
+        let started = Instant::now();
+        let response = http::post(&self.http, &self.config, "chat/completions", body).await?;
+        let (conversation, ttft) = if http::is_event_stream(&response) {
+            read_stream(response, started, events).await?
+        } else {
+            let value: Value = response.json().await.map_err(|e| {
+                ModelError::Protocol(format!("the response is neither a stream nor JSON: {e}"))
+            })?;
+            let conversation = decode_response(value).map_err(|e| {
+                ModelError::Protocol(format!("not a chat.completion response: {e}"))
+            })?;
+            (conversation, Some(started.elapsed()))
+        };
+        let total = started.elapsed();
+        let mut messages = conversation.messages;
+        messages.truncate(1);
+        let Some(message) = messages.first_mut() else {
+            return Err(ModelError::Protocol("the response has no choices".into()).into());
+        };
+        let finish_reason = message
+            .metadata
+            .as_mut()
+            .and_then(|m| m.extra.remove("finish_reason"))
+            .and_then(|v| v.as_str().map(str::to_owned));
+        ensure_call_ids(&mut messages);
+        let measured = Measured {
+            ttft,
+            total,
+            usage: None,
+            model: request.model.clone(),
+        };
+        stamp(&mut messages, measured, &self.config);
+        Ok(ModelReply {
+            messages,
+            finish_reason,
+        })
+    }
+}
+
+/// Reads a chunk stream; returns the decoded reply and the time to the first generated piece.
+async fn read_stream(
+    response: reqwest::Response,
+    started: Instant,
+    events: Option<&UnboundedSender<StreamEvent>>,
+) -> Result<(Conversation, Option<std::time::Duration>), Failure> {
+    let mut reader = SseReader::new(response);
+    let mut accumulator = StreamAccumulator::new();
+    let mut ttft = None;
+    let mut announced = HashSet::new();
+    while let Some(mut chunk) = reader.next().await? {
+        rename_reasoning(&mut chunk);
+        if ttft.is_none() && generates(&chunk) {
+            ttft = Some(started.elapsed());
+        }
+        if let Some(events) = events {
+            forward(&chunk, events, &mut announced);
+        }
+        accumulator
+            .push(&chunk)
+            .map_err(|e| ModelError::Protocol(format!("bad stream chunk: {e}")))?;
+    }
+    let conversation = accumulator
+        .finish()
+        .map_err(|e| ModelError::Protocol(format!("bad stream: {e}")))?;
+    Ok((conversation, ttft))
+}
+
+/// The first choice's delta.
+fn delta(chunk: &Value) -> Option<&Value> {
+    chunk.pointer("/choices/0/delta")
+}
+
+/// `reasoning` deltas (Ollama, OpenRouter, newer vLLM) read as `reasoning_content`.
+fn rename_reasoning(chunk: &mut Value) {
+    let Some(Value::Array(choices)) = chunk.get_mut("choices") else {
+        return;
+    };
+    for choice in choices {
+        if let Some(Value::Object(delta)) = choice.get_mut("delta")
+            && !delta.contains_key("reasoning_content")
+            && let Some(text) = delta.remove("reasoning")
+        {
+            delta.insert("reasoning_content".into(), text);
+        }
+    }
+}
+
+/// Whether the chunk carries generated text, reasoning or a tool call.
+fn generates(chunk: &Value) -> bool {
+    delta(chunk).is_some_and(|d| {
+        ["content", "reasoning_content"]
+            .iter()
+            .any(|k| d.get(k).and_then(Value::as_str).is_some_and(|s| !s.is_empty()))
+            || d.get("tool_calls").is_some_and(|c| !c.is_null())
+    })
+}
+
+/// Sends the chunk's pieces as stream events (a closed receiver is ignored).
+fn forward(chunk: &Value, events: &UnboundedSender<StreamEvent>, announced: &mut HashSet<u64>) {
+    let Some(delta) = delta(chunk) else {
+        return;
+    };
+    for (key, channel) in [("reasoning_content", Some("analysis")), ("content", None)] {
+        if let Some(text) = delta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            let _ = events.send(StreamEvent::Text {
+                channel: channel.map(str::to_owned),
+                delta: text.to_owned(),
+            });
+        }
+    }
+    for call in delta
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let name = call.pointer("/function/name").and_then(Value::as_str);
+        if let Some(name) = name.filter(|n| !n.is_empty())
+            && announced.insert(index)
+        {
+            let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+            let _ = events.send(StreamEvent::ToolCall {
+                id: id.to_owned(),
+                name: name.to_owned(),
+            });
+        }
+    }
+}
+
+#[async_trait]
+impl ModelClient for OpenAiChatClient {
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        events: Option<&UnboundedSender<StreamEvent>>,
+    ) -> Result<ModelReply, ModelError> {
+        let body = self.request_body(request);
+        http::with_retries(&self.config, || self.attempt(request, &body, events)).await
+    }
+}
