@@ -5,10 +5,12 @@
 
 mod memory;
 mod rules;
+mod sqlite;
 #[cfg(test)]
 mod suite;
 
 pub use memory::MemoryConfirmations;
+pub use sqlite::SqliteConfirmations;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
