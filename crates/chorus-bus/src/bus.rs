@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::config::{BusConfig, now_ms};
 use crate::delivery::{
     DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
+    TrackSummary,
 };
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult, Issue};
@@ -105,6 +106,16 @@ pub trait Bus: Send + Sync {
         after: u64,
         limit: usize,
     ) -> BusResult<Vec<LogEntry>>;
+
+    /// The known task ids, most recently active first, at most `limit`.
+    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>>;
+
+    /// The known conversation ids, most recently active first, at most `limit`.
+    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>>;
+
+    /// Messages stored in `queue` and not yet acknowledged (waiting, delayed or being
+    /// handled); 0 for a queue never used.
+    async fn depth(&self, queue: &str) -> BusResult<u64>;
 
     /// Waits until messages may be available on `queue`, at most `timeout`.
     async fn wait_for(&self, _queue: &str, timeout: Duration) {

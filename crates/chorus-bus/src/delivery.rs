@@ -112,6 +112,19 @@ pub struct LogEntry {
     pub envelope: Envelope,
 }
 
+/// A task or conversation the bus has seen: how many messages it logged and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrackSummary {
+    /// The task id or conversation id.
+    pub id: String,
+    /// Messages logged under it (a replayed message counts again).
+    pub messages: u64,
+    /// When its first message was published, Unix milliseconds.
+    pub first_ms: i64,
+    /// When its latest message was published, Unix milliseconds.
+    pub last_ms: i64,
+}
+
 /// The outcome of `handle_once`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handled {

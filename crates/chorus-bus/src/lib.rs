@@ -32,6 +32,7 @@ pub use config::{BusConfig, Validator, now_ms};
 pub use core::CoreValidator;
 pub use delivery::{
     DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
+    TrackSummary,
 };
 pub use envelope::{Envelope, Priority, Rank};
 pub use error::{BusError, BusResult, Issue};

@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
@@ -71,9 +71,27 @@ struct Log {
     seen: FastMap<SeenId, i64>,
     seen_order: VecDeque<(i64, SeenId)>,
     log: Vec<Arc<Envelope>>,
-    by_task: FastMap<String, Vec<usize>>,
-    by_correlation: FastMap<String, Vec<usize>>,
-    by_conversation: FastMap<String, Vec<usize>>,
+    by_task: FastMap<String, Track>,
+    by_correlation: FastMap<String, Track>,
+    by_conversation: FastMap<String, Track>,
+}
+
+/// The log positions of one tracking key, and the publish times of its first and last message.
+struct Track {
+    at: Vec<usize>,
+    first_ms: i64,
+    last_ms: i64,
+}
+
+impl Track {
+    fn summary(&self, id: &str) -> TrackSummary {
+        TrackSummary {
+            id: id.to_owned(),
+            messages: self.at.len() as u64,
+            first_ms: self.first_ms,
+            last_ms: self.last_ms,
+        }
+    }
 }
 
 /// A message id in the dedupe window, with its hash computed once (growing the map rehashes
@@ -314,12 +332,12 @@ impl Log {
             }
         }
         self.seen_order.push_back((now, id));
-        self.record(env);
+        self.record(env, now);
         true
     }
 
-    /// Appends `env` to the log and its tracking indexes.
-    fn record(&mut self, env: &Arc<Envelope>) {
+    /// Appends `env`, published at `now`, to the log and its tracking indexes.
+    fn record(&mut self, env: &Arc<Envelope>, now: i64) {
         let at = self.log.len();
         for (key, index) in [
             (&env.task_id, &mut self.by_task),
@@ -327,16 +345,40 @@ impl Log {
             (&env.conversation_id, &mut self.by_conversation),
         ] {
             if let Some(k) = key {
-                index.entry(k.clone()).or_default().push(at);
+                let track = index.entry(k.clone()).or_insert_with(|| Track {
+                    at: Vec::new(),
+                    first_ms: now,
+                    last_ms: now,
+                });
+                track.at.push(at);
+                track.last_ms = track.last_ms.max(now);
             }
         }
         self.log.push(env.clone());
     }
 
-    fn envelopes(&self, indexes: Option<&Vec<usize>>) -> Vec<Envelope> {
-        indexes
-            .map(|ix| ix.iter().map(|&i| (*self.log[i]).clone()).collect())
+    fn envelopes(&self, track: Option<&Track>) -> Vec<Envelope> {
+        track
+            .map(|t| t.at.iter().map(|&i| (*self.log[i]).clone()).collect())
             .unwrap_or_default()
+    }
+}
+
+/// The `limit` most recently active keys of `index` (latest publish, then latest log position).
+fn recent(index: &FastMap<String, Track>, limit: usize) -> Vec<TrackSummary> {
+    let mut all: Vec<(&String, &Track)> = index.iter().collect();
+    all.sort_unstable_by_key(|(_, t)| Reverse((t.last_ms, t.at.last().copied())));
+    all.into_iter()
+        .take(limit)
+        .map(|(id, t)| t.summary(id))
+        .collect()
+}
+
+impl Queue {
+    /// Messages held in this queue and not acknowledged: ready, delayed or being handled.
+    fn depth(&self) -> u64 {
+        let ready: usize = self.ready.iter().map(VecDeque::len).sum();
+        (ready + self.delayed.len() + self.held.len()) as u64
     }
 }
 
@@ -556,10 +598,11 @@ impl Bus for MemoryBus {
         limit: usize,
     ) -> BusResult<Vec<LogEntry>> {
         let log = lock(&self.log);
-        let Some(ix) = log.by_conversation.get(conversation_id) else {
+        let Some(track) = log.by_conversation.get(conversation_id) else {
             return Ok(Vec::new());
         };
-        Ok(ix
+        Ok(track
+            .at
             .iter()
             .enumerate()
             .skip(usize::try_from(after).unwrap_or(usize::MAX))
@@ -569,6 +612,20 @@ impl Bus for MemoryBus {
                 envelope: (*log.log[at]).clone(),
             })
             .collect())
+    }
+
+    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        Ok(recent(&lock(&self.log).by_task, limit))
+    }
+
+    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        Ok(recent(&lock(&self.log).by_conversation, limit))
+    }
+
+    async fn depth(&self, queue: &str) -> BusResult<u64> {
+        Ok(self
+            .existing(queue)
+            .map_or(0, |cell| lock(&cell.state).depth()))
     }
 
     async fn wait_for(&self, queue: &str, timeout: Duration) {

@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
 use crate::config::BusConfig;
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
@@ -175,6 +175,16 @@ impl NatsBus {
 
     /// Every message of `stream` on `filter`, in stream order.
     async fn read(&self, stream: &str, filter: String) -> BusResult<Vec<jetstream::Message>> {
+        self.read_with(stream, filter, false).await
+    }
+
+    /// Like [`NatsBus::read`]; `headers_only` leaves the payloads on the server.
+    async fn read_with(
+        &self,
+        stream: &str,
+        filter: String,
+        headers_only: bool,
+    ) -> BusResult<Vec<jetstream::Message>> {
         let stream = self.js.get_stream(stream).await.map_err(nats_error)?;
         let consumer: PullConsumer = stream
             .create_consumer(pull::Config {
@@ -182,6 +192,7 @@ impl NatsBus {
                 ack_policy: AckPolicy::None,
                 deliver_policy: DeliverPolicy::All,
                 inactive_threshold: Duration::from_secs(30),
+                headers_only,
                 ..Default::default()
             })
             .await
@@ -274,6 +285,53 @@ impl NatsBus {
             .iter()
             .map(|m| envelope_from(m.headers.as_ref(), &m.payload))
             .collect()
+    }
+
+    /// The `limit` most recently active values of the log subject token at `position`
+    /// (0 task, 2 conversation), from the log's subjects and publish times.
+    async fn recent(&self, position: usize, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        let prefix = format!("{}.log.", self.ns);
+        let log = self
+            .read_with(&format!("{}_LOG", self.ns), format!("{prefix}>"), true)
+            .await?;
+        // Per key: the summary and the stream sequence of its last message (ties of time).
+        let mut tracks: HashMap<&str, (TrackSummary, u64)> = HashMap::new();
+        for m in &log {
+            let token = m
+                .subject
+                .strip_prefix(&prefix)
+                .and_then(|keys| keys.split('.').nth(position))
+                .ok_or_else(|| {
+                    BusError::Corrupt(format!("log subject {} does not parse", m.subject))
+                })?;
+            if token == "_" {
+                continue;
+            }
+            let info = m.info().map_err(nats_error)?;
+            let at = i64::try_from(info.published.unix_timestamp_nanos() / 1_000_000)
+                .unwrap_or(i64::MAX);
+            let (summary, seq) = tracks.entry(token).or_insert_with(|| {
+                let summary = TrackSummary {
+                    id: String::new(),
+                    messages: 0,
+                    first_ms: at,
+                    last_ms: at,
+                };
+                (summary, 0)
+            });
+            summary.messages += 1;
+            summary.first_ms = summary.first_ms.min(at);
+            summary.last_ms = summary.last_ms.max(at);
+            *seq = info.stream_sequence;
+        }
+        let mut all = Vec::with_capacity(tracks.len());
+        for (token, (mut summary, seq)) in tracks {
+            summary.id = unhex(token)
+                .ok_or_else(|| BusError::Corrupt(format!("log key {token} is not hex")))?;
+            all.push((summary, seq));
+        }
+        all.sort_unstable_by_key(|(s, seq)| std::cmp::Reverse((s.last_ms, *seq)));
+        Ok(all.into_iter().take(limit).map(|(s, _)| s).collect())
     }
 
     /// Every binding, read from the bindings stream.
@@ -676,6 +734,42 @@ impl Bus for NatsBus {
             .take(limit)
             .map(|(envelope, seq)| LogEntry { seq, envelope })
             .collect())
+    }
+
+    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        self.recent(0, limit).await
+    }
+
+    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        self.recent(2, limit).await
+    }
+
+    async fn depth(&self, queue: &str) -> BusResult<u64> {
+        // Nothing stored on the queue's subjects: empty, without creating its consumers.
+        let mut stored = self
+            .queues
+            .info_with_subjects(format!("{}.q.{}.*", self.ns, hex(queue)))
+            .await
+            .map_err(nats_error)?;
+        let mut any = false;
+        while let Some(subject) = stored.next().await {
+            any |= subject.map_err(nats_error)?.1 > 0;
+        }
+        if !any {
+            return Ok(0);
+        }
+        let mut depth = 0u64;
+        for rank in 0..4u8 {
+            let info = self
+                .consumer(queue, rank)
+                .await?
+                .info()
+                .await
+                .map_err(nats_error)?
+                .clone();
+            depth += info.num_pending + info.num_ack_pending as u64;
+        }
+        Ok(depth)
     }
 
     async fn wait_for(&self, _queue: &str, timeout: Duration) {

@@ -2,7 +2,8 @@
 //!
 //! Keys for namespace `ns`: stream `ns:q:<queue>:<rank>` per queue and priority (group
 //! `workers`; acknowledged entries are deleted), lists `ns:task:*`, `ns:corr:*`, `ns:conv:*`
-//! (the tracking logs), hash `ns:dead` (dead letters), set `ns:bindings`, hash
+//! (the tracking logs), sorted sets `ns:recent:task` and `ns:recent:conv` with hashes
+//! `ns:first:task` and `ns:first:conv` (their publish times), hash `ns:dead` (dead letters), set `ns:bindings`, hash
 //! `ns:done:<handler>` plus list `ns:effects:<handler>` (handled ids and their effects) and
 //! `ns:seen:<id>` keys expiring after the dedupe window. Publishing runs as one Lua script, so
 //! de-duplication, queues and logs change together. A nack delay longer than `ack_wait` is
@@ -20,8 +21,8 @@ use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply, StreamReadRe
 use redis::{AsyncCommands, Value};
 
 use crate::bus::Bus;
-use crate::config::{BusConfig, millis};
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::config::{BusConfig, millis, now_ms};
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
@@ -231,6 +232,43 @@ impl RedisBus {
         values.iter().map(|v| unpack(v)).collect()
     }
 
+    /// The `limit` most recently active tasks (`kind` "task") or conversations ("conv").
+    async fn recent(&self, kind: &str, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut con = self.con();
+        let stop = isize::try_from(limit).unwrap_or(isize::MAX) - 1;
+        let latest: Vec<(String, f64)> = con
+            .zrevrange_withscores(format!("{}:recent:{kind}", self.ns), 0, stop)
+            .await
+            .map_err(redis_error)?;
+        if latest.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for (id, _) in &latest {
+            pipe.hget(format!("{}:first:{kind}", self.ns), id)
+                .llen(format!("{}:{kind}:{id}", self.ns));
+        }
+        let counts: Vec<(Option<i64>, u64)> =
+            pipe.query_async(&mut con).await.map_err(redis_error)?;
+        Ok(latest
+            .into_iter()
+            .zip(counts)
+            .map(|((id, last), (first, messages))| {
+                // Scores are whole milliseconds, exact in an f64.
+                let last_ms = last as i64;
+                TrackSummary {
+                    id,
+                    messages,
+                    first_ms: first.unwrap_or(last_ms),
+                    last_ms,
+                }
+            })
+            .collect())
+    }
+
     async fn publish_outgoing(&self, outgoing: &[(Envelope, Vec<String>)]) -> BusResult<()> {
         for (env, queues) in outgoing {
             self.store(env, queues, true).await?;
@@ -290,7 +328,8 @@ impl Bus for RedisBus {
             .arg(pack(env)?)
             .arg(env.task_id.as_deref().unwrap_or(""))
             .arg(env.correlation_id.as_deref().unwrap_or(""))
-            .arg(env.conversation_id.as_deref().unwrap_or(""));
+            .arg(env.conversation_id.as_deref().unwrap_or(""))
+            .arg(now_ms());
         for q in queues {
             invocation.arg(q);
         }
@@ -508,6 +547,27 @@ impl Bus for RedisBus {
             });
         }
         Ok(out)
+    }
+
+    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        self.recent("task", limit).await
+    }
+
+    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        self.recent("conv", limit).await
+    }
+
+    async fn depth(&self, queue: &str) -> BusResult<u64> {
+        // Acknowledged and dead-lettered entries are deleted: what is left is unacknowledged.
+        let mut pipe = redis::pipe();
+        for rank in 0..4 {
+            pipe.xlen(self.stream(queue, rank));
+        }
+        let lens: Vec<u64> = pipe
+            .query_async(&mut self.con())
+            .await
+            .map_err(redis_error)?;
+        Ok(lens.iter().sum())
     }
 
     async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {

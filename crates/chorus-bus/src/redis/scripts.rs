@@ -5,7 +5,9 @@ use std::sync::LazyLock;
 use redis::{Script, ScriptInvocation};
 
 /// ARGV: ns, id, dedupe (1/0), window ms, rank, packed message, task, correlation,
-/// conversation, queues…; returns 1 when stored, 0 for a duplicate within the window.
+/// conversation, now (Unix ms), queues…; returns 1 when stored, 0 for a duplicate within the
+/// window. Tasks and conversations are also kept in `ns:recent:<kind>` (a sorted set scored
+/// by the latest publish time) and `ns:first:<kind>` (a hash of the first publish time).
 static STORE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -15,13 +17,17 @@ if ARGV[3] == '1' then
     return 0
   end
 end
-for i = 10, #ARGV do
+for i = 11, #ARGV do
   redis.call('XADD', ns .. ':q:' .. ARGV[i] .. ':' .. ARGV[5], '*', 'm', value)
 end
 local logs = { {'task', ARGV[7]}, {'corr', ARGV[8]}, {'conv', ARGV[9]} }
 for _, log in ipairs(logs) do
   if log[2] ~= '' then
     redis.call('RPUSH', ns .. ':' .. log[1] .. ':' .. log[2], value)
+    if log[1] ~= 'corr' then
+      redis.call('ZADD', ns .. ':recent:' .. log[1], 'GT', ARGV[10], log[2])
+      redis.call('HSETNX', ns .. ':first:' .. log[1], log[2], ARGV[10])
+    end
   end
 end
 return 1

@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::Envelope;
 use crate::error::BusResult;
 use crate::fair::FairScheduler;
@@ -267,6 +267,25 @@ impl Bus for SqliteBus {
         let v = conversation_id.to_owned();
         self.writer
             .call(false, move |c| schema::conversation(c, &v, after, limit))
+            .await
+    }
+
+    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        self.writer
+            .call(false, move |c| schema::recent(c, Key::Task, limit))
+            .await
+    }
+
+    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        self.writer
+            .call(false, move |c| schema::recent(c, Key::Conversation, limit))
+            .await
+    }
+
+    async fn depth(&self, queue: &str) -> BusResult<u64> {
+        let queue = queue.to_owned();
+        self.writer
+            .call(false, move |c| schema::depth(c, &queue))
             .await
     }
 

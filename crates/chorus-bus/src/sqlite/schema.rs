@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, ErrorCode, Row, params};
 
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry};
+use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::{Envelope, Priority, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
@@ -400,10 +400,7 @@ pub(crate) fn effects(conn: &Connection, handler: &str) -> BusResult<Vec<EffectR
 
 /// Messages whose `column` (task_id or correlation_id) equals `value`, in publish order.
 pub(crate) fn by_key(conn: &Connection, column: Key, value: &str) -> BusResult<Vec<Envelope>> {
-    let column = match column {
-        Key::Task => "task_id",
-        Key::Correlation => "correlation_id",
-    };
+    let column = column.column();
     let sql = format!("SELECT {ENV_COLS} FROM messages m WHERE m.{column} = ?1 ORDER BY m.seq");
     let mut stmt = conn.prepare_cached(&sql).map_err(storage_error)?;
     let rows = stmt
@@ -417,6 +414,48 @@ pub(crate) fn by_key(conn: &Connection, column: Key, value: &str) -> BusResult<V
 pub(crate) enum Key {
     Task,
     Correlation,
+    Conversation,
+}
+
+impl Key {
+    fn column(self) -> &'static str {
+        match self {
+            Key::Task => "task_id",
+            Key::Correlation => "correlation_id",
+            Key::Conversation => "conversation_id",
+        }
+    }
+}
+
+/// The `limit` most recently active values of `key`, with their message counts and times.
+pub(crate) fn recent(conn: &Connection, key: Key, limit: usize) -> BusResult<Vec<TrackSummary>> {
+    let column = key.column();
+    let sql = format!(
+        "SELECT {column}, COUNT(*), MIN(published_ms), MAX(published_ms) FROM messages \
+         WHERE {column} IS NOT NULL GROUP BY {column} \
+         ORDER BY MAX(published_ms) DESC, MAX(seq) DESC LIMIT ?1"
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(storage_error)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt
+        .query_map([limit], |r| {
+            Ok(TrackSummary {
+                id: r.get(0)?,
+                messages: r.get::<_, i64>(1)?.unsigned_abs(),
+                first_ms: r.get(2)?,
+                last_ms: r.get(3)?,
+            })
+        })
+        .map_err(storage_error)?;
+    rows.collect::<Result<_, _>>().map_err(storage_error)
+}
+
+/// Deliveries of `queue` not yet acknowledged.
+pub(crate) fn depth(conn: &Connection, queue: &str) -> BusResult<u64> {
+    conn.prepare_cached("SELECT COUNT(*) FROM deliveries WHERE queue = ?1")
+        .and_then(|mut s| s.query_row([queue], |r| r.get::<_, i64>(0)))
+        .map(i64::unsigned_abs)
+        .map_err(storage_error)
 }
 
 /// The conversation's log entries after `after`.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use chorus_bus::{
     Binding, Bus, BusConfig, BusError, DeadReason, Effect, Envelope, Filter, Handled, Issue,
-    Priority, RoutingRule, handle_once,
+    Priority, RoutingRule, TrackSummary, handle_once, now_ms,
 };
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -43,6 +43,7 @@ macro_rules! conformance_tests {
             route_to_one_id, pool_has_competing_consumers, list_gets_one_copy_each,
             subscription_by_handoff_type, routing_rule_on_payload_field, hub_broadcast,
             tracking_by_task_and_correlation, conversation_log_resumes_from_cursor,
+            tasks_and_conversations_are_listed_by_activity, depth_counts_unacknowledged_messages,
             dead_letters_are_listed_and_replayed);
     };
     (@each $setup:path; $($check:ident),*) => {
@@ -821,6 +822,125 @@ pub async fn conversation_log_resumes_from_cursor(f: &Fixture) {
         .collect();
     assert_eq!(read, sent);
     assert!(bus.conversation(&conv, 5, 10).await.unwrap().is_empty());
+}
+
+pub async fn tasks_and_conversations_are_listed_by_activity(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let (task_a, task_b) = (uid("task-a"), uid("task-b"));
+    let (conv_x, conv_y) = (uid("conv-x"), uid("conv-y"));
+    // (task, correlation id: the conversation, which is the task when absent)
+    let sends = [
+        (&task_a, Some(&conv_x)),
+        (&task_a, None),
+        (&task_b, Some(&conv_x)),
+        (&task_b, Some(&conv_x)),
+        (&task_b, Some(&conv_x)),
+        (&task_a, Some(&conv_y)),
+    ];
+    let started = now_ms();
+    let mut times = Vec::new();
+    for (task, corr) in sends {
+        let mut p = packet(&mid(), json!("agent"), "LOW", "STATUS_UPDATE");
+        p["metadata"]["task_id"] = json!(task);
+        if let Some(c) = corr {
+            p["metadata"]["correlation_id"] = json!(c);
+        }
+        publish(&bus, &p).await;
+        times.push(now_ms());
+        // Distinct publish times, so that "most recent" has one answer.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let counts = |list: &[TrackSummary]| {
+        list.iter()
+            .map(|t| (t.id.clone(), t.messages))
+            .collect::<Vec<_>>()
+    };
+    let tasks = bus.tasks(10).await.unwrap();
+    assert_eq!(counts(&tasks), [(task_a.clone(), 3), (task_b.clone(), 3)]);
+    let (a, b) = (&tasks[0], &tasks[1]);
+    assert!(
+        a.first_ms < b.first_ms && b.first_ms < b.last_ms && b.last_ms < a.last_ms,
+        "task a spans task b: {tasks:?}"
+    );
+    // Publish times are taken while publishing (a server's clock may be a little apart).
+    let slack = 1000;
+    assert!(
+        a.first_ms >= started - slack && a.last_ms <= times[5] + slack,
+        "{a:?}"
+    );
+    assert_eq!(counts(&bus.tasks(1).await.unwrap()), [(task_a.clone(), 3)]);
+    assert!(bus.tasks(0).await.unwrap().is_empty());
+    let conversations = bus.conversations(10).await.unwrap();
+    assert_eq!(
+        counts(&conversations),
+        [
+            (conv_y.clone(), 1),
+            (conv_x.clone(), 4),
+            (task_a.clone(), 1)
+        ]
+    );
+    let x = &conversations[1];
+    assert!(x.first_ms < x.last_ms, "{x:?}");
+    assert_eq!(conversations[0].first_ms, conversations[0].last_ms);
+    assert_eq!(
+        counts(&bus.conversations(2).await.unwrap()),
+        counts(&conversations[..2])
+    );
+}
+
+pub async fn depth_counts_unacknowledged_messages(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let (queue, other) = (uid("inbox"), uid("other"));
+    assert_eq!(bus.depth(&queue).await.unwrap(), 0, "a queue never used");
+    for _ in 0..4 {
+        publish(&bus, &packet(&mid(), json!(queue), "LOW", "NOTIFICATION")).await;
+    }
+    publish(&bus, &packet(&mid(), json!(other), "HIGH", "NOTIFICATION")).await;
+    assert_eq!(bus.depth(&queue).await.unwrap(), 4);
+    assert_eq!(bus.depth(&other).await.unwrap(), 1);
+    let mut got = Vec::new();
+    for _ in 0..20 {
+        got.extend(bus.receive(&queue, 3 - got.len(), LONG).await.unwrap());
+        if got.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!(got.len(), 3);
+    assert_eq!(
+        bus.depth(&queue).await.unwrap(),
+        4,
+        "being handled still counts"
+    );
+    bus.ack(&got[0]).await.unwrap();
+    assert_eq!(bus.depth(&queue).await.unwrap(), 3);
+    bus.nack(&got[1], Duration::from_millis(200)).await.unwrap();
+    assert_eq!(
+        bus.depth(&queue).await.unwrap(),
+        3,
+        "a delayed message still counts"
+    );
+    bus.dead_letter(&got[2], DeadReason::NoRoute).await.unwrap();
+    assert_eq!(
+        bus.depth(&queue).await.unwrap(),
+        2,
+        "a dead letter leaves the queue"
+    );
+    let mut rest = Vec::new();
+    while rest.len() < 2 {
+        let batch = bus.receive(&queue, 2, LONG).await.unwrap();
+        assert!(!batch.is_empty(), "the unacknowledged two come back");
+        rest.extend(batch);
+    }
+    assert_eq!(rest.len(), 2);
+    for d in &rest {
+        bus.ack(d).await.unwrap();
+    }
+    assert_eq!(bus.depth(&queue).await.unwrap(), 0);
+    assert_eq!(
+        bus.depth(&other).await.unwrap(),
+        1,
+        "other queues are untouched"
+    );
 }
 
 pub async fn dead_letters_are_listed_and_replayed(f: &Fixture) {
