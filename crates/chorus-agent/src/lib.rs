@@ -6,6 +6,7 @@
 
 pub mod agents;
 pub mod confirm;
+pub mod flow;
 pub mod cost;
 pub mod model;
 pub mod tools;

@@ -17,7 +17,7 @@ mod usage;
 pub use bus_agent::BusAgent;
 pub use item::Item;
 pub use llm::{LlmAgent, LlmAgentConfig};
-pub use packet::{PacketDraft, PacketError, new_message_id, now_timestamp};
+pub use packet::{PacketDraft, PacketError, new_message_id, now_timestamp, validate};
 pub use rule::{Action, Rule, RuleAgent};
 pub use scope::{Scope, fill};
 pub use usage::Usage;

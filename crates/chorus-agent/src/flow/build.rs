@@ -1,0 +1,73 @@
+//! Building a flow's tools and agents from its spec.
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::spec::{AgentKind, AgentSpec, FlowSpec, SpecError};
+use crate::agents::{FlowAgent, LlmAgent, LlmAgentConfig, RuleAgent};
+use crate::confirm::Confirmations;
+use crate::model::ModelClient;
+use crate::tools::ToolRegistry;
+
+/// Gives each LLM agent its model client.
+pub type ModelFactory =
+    Arc<dyn Fn(&AgentSpec) -> Result<Arc<dyn ModelClient>, String> + Send + Sync>;
+
+/// Builds the tool registry and the agents of `spec`, in declaration order.
+pub fn build_agents(
+    spec: &FlowSpec,
+    models: Option<&ModelFactory>,
+    confirmations: Arc<dyn Confirmations>,
+) -> Result<IndexMap<String, Arc<dyn FlowAgent>>, SpecError> {
+    let mut registry = ToolRegistry::new().with_confirmations(confirmations);
+    for (i, tool) in spec.tools.iter().enumerate() {
+        let location = format!("tools[{i}]");
+        let built = tool.build().map_err(|e| SpecError {
+            location: location.clone(),
+            message: e.to_string(),
+        })?;
+        registry.register(built).map_err(|e| SpecError {
+            location,
+            message: e.to_string(),
+        })?;
+    }
+    let mut agents: IndexMap<String, Arc<dyn FlowAgent>> = IndexMap::new();
+    for (i, a) in spec.agents.iter().enumerate() {
+        let agent: Arc<dyn FlowAgent> = match a.kind {
+            AgentKind::Rule => Arc::new(RuleAgent::new(&a.name, a.rules.clone(), registry.clone())),
+            AgentKind::Llm => {
+                let factory = models.ok_or_else(|| SpecError {
+                    location: format!("agents[{i}]"),
+                    message: format!(
+                        "agent `{}` is an llm agent but no model endpoint is configured; set \
+                         CHORUS_MODEL_BASE_URL (and OPENAI_API_KEY if the endpoint needs one)",
+                        a.name
+                    ),
+                })?;
+                let client = factory(a).map_err(|message| SpecError {
+                    location: format!("agents[{i}]"),
+                    message,
+                })?;
+                let mut config = LlmAgentConfig::new(
+                    &a.name,
+                    a.personality.clone().unwrap_or_default(),
+                    a.model.clone().unwrap_or_default(),
+                );
+                config.tools = a.tools.clone();
+                config.handoffs = a.handoffs.clone();
+                config.context_budget = a.context_budget;
+                config.max_steps = a.max_steps.unwrap_or(config.max_steps);
+                config.show_analysis = a.show_analysis;
+                config.temperature = a.temperature;
+                let agent = LlmAgent::new(config, client, registry.clone()).map_err(|message| SpecError {
+                    location: format!("agents[{i}].model"),
+                    message,
+                })?;
+                Arc::new(agent)
+            }
+        };
+        agents.insert(a.name.clone(), agent);
+    }
+    Ok(agents)
+}

@@ -1,0 +1,13 @@
+//! Flows: a TOML file declares agents, tools, how they connect and the first message; [`Flow`]
+//! runs it on the embedded in-memory bus (chorus-bus `MemoryBus`, validating every message and
+//! handoff on publish) and reports every item sent, for transcripts and progress output.
+
+mod build;
+mod failure;
+mod run;
+mod spec;
+
+pub use build::{ModelFactory, build_agents};
+pub use failure::handle_with_strategy;
+pub use run::{Flow, FlowError, FlowReport};
+pub use spec::{AgentKind, AgentSpec, FlowSpec, InputSpec, Mode, SpecError};

@@ -1,0 +1,238 @@
+//! Running a flow: choreography over the embedded bus, or a pipeline or hub in process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chorus_bus::hub::Hub;
+use chorus_bus::pipeline::{AgentRef, fan_out, sequential};
+use chorus_bus::{Bus, BusConfig, BusError, MemoryBus};
+use chorus_core::{Message, Role};
+use indexmap::IndexMap;
+
+use super::build::{ModelFactory, build_agents};
+use super::failure::handle_with_strategy;
+use super::spec::{FlowSpec, Mode, SpecError};
+use crate::agents::{BusAgent, FlowAgent, Item, Usage, new_message_id};
+use crate::confirm::{Confirmation, ConfirmationState, Confirmations};
+
+/// A flow ready to run.
+pub struct Flow {
+    spec: FlowSpec,
+    agents: IndexMap<String, Arc<dyn FlowAgent>>,
+    confirmations: Arc<dyn Confirmations>,
+    task_id: String,
+}
+
+/// How a flow ended normally.
+#[derive(Debug, Clone, Default)]
+pub struct FlowReport {
+    /// Deliveries handled.
+    pub steps: usize,
+    /// Items addressed to someone outside the flow (the person who started it).
+    pub outputs: Vec<Item>,
+    /// Model usage summed over the agents.
+    pub usage: Usage,
+    /// Tool calls still waiting for a person.
+    pub pending_confirmations: Vec<Confirmation>,
+}
+
+/// Why a flow could not run or did not end normally.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    /// The flow file is unusable.
+    #[error("{0}")]
+    Spec(#[from] SpecError),
+    /// An agent failed (with no failure strategy to recover) or sent something the bus refused.
+    #[error("flow failed: {0}")]
+    Failed(String),
+}
+
+impl Flow {
+    /// Builds the agents and tools of `spec`.
+    pub fn new(
+        spec: FlowSpec,
+        models: Option<&ModelFactory>,
+        confirmations: Arc<dyn Confirmations>,
+    ) -> Result<Flow, FlowError> {
+        let agents = build_agents(&spec, models, confirmations.clone())?;
+        let task_id = spec
+            .task_id
+            .clone()
+            .unwrap_or_else(|| format!("task-{}", new_message_id()));
+        Ok(Flow {
+            spec,
+            agents,
+            confirmations,
+            task_id,
+        })
+    }
+
+    /// The task id every handoff of this run carries.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    fn first_message(&self) -> Message {
+        let input = &self.spec.input;
+        let mut msg = Message::new(Role::User, input.text.clone());
+        msg.id = Some(new_message_id());
+        msg.name = Some(input.from.clone());
+        msg.recipient = Some(
+            input
+                .to
+                .clone()
+                .unwrap_or_else(|| self.agents.keys().next().cloned().unwrap_or_default()),
+        );
+        msg
+    }
+
+    fn ordered(&self) -> Vec<Arc<dyn FlowAgent>> {
+        if self.spec.order.is_empty() {
+            self.agents.values().cloned().collect()
+        } else {
+            self.spec
+                .order
+                .iter()
+                .filter_map(|n| self.agents.get(n).cloned())
+                .collect()
+        }
+    }
+
+    /// Runs the flow; `observe` sees every message and handoff sent, in order, the first
+    /// message included.
+    pub async fn run(&self, observe: &mut (dyn FnMut(&Item) + Send)) -> Result<FlowReport, FlowError> {
+        let first = self.first_message();
+        let mut report = match self.spec.mode {
+            Mode::Handoffs => self.run_handoffs(first, observe).await?,
+            _ => self.run_in_process(first, observe).await?,
+        };
+        for agent in self.agents.values() {
+            report.usage.merge(&agent.usage());
+        }
+        report.pending_confirmations = self
+            .confirmations
+            .list(Some(ConfirmationState::Pending))
+            .await
+            .map_err(|e| FlowError::Failed(e.to_string()))?;
+        Ok(report)
+    }
+
+    async fn run_handoffs(
+        &self,
+        first: Message,
+        observe: &mut (dyn FnMut(&Item) + Send),
+    ) -> Result<FlowReport, FlowError> {
+        let bus = MemoryBus::new(BusConfig::default());
+        let mut report = FlowReport::default();
+        self.publish(&bus, Item::Message(first), &mut report, observe).await?;
+        let max_steps = self.spec.max_steps.unwrap_or(100);
+        loop {
+            let mut idle = true;
+            for (name, agent) in &self.agents {
+                let deliveries = bus
+                    .receive(name, 1, Duration::ZERO)
+                    .await
+                    .map_err(|e| FlowError::Failed(e.to_string()))?;
+                for delivery in deliveries {
+                    idle = false;
+                    report.steps += 1;
+                    if report.steps > max_steps {
+                        return Err(FlowError::Failed(format!(
+                            "the flow did not end within max_steps = {max_steps} deliveries"
+                        )));
+                    }
+                    let document: serde_json::Value = serde_json::from_slice(&delivery.envelope.bytes)
+                        .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
+                    let input = Item::from_json(&document).map_err(FlowError::Failed)?;
+                    let out = handle_with_strategy(agent.as_ref(), &input, &self.task_id)
+                        .await
+                        .map_err(|e| FlowError::Failed(e.to_string()))?;
+                    for item in out {
+                        self.publish(&bus, item, &mut report, observe).await?;
+                    }
+                    bus.ack(&delivery)
+                        .await
+                        .map_err(|e| FlowError::Failed(e.to_string()))?;
+                }
+            }
+            if idle {
+                return Ok(report);
+            }
+        }
+    }
+
+    async fn publish(
+        &self,
+        bus: &MemoryBus,
+        item: Item,
+        report: &mut FlowReport,
+        observe: &mut (dyn FnMut(&Item) + Send),
+    ) -> Result<(), FlowError> {
+        let bytes = serde_json::to_vec(&item.to_json()).map_err(|e| FlowError::Failed(e.to_string()))?;
+        observe(&item);
+        match bus.publish(bytes).await {
+            Ok(_) => {}
+            Err(BusError::Invalid { issues, .. }) => {
+                let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                return Err(FlowError::Failed(format!(
+                    "the bus refused {}: {}",
+                    item.describe(),
+                    issues.join("; ")
+                )));
+            }
+            Err(e) => return Err(FlowError::Failed(e.to_string())),
+        }
+        if !item.recipients().iter().any(|r| self.agents.contains_key(r)) {
+            report.outputs.push(item);
+        }
+        Ok(())
+    }
+
+    async fn run_in_process(
+        &self,
+        first: Message,
+        observe: &mut (dyn FnMut(&Item) + Send),
+    ) -> Result<FlowReport, FlowError> {
+        let adapters: Vec<Arc<BusAgent>> = self
+            .ordered()
+            .into_iter()
+            .map(|a| Arc::new(BusAgent::new(a, self.task_id.clone())))
+            .collect();
+        let refs: Vec<AgentRef<Message>> = adapters.iter().map(|a| a.clone() as AgentRef<Message>).collect();
+        let mut report = FlowReport::default();
+        observe(&Item::Message(first.clone()));
+        let fail = |e: chorus_bus::AgentError| FlowError::Failed(e.to_string());
+        let drain = |report: &mut FlowReport, observe: &mut (dyn FnMut(&Item) + Send)| {
+            for a in &adapters {
+                for item in a.take_sent() {
+                    report.steps += 1;
+                    observe(&item);
+                }
+            }
+        };
+        let result = match self.spec.mode {
+            Mode::Sequential => sequential(&refs, first).await.map(|m| vec![m]),
+            Mode::FanOut => fan_out(&refs, &first, false).await,
+            _ => {
+                let hub = Hub::enter(&self.spec.name, refs.clone(), Some(first.clone())).await;
+                let mut last = first;
+                for _ in 0..self.spec.rounds.unwrap_or(1) {
+                    for agent in &refs {
+                        match hub.speak(agent.name(), last.clone()).await {
+                            Ok(reply) => last = reply,
+                            Err(e) => {
+                                drain(&mut report, observe);
+                                return Err(fail(e));
+                            }
+                        }
+                    }
+                }
+                Ok(vec![last])
+            }
+        };
+        drain(&mut report, observe);
+        let replies = result.map_err(fail)?;
+        report.outputs = replies.into_iter().map(Item::Message).collect();
+        Ok(report)
+    }
+}

@@ -1,0 +1,209 @@
+//! The flow file (TOML): agents, tools, how they connect, and the initial input.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+
+use crate::agents::Rule;
+use crate::tools::ToolSpec;
+
+/// How the agents of a flow connect.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Agents hand off to each other freely over the bus, each addressing its recipient.
+    #[default]
+    Handoffs,
+    /// Each agent's reply feeds the next, in `order`.
+    Sequential,
+    /// Every agent answers the input independently.
+    FanOut,
+    /// Agents speak in turn for `rounds`, each hearing the previous reply.
+    Hub,
+}
+
+/// A whole flow file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// The flow's name.
+    pub name: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// How the agents connect.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Deliveries at most before the flow is stopped as failed (default 100).
+    #[serde(default)]
+    pub max_steps: Option<usize>,
+    /// Hub rounds (default 1).
+    #[serde(default)]
+    pub rounds: Option<usize>,
+    /// Agent order for pipelines and hubs (default: declaration order).
+    #[serde(default)]
+    pub order: Vec<String>,
+    /// The task id (default: a fresh UUID).
+    #[serde(default)]
+    pub task_id: Option<String>,
+    /// The message that starts the flow.
+    pub input: InputSpec,
+    /// Tools the agents may use.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// The agents.
+    pub agents: Vec<AgentSpec>,
+}
+
+/// The initial message.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    /// Who speaks (default `user`).
+    #[serde(default = "default_from")]
+    pub from: String,
+    /// The first agent (default: the first agent declared).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// What they say.
+    pub text: String,
+}
+
+fn default_from() -> String {
+    "user".into()
+}
+
+/// The kind of an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// Deterministic rules.
+    Rule,
+    /// A language model.
+    Llm,
+}
+
+/// One `[[agents]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Unique name; also its bus queue.
+    pub name: String,
+    /// `rule` or `llm`.
+    pub kind: AgentKind,
+    /// The personality (the LLM agent's system prompt; documentation for rule agents).
+    #[serde(default)]
+    pub personality: Option<String>,
+    /// `llm`: the model name.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `llm`: `chat` (Chat Completions, default) or `harmony` (raw completions for gpt-oss).
+    #[serde(default)]
+    pub client: Option<String>,
+    /// Tools it may call.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// `llm`: agents it may hand off to.
+    #[serde(default)]
+    pub handoffs: Vec<String>,
+    /// `rule`: the rules, first match wins.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+    /// `llm`: token budget per request.
+    #[serde(default)]
+    pub context_budget: Option<usize>,
+    /// `llm`: model calls per input at most (default 8).
+    #[serde(default)]
+    pub max_steps: Option<usize>,
+    /// `llm`: send analysis-channel text with replies.
+    #[serde(default)]
+    pub show_analysis: bool,
+    /// `llm`: sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f64>,
+}
+
+/// A flow file that cannot be used: where (a TOML path or line) and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct SpecError {
+    /// The TOML path (e.g. `agents[1].tools[0]`) or `line L, column C`.
+    pub location: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl FlowSpec {
+    /// Parses and checks a flow file.
+    pub fn parse(text: &str) -> Result<FlowSpec, SpecError> {
+        let spec: FlowSpec = toml::from_str(text).map_err(|e| {
+            let location = e
+                .span()
+                .map(|span| {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                    format!("line {line}, column {column}")
+                })
+                .unwrap_or_else(|| "flow file".into());
+            SpecError {
+                location,
+                message: e.message().to_owned(),
+            }
+        })?;
+        spec.check()?;
+        Ok(spec)
+    }
+
+    fn check(&self) -> Result<(), SpecError> {
+        let err = |location: String, message: String| Err(SpecError { location, message });
+        if self.agents.is_empty() {
+            return err("agents".into(), "expected at least one [[agents]] entry".into());
+        }
+        let mut names = HashSet::new();
+        for (i, a) in self.agents.iter().enumerate() {
+            if !names.insert(a.name.as_str()) {
+                return err(format!("agents[{i}].name"), format!("agent `{}` is declared twice", a.name));
+            }
+        }
+        let tools: HashSet<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        for (i, a) in self.agents.iter().enumerate() {
+            for (j, t) in a.tools.iter().enumerate() {
+                if !tools.contains(t.as_str()) {
+                    return err(
+                        format!("agents[{i}].tools[{j}]"),
+                        format!("expected a tool declared in [[tools]], found `{t}`"),
+                    );
+                }
+            }
+            for (j, h) in a.handoffs.iter().enumerate() {
+                if !names.contains(h.as_str()) {
+                    return err(
+                        format!("agents[{i}].handoffs[{j}]"),
+                        format!("expected the name of an agent of this flow, found `{h}`"),
+                    );
+                }
+            }
+            match a.kind {
+                AgentKind::Llm if a.model.is_none() => {
+                    return err(format!("agents[{i}].model"), "an llm agent needs `model`".into());
+                }
+                AgentKind::Rule if a.rules.is_empty() => {
+                    return err(format!("agents[{i}].rules"), "a rule agent needs at least one [[agents.rules]]".into());
+                }
+                _ => {}
+            }
+        }
+        if let Some(to) = &self.input.to
+            && !names.contains(to.as_str())
+        {
+            return err("input.to".into(), format!("expected the name of an agent of this flow, found `{to}`"));
+        }
+        for (i, o) in self.order.iter().enumerate() {
+            if !names.contains(o.as_str()) {
+                return err(format!("order[{i}]"), format!("expected the name of an agent of this flow, found `{o}`"));
+            }
+        }
+        Ok(())
+    }
+}
