@@ -53,7 +53,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
             Ok(b) => b,
             Err(e) => return fail(&e),
         };
-        let server = Server::new(bus, &config);
+        let side = match store.open_side() {
+            Ok(s) => s,
+            Err(e) => return fail(&e),
+        };
+        let server = Server::with_side(bus, side, &config);
         let (listener, addr) = match bind(&args.listen).await {
             Ok(l) => l,
             Err(e) => return fail(&format!("cannot listen on {}: {e}", args.listen)),

@@ -19,4 +19,4 @@ pub mod tls;
 pub use auth::{Caller, hash_token};
 pub use config::{AgentEntry, ServerConfig};
 pub use error::ApiError;
-pub use server::{Server, Store, bind, shutdown_signal};
+pub use server::{Server, SideStores, Store, bind, shutdown_signal};

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
+use chorus_agent::confirm::{Confirmations, MemoryConfirmations, SqliteConfirmations};
 use chorus_bus::bench::BackendSpec;
 use chorus_bus::{Bus, BusConfig, BusError, MemoryBus, SqliteBus};
 use tokio::net::TcpListener;
@@ -55,6 +56,42 @@ impl Store {
             Store::Sqlite(path) => Arc::new(SqliteBus::open(path, bus_config)?),
         })
     }
+
+    /// Opens what the server keeps beside the messages: in memory for `memory`, and for
+    /// `sqlite:DIR/NAME.db` the file `DIR/NAME-confirmations.db`.
+    pub fn open_side(&self) -> Result<SideStores, BusError> {
+        match self {
+            Store::Memory => Ok(SideStores::in_memory()),
+            Store::Sqlite(path) => {
+                let beside = |suffix: &str| {
+                    let stem = path
+                        .file_stem()
+                        .map_or_else(|| "chorus".into(), |s| s.to_string_lossy().into_owned());
+                    path.with_file_name(format!("{stem}{suffix}"))
+                };
+                let confirmations = SqliteConfirmations::open(&beside("-confirmations.db"))
+                    .map_err(|e| BusError::Storage(e.to_string()))?;
+                Ok(SideStores {
+                    confirmations: Arc::new(confirmations),
+                })
+            }
+        }
+    }
+}
+
+/// What the server keeps beside the messages.
+pub struct SideStores {
+    /// Tool calls waiting for a person.
+    pub confirmations: Arc<dyn Confirmations>,
+}
+
+impl SideStores {
+    /// Everything in memory, lost when the server stops.
+    pub fn in_memory() -> SideStores {
+        SideStores {
+            confirmations: Arc::new(MemoryConfirmations::new()),
+        }
+    }
 }
 
 /// A server ready to accept connections.
@@ -66,9 +103,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// A server over `bus` with the agents and limits of `config`; when the config names no
-    /// admin token, a random one is generated (see [`Server::generated_admin_token`]).
+    /// A server over `bus` with the agents and limits of `config`, keeping confirmations in
+    /// memory; when the config names no admin token, a random one is generated (see
+    /// [`Server::generated_admin_token`]).
     pub fn new(bus: Arc<dyn Bus>, config: &ServerConfig) -> Server {
+        Server::with_side(bus, SideStores::in_memory(), config)
+    }
+
+    /// A server over `bus` and the stores `side` (see [`Store::open_side`]).
+    pub fn with_side(bus: Arc<dyn Bus>, side: SideStores, config: &ServerConfig) -> Server {
         let generated_admin_token = config.admin_token_sha256.is_none().then(|| {
             format!(
                 "{}{}",
@@ -89,6 +132,7 @@ impl Server {
             redactor: Arc::new(Redactor::new(&config.redact).unwrap_or_default()),
             inboxes: Arc::new(Inboxes::default()),
             metrics: Arc::new(Metrics::default()),
+            confirmations: side.confirmations,
             max_body_bytes: config.max_body_bytes,
             stopping,
         };

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use chorus_agent::confirm::Confirmations;
 use chorus_bus::Bus;
 use tokio::sync::watch;
 
@@ -29,6 +30,8 @@ pub struct AppState {
     pub inboxes: Arc<Inboxes>,
     /// Counters and gauges for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// Tool calls waiting for, or given, a person's decision.
+    pub confirmations: Arc<dyn Confirmations>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
     /// Turns true when the server shuts down; open event streams end then.

@@ -1,6 +1,7 @@
 //! The HTTP routes and the OpenAPI document generated from them.
 
 pub mod admin;
+pub mod confirmations;
 pub mod extract;
 pub mod inbox;
 pub mod ops;
@@ -57,6 +58,11 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::conversation))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::metrics))
+        .routes(routes!(confirmations::request, confirmations::list))
+        .routes(routes!(confirmations::get))
+        .routes(routes!(confirmations::approve))
+        .routes(routes!(confirmations::reject))
+        .routes(routes!(confirmations::consume))
         .split_for_parts();
     let document = openapi.clone();
     let router = router

@@ -45,10 +45,10 @@ pub fn db(dir: &Path) -> PathBuf {
 
 impl TestServer {
     pub async fn start(db: &Path, config: &ServerConfig) -> TestServer {
-        let bus = Store::Sqlite(db.to_owned())
-            .open(config)
-            .expect("open store");
-        let server = Server::new(bus, config);
+        let store = Store::Sqlite(db.to_owned());
+        let bus = store.open(config).expect("open store");
+        let side = store.open_side().expect("open the stores beside");
+        let server = Server::with_side(bus, side, config);
         let (listener, addr): (_, SocketAddr) = bind("127.0.0.1:0").await.expect("bind");
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.serve(listener, async move {
