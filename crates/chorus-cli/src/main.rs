@@ -6,6 +6,7 @@ mod cmd_count;
 mod cmd_formats;
 mod cmd_harmony;
 mod cmd_media;
+mod cmd_run;
 mod cmd_schema;
 mod cmd_serve;
 mod cmd_trim;
@@ -46,6 +47,8 @@ enum Command {
     Bench(cmd_bench::BenchArgs),
     /// Serve the hub over HTTP: publish, inbox streams, ack, metrics.
     Serve(cmd_serve::ServeArgs),
+    /// Run a flow of agents from a TOML file and write its transcript.
+    Run(cmd_run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,5 +63,6 @@ fn main() -> ExitCode {
         Command::Media(args) => cmd_media::run(args),
         Command::Bench(args) => cmd_bench::run(args),
         Command::Serve(args) => cmd_serve::run(args),
+        Command::Run(args) => cmd_run::run(args),
     }
 }

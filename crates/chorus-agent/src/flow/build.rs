@@ -71,3 +71,22 @@ pub fn build_agents(
     }
     Ok(agents)
 }
+
+/// Model clients from the environment (`CHORUS_MODEL_BASE_URL` or `OPENAI_BASE_URL`, and
+/// `OPENAI_API_KEY`): the Chat Completions client, or the Harmony client for agents with
+/// `client = "harmony"`; `None` when no endpoint is configured.
+pub fn env_model_factory() -> Option<ModelFactory> {
+    let config = crate::model::EndpointConfig::from_env().ok()?;
+    Some(Arc::new(move |agent: &AgentSpec| {
+        let client: Arc<dyn ModelClient> = match agent.client.as_deref() {
+            None | Some("chat") => Arc::new(crate::model::OpenAiChatClient::new(config.clone())),
+            Some("harmony") => Arc::new(crate::model::HarmonyClient::new(config.clone())),
+            Some(other) => {
+                return Err(format!(
+                    "expected client `chat` or `harmony`, found {other:?}"
+                ));
+            }
+        };
+        Ok(client)
+    }))
+}

@@ -7,7 +7,7 @@ mod failure;
 mod run;
 mod spec;
 
-pub use build::{ModelFactory, build_agents};
+pub use build::{ModelFactory, build_agents, env_model_factory};
 pub use failure::handle_with_strategy;
 pub use run::{Flow, FlowError, FlowReport};
 pub use spec::{AgentKind, AgentSpec, FlowSpec, InputSpec, Mode, SpecError};

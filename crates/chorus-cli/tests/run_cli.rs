@@ -1,0 +1,105 @@
+//! `chorus run`: the support-desk example end to end, and exit codes for bad flow files.
+
+mod common;
+
+use chorus_core::{Kind, Validator};
+use common::{chorus, code, stderr, stdout};
+use serde_json::Value;
+
+#[test]
+fn support_desk_transcript_holds_the_escalation_chain_with_valid_packets() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("t.jsonl");
+    let out = chorus(
+        &["run", "examples/support-desk.toml", "--transcript", transcript.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("Root cause"), "{}", stdout(&out));
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["role"], "user", "the first line is the customer's message");
+    let mut chain = Vec::new();
+    for line in &lines {
+        let report = Validator::standard().validate_value(line, None);
+        assert!(report.is_valid(), "{line}: {:?}", report.problems);
+        if let Some(t) = line.pointer("/payload/handoff_type") {
+            let handoff = Validator::standard().validate_value(line, Some(Kind::Handoff));
+            assert!(handoff.is_valid(), "{line}: {:?}", handoff.problems);
+            chain.push(format!(
+                "{}>{}:{}",
+                line["metadata"]["sender_id"].as_str().unwrap(),
+                line["metadata"]["recipient_id"].as_str().unwrap(),
+                t.as_str().unwrap()
+            ));
+        }
+    }
+    assert_eq!(
+        chain,
+        [
+            "customer_service>technical_support:ESCALATION",
+            "technical_support>customer_service:REQUEST_INFORMATION",
+            "technical_support>customer_service:STATUS_UPDATE",
+            "customer_service>technical_support:PROVIDE_INFORMATION",
+            "technical_support>level3_expert:ESCALATION",
+            "level3_expert>technical_support:STATUS_UPDATE",
+            "technical_support>customer_service:STATUS_UPDATE",
+        ]
+    );
+    let l3 = lines
+        .iter()
+        .find(|l| l["metadata"]["recipient_id"] == "level3_expert")
+        .unwrap();
+    assert_eq!(
+        l3["payload"]["data"]["technical_details"]["log_references"][0], "log_file_id_123",
+        "information provided on request travels on to level 3"
+    );
+    let last = lines.last().unwrap();
+    assert_eq!(last["recipient"], "john.doe@example.com");
+}
+
+#[test]
+fn a_bad_flow_file_exits_2_with_its_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("bad.toml");
+    std::fs::write(&flow, "name = \"x\"\n[input]\ntext = \"hi\"\n\n[[agents]]\nname = \"a\"\nkind = \"robot\"\n").unwrap();
+    let out = chorus(&["run", flow.to_str().unwrap()], "");
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("line 7"), "{}", stderr(&out));
+    std::fs::write(
+        &flow,
+        "name = \"x\"\n[input]\ntext = \"hi\"\n[[agents]]\nname = \"a\"\nkind = \"rule\"\ntools = [\"nope\"]\n[[agents.rules]]\n",
+    )
+    .unwrap();
+    let out = chorus(&["run", flow.to_str().unwrap()], "");
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("agents[0].tools[0]"), "{}", stderr(&out));
+    let out = chorus(&["run", "examples/does-not-exist.toml"], "");
+    assert_eq!(code(&out), 2);
+}
+
+#[test]
+fn a_flow_that_sends_an_invalid_packet_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("invalid.toml");
+    std::fs::write(
+        &flow,
+        r#"name = "invalid"
+[input]
+text = "hello"
+[[agents]]
+name = "a"
+kind = "rule"
+[[agents.rules]]
+[[agents.rules.then]]
+action = "handoff"
+to = "b"
+handoff_type = "ESCALATION"
+data = { issue_category = "X", severity = "urgent" }
+"#,
+    )
+    .unwrap();
+    let out = chorus(&["run", flow.to_str().unwrap()], "");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("/payload/data"), "{}", stderr(&out));
+}
