@@ -215,6 +215,16 @@ impl UsageTotals {
             None => self.unpriced_calls += 1,
         }
     }
+
+    /// Adds another set of totals.
+    pub fn merge(&mut self, other: &UsageTotals) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+        self.cost_usd = round(self.cost_usd + other.cost_usd);
+        self.unpriced_calls += other.unpriced_calls;
+    }
 }
 
 /// Totals per agent, per task and for the whole flow.
@@ -360,5 +370,8 @@ mod tests {
         assert_eq!(ledger.agents["b"].calls, 2);
         assert_eq!(ledger.tasks["t1"].prompt_tokens, 1500);
         assert_eq!(ledger.tasks.len(), 2);
+        let mut both = ledger.agents["a"];
+        both.merge(&ledger.agents["b"]);
+        assert_eq!(both, ledger.flow);
     }
 }

@@ -9,4 +9,5 @@ pub mod confirm;
 pub mod flow;
 pub mod cost;
 pub mod model;
+pub mod structured;
 pub mod tools;

@@ -25,7 +25,8 @@
 //! completions SSE stream, for Harmony; build chunks with [`completion::text`]),
 //! [`Reply::status`] (an error status, with [`Reply::retry_after`] for a `Retry-After`
 //! header). [`Reply::chunk_delay`] waits between streamed chunks (to measure time to first
-//! token) and [`Reply::first_delay`] waits before the response starts (to trigger timeouts).
+//! token) and [`Reply::first_delay`] waits before the response starts (to trigger timeouts;
+//! [`FakeOpenAi::max_in_flight`] then tells how many requests overlapped).
 //! The [`chat`] and [`completion`] modules build chunks, including real-world quirks: tool-call
 //! deltas split across chunks with the id only in the first, usage in a last chunk with empty
 //! `choices`, `reasoning_content` deltas.
@@ -136,6 +137,7 @@ pub struct Recorded {
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
     received: Mutex<Vec<Recorded>>,
+    in_flight: Mutex<(usize, usize)>,
 }
 
 /// The running fake server; it stops when dropped.
@@ -151,6 +153,7 @@ impl FakeOpenAi {
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into()),
             received: Mutex::default(),
+            in_flight: Mutex::default(),
         });
         let app = Router::new()
             .fallback(answer)
@@ -178,6 +181,12 @@ impl FakeOpenAi {
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.received.lock().unwrap().clone()
+    }
+
+    /// The most requests that were waiting out their [`Reply::first_delay`] at the same time
+    /// (shows that a client sent requests in parallel).
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.in_flight.lock().unwrap().1
     }
 
     /// How many scripted replies are left.
@@ -213,7 +222,13 @@ async fn answer(
             .body(Body::from("fake server: no scripted reply left"))
             .unwrap();
     };
+    {
+        let mut flight = shared.in_flight.lock().unwrap();
+        flight.0 += 1;
+        flight.1 = flight.1.max(flight.0);
+    }
     tokio::time::sleep(reply.first_delay).await;
+    shared.in_flight.lock().unwrap().0 -= 1;
     let mut response = Response::builder().status(reply.status);
     if let Some(after) = &reply.retry_after {
         response = response.header(header::RETRY_AFTER, after);
