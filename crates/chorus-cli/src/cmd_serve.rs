@@ -53,7 +53,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             Ok(b) => b,
             Err(e) => return fail(&e),
         };
-        let side = match store.open_side() {
+        let side = match store.open_side(&config) {
             Ok(s) => s,
             Err(e) => return fail(&e),
         };

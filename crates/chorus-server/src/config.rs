@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::blobs::MediaConfig;
 use crate::ids::id_problem;
 use crate::redact::{RedactConfig, Redactor};
 
@@ -45,6 +46,9 @@ pub struct ServerConfig {
     /// Seconds within which a re-published message id is not stored again.
     #[serde(default = "default_dedupe_window_secs")]
     pub dedupe_window_secs: u64,
+    /// How images and audio in messages are kept.
+    #[serde(default)]
+    pub media: MediaConfig,
 }
 
 /// One agent of the config: its token and what it may do.
@@ -107,6 +111,7 @@ impl Default for ServerConfig {
             tls_cert: None,
             tls_key: None,
             dedupe_window_secs: default_dedupe_window_secs(),
+            media: MediaConfig::default(),
         }
     }
 }
@@ -168,6 +173,11 @@ impl ServerConfig {
         Redactor::new(&self.redact).map_err(fail)?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err(fail("tls_cert and tls_key: give both or neither".into()));
+        }
+        if self.media.max_blob_bytes == 0 {
+            return Err(fail(
+                "media.max_blob_bytes: expected a positive size".into(),
+            ));
         }
         if self.max_body_bytes == 0 {
             return Err(fail("max_body_bytes: expected a positive size".into()));

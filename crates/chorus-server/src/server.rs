@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::api::router;
 use crate::auth::{Tokens, hash_token};
+use crate::blobs::BlobStore;
 use crate::config::ServerConfig;
 use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
@@ -58,10 +59,11 @@ impl Store {
     }
 
     /// Opens what the server keeps beside the messages: in memory for `memory`, and for
-    /// `sqlite:DIR/NAME.db` the file `DIR/NAME-confirmations.db`.
-    pub fn open_side(&self) -> Result<SideStores, BusError> {
+    /// `sqlite:DIR/NAME.db` the file `DIR/NAME-confirmations.db` and the folder
+    /// `DIR/NAME-blobs/`.
+    pub fn open_side(&self, config: &ServerConfig) -> Result<SideStores, BusError> {
         match self {
-            Store::Memory => Ok(SideStores::in_memory()),
+            Store::Memory => Ok(SideStores::in_memory(config)),
             Store::Sqlite(path) => {
                 let beside = |suffix: &str| {
                     let stem = path
@@ -71,8 +73,11 @@ impl Store {
                 };
                 let confirmations = SqliteConfirmations::open(&beside("-confirmations.db"))
                     .map_err(|e| BusError::Storage(e.to_string()))?;
+                let blobs = BlobStore::open(beside("-blobs"), config.media.clone())
+                    .map_err(|e| BusError::Storage(e.to_string()))?;
                 Ok(SideStores {
                     confirmations: Arc::new(confirmations),
+                    blobs: Arc::new(blobs),
                 })
             }
         }
@@ -83,13 +88,16 @@ impl Store {
 pub struct SideStores {
     /// Tool calls waiting for a person.
     pub confirmations: Arc<dyn Confirmations>,
+    /// Images and audio taken out of messages.
+    pub blobs: Arc<BlobStore>,
 }
 
 impl SideStores {
     /// Everything in memory, lost when the server stops.
-    pub fn in_memory() -> SideStores {
+    pub fn in_memory(config: &ServerConfig) -> SideStores {
         SideStores {
             confirmations: Arc::new(MemoryConfirmations::new()),
+            blobs: Arc::new(BlobStore::in_memory(config.media.clone())),
         }
     }
 }
@@ -103,11 +111,11 @@ pub struct Server {
 }
 
 impl Server {
-    /// A server over `bus` with the agents and limits of `config`, keeping confirmations in
-    /// memory; when the config names no admin token, a random one is generated (see
+    /// A server over `bus` with the agents and limits of `config`, keeping confirmations and
+    /// media in memory; when the config names no admin token, a random one is generated (see
     /// [`Server::generated_admin_token`]).
     pub fn new(bus: Arc<dyn Bus>, config: &ServerConfig) -> Server {
-        Server::with_side(bus, SideStores::in_memory(), config)
+        Server::with_side(bus, SideStores::in_memory(config), config)
     }
 
     /// A server over `bus` and the stores `side` (see [`Store::open_side`]).
@@ -133,6 +141,7 @@ impl Server {
             inboxes: Arc::new(Inboxes::default()),
             metrics: Arc::new(Metrics::default()),
             confirmations: side.confirmations,
+            blobs: side.blobs,
             max_body_bytes: config.max_body_bytes,
             stopping,
         };

@@ -7,6 +7,7 @@ use chorus_bus::Bus;
 use tokio::sync::watch;
 
 use crate::auth::Tokens;
+use crate::blobs::BlobStore;
 use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
@@ -32,6 +33,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Tool calls waiting for, or given, a person's decision.
     pub confirmations: Arc<dyn Confirmations>,
+    /// Images and audio taken out of stored messages.
+    pub blobs: Arc<BlobStore>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
     /// Turns true when the server shuts down; open event streams end then.

@@ -63,6 +63,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(confirmations::approve))
         .routes(routes!(confirmations::reject))
         .routes(routes!(confirmations::consume))
+        .routes(routes!(crate::blobs::api::blob))
         .split_for_parts();
     let document = openapi.clone();
     let router = router

@@ -179,7 +179,9 @@ async fn store(
     })?;
     record_keys(&document);
     admit(&app.policy, agent, &document)?;
-    let bytes = if app.redactor.apply(&mut document) {
+    let kept = app.blobs.keep_media(&mut document).await?;
+    let redacted = app.redactor.apply(&mut document);
+    let bytes = if kept || redacted {
         serde_json::to_vec(&document).map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
         })?

@@ -47,7 +47,7 @@ impl TestServer {
     pub async fn start(db: &Path, config: &ServerConfig) -> TestServer {
         let store = Store::Sqlite(db.to_owned());
         let bus = store.open(config).expect("open store");
-        let side = store.open_side().expect("open the stores beside");
+        let side = store.open_side(config).expect("open the stores beside");
         let server = Server::with_side(bus, side, config);
         let (listener, addr): (_, SocketAddr) = bind("127.0.0.1:0").await.expect("bind");
         let (stop, stopped) = oneshot::channel::<()>();

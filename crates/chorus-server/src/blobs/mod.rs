@@ -1,0 +1,234 @@
+//! Media that lasts: images and audio taken out of messages into a content-addressed store
+//! beside the database, served at `/v1/blobs/sha256-<hex>.<ext>`.
+
+pub mod api;
+mod media;
+mod rewrite;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+pub use media::{content_type, extension};
+
+/// The URL path under which blobs are served.
+pub const BLOB_PATH: &str = "/v1/blobs/";
+
+/// The `[media]` table of the config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaConfig {
+    /// Also fetch images and audio given by http(s) URL and keep them (off by default: the
+    /// server then makes requests to addresses chosen by agents).
+    #[serde(default)]
+    pub fetch_remote: bool,
+    /// Largest image or audio kept, in bytes.
+    #[serde(default = "default_max_blob_bytes")]
+    pub max_blob_bytes: usize,
+    /// Seconds a fetch may take.
+    #[serde(default = "default_fetch_timeout_secs")]
+    pub fetch_timeout_secs: u64,
+}
+
+fn default_max_blob_bytes() -> usize {
+    20 * 1024 * 1024
+}
+
+fn default_fetch_timeout_secs() -> u64 {
+    10
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        MediaConfig {
+            fetch_remote: false,
+            max_blob_bytes: default_max_blob_bytes(),
+            fetch_timeout_secs: default_fetch_timeout_secs(),
+        }
+    }
+}
+
+/// Where blob bytes live.
+#[derive(Debug)]
+enum Place {
+    Dir(PathBuf),
+    Memory(Mutex<HashMap<String, Vec<u8>>>),
+}
+
+/// A content-addressed store of images and audio.
+#[derive(Debug)]
+pub struct BlobStore {
+    place: Place,
+    config: MediaConfig,
+    client: OnceLock<reqwest::Client>,
+}
+
+/// A blob could not be kept or read.
+#[derive(Debug, thiserror::Error)]
+#[error("blob store: {0}")]
+pub struct BlobError(pub String);
+
+/// The blob name (`sha256-<hex>.<ext>`) of `bytes` of media type `mime`, if the type is kept.
+pub fn blob_name(bytes: &[u8], mime: &str) -> Option<String> {
+    let ext = extension(mime)?;
+    let hex: String = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Some(format!("sha256-{hex}.{ext}"))
+}
+
+/// The extension of `name` when it is a well-formed blob name.
+fn checked_ext(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("sha256-")?;
+    let (hex, ext) = rest.split_once('.')?;
+    let ok = hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (ok && content_type(ext).is_some()).then_some(ext)
+}
+
+impl BlobStore {
+    /// A store of files in `dir` (created when missing).
+    pub fn open(dir: PathBuf, config: MediaConfig) -> Result<BlobStore, BlobError> {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| BlobError(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(BlobStore::with_place(Place::Dir(dir), config))
+    }
+
+    /// A store held in memory, lost when the server stops.
+    pub fn in_memory(config: MediaConfig) -> BlobStore {
+        BlobStore::with_place(Place::Memory(Mutex::default()), config)
+    }
+
+    fn with_place(place: Place, config: MediaConfig) -> BlobStore {
+        BlobStore {
+            place,
+            config,
+            client: OnceLock::new(),
+        }
+    }
+
+    /// The HTTP client for fetching remote media, built on first use.
+    fn client(&self) -> Result<&reqwest::Client, BlobError> {
+        if let Some(c) = self.client.get() {
+            return Ok(c);
+        }
+        let built = reqwest::Client::builder()
+            .timeout(Duration::from_secs(self.config.fetch_timeout_secs.max(1)))
+            .build()
+            .map_err(|e| BlobError(format!("cannot build the HTTP client: {e}")))?;
+        Ok(self.client.get_or_init(|| built))
+    }
+
+    /// The media settings.
+    pub fn config(&self) -> &MediaConfig {
+        &self.config
+    }
+
+    /// Keeps `bytes` (once per content) and returns the blob's name.
+    pub async fn put(&self, bytes: Vec<u8>, mime: &str) -> Result<String, BlobError> {
+        let name = blob_name(&bytes, mime)
+            .ok_or_else(|| BlobError(format!("media type {mime:?} is not kept")))?;
+        match &self.place {
+            Place::Memory(map) => {
+                let mut map = map
+                    .lock()
+                    .map_err(|_| BlobError("the store's lock was poisoned".into()))?;
+                map.entry(name.clone()).or_insert(bytes);
+            }
+            Place::Dir(dir) => {
+                let dir = dir.clone();
+                let file = name.clone();
+                tokio::task::spawn_blocking(move || write_once(&dir, &file, &bytes))
+                    .await
+                    .map_err(|e| BlobError(e.to_string()))??;
+            }
+        }
+        Ok(name)
+    }
+
+    /// The bytes and content type of the blob `name`; `None` when absent or not a blob name.
+    pub async fn get(&self, name: &str) -> Result<Option<(Vec<u8>, &'static str)>, BlobError> {
+        let Some(mime) = checked_ext(name).and_then(content_type) else {
+            return Ok(None);
+        };
+        let bytes = match &self.place {
+            Place::Memory(map) => map
+                .lock()
+                .map_err(|_| BlobError("the store's lock was poisoned".into()))?
+                .get(name)
+                .cloned(),
+            Place::Dir(dir) => match tokio::fs::read(dir.join(name)).await {
+                Ok(b) => Some(b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(BlobError(format!("cannot read blob {name}: {e}"))),
+            },
+        };
+        Ok(bytes.map(|b| (b, mime)))
+    }
+}
+
+/// Writes `dir/name` through a temporary file and a rename, unless it is already there.
+fn write_once(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Result<(), BlobError> {
+    use std::io::Write;
+    let target = dir.join(name);
+    if target.exists() {
+        return Ok(());
+    }
+    let fail = |e: std::io::Error| BlobError(format!("cannot write blob {name}: {e}"));
+    let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+    let mut file = std::fs::File::create(&tmp).map_err(fail)?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &target)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn keeps_each_content_once_and_reads_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path().join("blobs"), MediaConfig::default()).unwrap();
+        let a = store.put(b"png bytes".to_vec(), "image/png").await.unwrap();
+        let b = store.put(b"png bytes".to_vec(), "image/png").await.unwrap();
+        assert_eq!(a, b);
+        assert!(a.starts_with("sha256-") && a.ends_with(".png"), "{a}");
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("blobs"))
+            .unwrap()
+            .collect();
+        assert_eq!(files.len(), 1, "one file, no temporary left");
+        let (bytes, mime) = store.get(&a).await.unwrap().unwrap();
+        assert_eq!(bytes, b"png bytes");
+        assert_eq!(mime, "image/png");
+        assert!(
+            store
+                .put(b"<svg/>".to_vec(), "image/svg+xml")
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn refuses_names_that_are_not_blob_names() {
+        let store = BlobStore::in_memory(MediaConfig::default());
+        let name = store.put(b"x".to_vec(), "audio/wav").await.unwrap();
+        assert!(store.get(&name).await.unwrap().is_some());
+        let upper = name.to_ascii_uppercase();
+        for bad in [
+            "../etc/passwd",
+            "sha256-00.png",
+            upper.as_str(),
+            &name.replace(".wav", ".exe"),
+        ] {
+            assert!(store.get(bad).await.unwrap().is_none(), "{bad}");
+        }
+    }
+}

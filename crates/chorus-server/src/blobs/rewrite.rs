@@ -1,0 +1,301 @@
+//! Finds images and audio in a stored document and replaces them by blob URLs.
+
+use axum::http::StatusCode;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use chorus_core::media::DataUrl;
+use serde_json::Value;
+
+use super::media::{audio_format_type, extension};
+use super::{BLOB_PATH, BlobStore};
+use crate::error::{ApiError, IssueBody};
+
+/// Where a piece of media was found and how to get its bytes.
+enum Source {
+    /// Base64 bytes of a known media type.
+    Inline { mime: String, base64: String },
+    /// An http(s) URL to fetch (only when fetching is configured).
+    Remote { url: String },
+}
+
+struct Job {
+    pointer: String,
+    source: Source,
+}
+
+/// A refusal naming the media's JSON pointer.
+fn refuse(status: StatusCode, code: &str, pointer: &str, message: String, hint: &str) -> ApiError {
+    let mut e = ApiError::new(
+        status,
+        code,
+        format!("the media at {pointer} cannot be kept: {message}"),
+    );
+    e.body.issues.push(IssueBody {
+        pointer: pointer.to_owned(),
+        message,
+        hint: Some(hint.to_owned()),
+    });
+    e
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The job for a URL string at `pointer`, if it is media to keep.
+fn url_job(pointer: String, url: &str, fetch: bool, images_only: bool) -> Option<Job> {
+    if let Some(d) = DataUrl::parse(url) {
+        let kept = extension(d.media_type).is_some();
+        let wanted = !images_only || d.media_type.to_ascii_lowercase().starts_with("image/");
+        return (kept && wanted).then(|| Job {
+            pointer,
+            source: Source::Inline {
+                mime: d.media_type.to_owned(),
+                base64: d.base64.to_owned(),
+            },
+        });
+    }
+    let remote = url.starts_with("https://") || url.starts_with("http://");
+    (fetch && remote).then(|| Job {
+        pointer,
+        source: Source::Remote {
+            url: url.to_owned(),
+        },
+    })
+}
+
+/// Collects the media of `v` (at `at`) into `jobs`.
+fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
+    match v {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                collect(item, &format!("{at}/{i}"), fetch, jobs);
+            }
+        }
+        Value::Object(map) => {
+            let kind = map.get("type").and_then(Value::as_str);
+            match kind {
+                Some("image_url") => match map.get("image_url") {
+                    Some(Value::String(url)) => {
+                        jobs.extend(url_job(format!("{at}/image_url"), url, fetch, true));
+                    }
+                    Some(Value::Object(image)) => {
+                        if let Some(url) = image.get("url").and_then(Value::as_str) {
+                            jobs.extend(url_job(format!("{at}/image_url/url"), url, fetch, true));
+                        }
+                    }
+                    _ => {}
+                },
+                Some("input_audio") => {
+                    if let Some(audio) = map.get("input_audio").and_then(Value::as_object)
+                        && let Some(data) = audio.get("data").and_then(Value::as_str)
+                    {
+                        let pointer = format!("{at}/input_audio/data");
+                        let format = audio.get("format").and_then(Value::as_str);
+                        if data.starts_with("data:") {
+                            jobs.extend(url_job(pointer, data, false, false));
+                        } else if let Some(mime) = format.and_then(audio_format_type) {
+                            jobs.push(Job {
+                                pointer,
+                                source: Source::Inline {
+                                    mime: mime.to_owned(),
+                                    base64: data.to_owned(),
+                                },
+                            });
+                        }
+                    }
+                }
+                Some("file") => {
+                    if let Some(file) = map.get("file").and_then(Value::as_object)
+                        && let Some(data) = file.get("file_data").and_then(Value::as_str)
+                    {
+                        jobs.extend(url_job(format!("{at}/file/file_data"), data, false, false));
+                    }
+                }
+                _ => {}
+            }
+            for (k, child) in map {
+                if kind == Some(k.as_str()) {
+                    continue;
+                }
+                collect(child, &format!("{at}/{}", escape(k)), fetch, jobs);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl BlobStore {
+    /// Moves the images and audio of `document` into the store and points the document at
+    /// them; returns true when anything changed.
+    pub async fn keep_media(&self, document: &mut Value) -> Result<bool, ApiError> {
+        let mut jobs = Vec::new();
+        collect(document, "", self.config.fetch_remote, &mut jobs);
+        let mut changed = false;
+        for job in jobs {
+            let (bytes, mime) = match job.source {
+                Source::Inline { mime, base64 } => {
+                    let bytes = STANDARD.decode(base64.trim()).map_err(|e| {
+                        refuse(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            "invalid_media",
+                            &job.pointer,
+                            format!("the base64 payload does not decode: {e}"),
+                            "give standard base64 (RFC 4648, with padding)",
+                        )
+                    })?;
+                    (bytes, mime)
+                }
+                Source::Remote { url } => match self.fetch(&url, &job.pointer).await? {
+                    Some(found) => found,
+                    None => continue,
+                },
+            };
+            if bytes.len() > self.config.max_blob_bytes {
+                return Err(self.too_large(&job.pointer, bytes.len()));
+            }
+            let name = self.put(bytes, &mime).await.map_err(|e| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    e.to_string(),
+                )
+            })?;
+            if let Some(slot) = document.pointer_mut(&job.pointer) {
+                *slot = Value::String(format!("{BLOB_PATH}{name}"));
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+
+    fn too_large(&self, pointer: &str, len: usize) -> ApiError {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "media_too_large",
+            pointer,
+            format!(
+                "{len} bytes or more, above the limit of {} bytes",
+                self.config.max_blob_bytes
+            ),
+            "send a smaller image or audio clip, or raise [media] max_blob_bytes in the config",
+        )
+    }
+
+    /// Fetches `url`; `None` when its content type is not kept (the URL then stays).
+    async fn fetch(&self, url: &str, pointer: &str) -> Result<Option<(Vec<u8>, String)>, ApiError> {
+        let unavailable = |message: String| {
+            refuse(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "media_unavailable",
+                pointer,
+                message,
+                "the server keeps remote media when a message is stored ([media] fetch_remote); give a URL it can fetch now, or the image inline as a data: URL",
+            )
+        };
+        let client = self.client().map_err(|e| unavailable(e.to_string()))?;
+        let mut response = client
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| unavailable(format!("fetching it failed: {e}")))?;
+        if !response.status().is_success() {
+            return Err(unavailable(format!(
+                "fetching it answered HTTP {}",
+                response.status()
+            )));
+        }
+        let mime = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        if extension(&mime).is_none() {
+            return Ok(None);
+        }
+        let limit = self.config.max_blob_bytes;
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(self.too_large(pointer, limit + 1));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| unavailable(format!("reading it failed: {e}")))?
+        {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() > limit {
+                return Err(self.too_large(pointer, bytes.len()));
+            }
+        }
+        Ok(Some((bytes, mime)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::MediaConfig;
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn moves_inline_images_and_audio_and_leaves_the_rest() {
+        let store = BlobStore::in_memory(MediaConfig::default());
+        let png = STANDARD.encode(b"\x89PNG fake");
+        let wav = STANDARD.encode(b"RIFF fake");
+        let mut doc = json!({"role": "user", "content": [
+            {"type": "text", "text": "data:image/png;base64,notmedia"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}"), "detail": "low"}},
+            {"type": "image_url", "image_url": "https://example.invalid/a.png"},
+            {"type": "input_audio", "input_audio": {"data": wav, "format": "wav"}},
+            {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "pcm16"}},
+            {"type": "image_url", "image_url": {"url": "data:image/svg+xml;base64,PHN2Zy8+"}},
+        ]});
+        assert!(store.keep_media(&mut doc).await.unwrap());
+        let url = doc["content"][1]["image_url"]["url"].as_str().unwrap();
+        assert!(
+            url.starts_with("/v1/blobs/sha256-") && url.ends_with(".png"),
+            "{url}"
+        );
+        assert_eq!(doc["content"][1]["image_url"]["detail"], "low");
+        let name = url.strip_prefix(BLOB_PATH).unwrap();
+        assert_eq!(store.get(name).await.unwrap().unwrap().0, b"\x89PNG fake");
+        let audio = doc["content"][3]["input_audio"]["data"].as_str().unwrap();
+        assert!(audio.ends_with(".wav"), "{audio}");
+        assert_eq!(doc["content"][0]["text"], "data:image/png;base64,notmedia");
+        assert_eq!(
+            doc["content"][2]["image_url"],
+            "https://example.invalid/a.png"
+        );
+        assert_eq!(doc["content"][4]["input_audio"]["data"], "AAAA");
+        assert!(
+            doc["content"][5]["image_url"]["url"]
+                .as_str()
+                .unwrap()
+                .starts_with("data:")
+        );
+    }
+
+    #[tokio::test]
+    async fn refuses_bad_base64_and_oversized_media_with_the_pointer() {
+        let store = BlobStore::in_memory(MediaConfig {
+            max_blob_bytes: 4,
+            ..MediaConfig::default()
+        });
+        let mut bad = json!({"content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,!!"}}]});
+        let e = store.keep_media(&mut bad).await.unwrap_err();
+        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(e.body.issues[0].pointer, "/content/0/image_url/url");
+        let big = STANDARD.encode(b"12345");
+        let mut doc = json!({"payload": {"parts": [{"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{big}")}}]}});
+        let e = store.keep_media(&mut doc).await.unwrap_err();
+        assert_eq!(e.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(e.body.issues[0].pointer, "/payload/parts/0/image_url/url");
+        assert!(
+            e.body.message.contains("limit of 4 bytes"),
+            "{}",
+            e.body.message
+        );
+    }
+}

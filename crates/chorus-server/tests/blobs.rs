@@ -1,0 +1,227 @@
+//! Media that lasts, over real HTTP: inline images and audio and (when configured) remote ones
+//! are kept in the blob store beside the database and served at a stable path.
+
+mod common;
+
+use axum::http::header;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use common::{ADMIN, ALICE, BOB, TestServer, client, config, db, publish};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// A 1×1 PNG.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+fn image_message(id: &str, url: &str) -> Value {
+    json!({
+        "role": "user", "id": id, "name": "alice", "recipient": "bob",
+        "metadata": {"session_id": "conv-media"},
+        "content": [
+            {"type": "text", "text": "what is in this picture?"},
+            {"type": "image_url", "image_url": {"url": url, "detail": "low"}}
+        ]
+    })
+}
+
+fn expected_path(bytes: &[u8], ext: &str) -> String {
+    let hex: String = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("/v1/blobs/sha256-{hex}.{ext}")
+}
+
+/// The image URL of each stored message of the test conversation, in order.
+async fn stored_urls(server: &TestServer) -> Vec<String> {
+    let timeline: Value = client()
+        .get(server.url("/v1/conversations/conv-media/messages"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    timeline
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| {
+            e["message"]["content"][1]["image_url"]["url"]
+                .as_str()
+                .expect("url")
+                .to_owned()
+        })
+        .collect()
+}
+
+fn blob_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("chorus-blobs"))
+        .expect("the blob folder beside chorus.db")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn inline_images_are_kept_once_and_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let png = STANDARD.decode(PNG_B64).unwrap();
+    let data_url = format!("data:image/png;base64,{PNG_B64}");
+    for id in ["img-1", "img-2"] {
+        let r = publish(&server, ALICE, &image_message(id, &data_url)).await;
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+    let path = expected_path(&png, "png");
+    assert_eq!(stored_urls(&server).await, vec![path.clone(), path.clone()]);
+    assert_eq!(
+        blob_files(dir.path()),
+        vec![path.trim_start_matches("/v1/blobs/").to_owned()]
+    );
+
+    let mut inbox = common::SseReader::open(&server, "bob", BOB, None).await;
+    let delivered = inbox.next().await.json();
+    assert_eq!(
+        delivered["message"]["content"][1]["image_url"]["url"],
+        path.as_str()
+    );
+    assert_eq!(
+        delivered["message"]["content"][1]["image_url"]["detail"],
+        "low"
+    );
+    drop(inbox);
+
+    for token in [ADMIN, BOB] {
+        let r = client()
+            .get(server.url(&path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "image/png");
+        assert_eq!(r.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert_eq!(r.bytes().await.unwrap().as_ref(), png.as_slice());
+    }
+    let r = client().get(server.url(&path)).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = client()
+        .get(server.url(&format!("/v1/blobs/sha256-{}.png", "0".repeat(64))))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let r = client()
+        .get(server.url("/v1/blobs/..%2Fchorus.db"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_media_is_refused_and_nothing_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(30);
+    cfg.media.max_blob_bytes = 32;
+    let server = TestServer::start(&db(dir.path()), &cfg).await;
+    let r = publish(
+        &server,
+        ALICE,
+        &image_message("big-1", &format!("data:image/png;base64,{PNG_B64}")),
+    )
+    .await;
+    assert_eq!(r.status(), 413);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "media_too_large");
+    assert_eq!(body["issues"][0]["pointer"], "/content/1/image_url/url");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 32 bytes"),
+        "{body}"
+    );
+    assert!(stored_urls(&server).await.is_empty());
+    assert!(blob_files(dir.path()).is_empty());
+    server.stop().await;
+}
+
+/// A local "bucket" that serves one image at a presigned-looking URL until it is stopped.
+async fn bucket(png: Vec<u8>) -> (String, tokio::task::JoinHandle<()>) {
+    let app = axum::Router::new().route(
+        "/bucket/cat.png",
+        axum::routing::get(move || {
+            let png = png.clone();
+            async move { ([(header::CONTENT_TYPE, "image/png")], png) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (
+        format!("http://{addr}/bucket/cat.png?X-Amz-Expires=60&sig=abc"),
+        task,
+    )
+}
+
+#[tokio::test]
+async fn remote_media_outlives_its_expiring_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(30);
+    cfg.media.fetch_remote = true;
+    cfg.media.fetch_timeout_secs = 5;
+    let server = TestServer::start(&db(dir.path()), &cfg).await;
+    let png = STANDARD.decode(PNG_B64).unwrap();
+    let (url, bucket_task) = bucket(png.clone()).await;
+    let r = publish(&server, ALICE, &image_message("remote-1", &url)).await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    bucket_task.abort();
+    let _ = bucket_task.await;
+    let gone = client().get(&url).send().await;
+    assert!(gone.is_err(), "the bucket no longer serves the image");
+
+    let path = expected_path(&png, "png");
+    assert_eq!(stored_urls(&server).await, vec![path.clone()]);
+    let r = client()
+        .get(server.url(&path))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()[header::CONTENT_TYPE], "image/png");
+    assert_eq!(r.bytes().await.unwrap().as_ref(), png.as_slice());
+
+    let r = publish(&server, ALICE, &image_message("remote-2", &url)).await;
+    assert_eq!(
+        r.status(),
+        422,
+        "an image that cannot be fetched is refused, not lost silently"
+    );
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "media_unavailable");
+    assert_eq!(body["issues"][0]["pointer"], "/content/1/image_url/url");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn remote_urls_stay_as_given_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let (url, bucket_task) = bucket(STANDARD.decode(PNG_B64).unwrap()).await;
+    let r = publish(&server, ALICE, &image_message("remote-3", &url)).await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    assert_eq!(stored_urls(&server).await, vec![url]);
+    assert!(blob_files(dir.path()).is_empty());
+    bucket_task.abort();
+    server.stop().await;
+}
