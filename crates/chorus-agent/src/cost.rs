@@ -107,11 +107,9 @@ impl PriceTable {
             path: shown.clone(),
             message,
         })?;
-        if let Some((model, _)) = table
-            .models
-            .iter()
-            .find(|(_, p)| !(p.input.is_finite() && p.output.is_finite() && p.input >= 0.0 && p.output >= 0.0))
-        {
+        if let Some((model, _)) = table.models.iter().find(|(_, p)| {
+            !(p.input.is_finite() && p.output.is_finite() && p.input >= 0.0 && p.output >= 0.0)
+        }) {
             return Err(PriceError::Negative {
                 path: shown,
                 model: model.clone(),
@@ -168,7 +166,9 @@ impl PriceTable {
         }
         let input = usage.prompt_tokens.unwrap_or(0) as f64;
         let output = usage.completion_tokens.unwrap_or(0) as f64;
-        Some(round((input * price.input + output * price.output) / 1_000_000.0))
+        Some(round(
+            (input * price.input + output * price.output) / 1_000_000.0,
+        ))
     }
 
     /// Sets `usage.total_cost_usd` from the table; returns whether a price was found.
@@ -302,7 +302,10 @@ mod tests {
         assert_eq!(table.price("openai/gpt-4o"), table.price("gpt-4o"));
         assert_eq!(table.price("gpt-oss:20b"), table.price("gpt-oss-20b"));
         // The longest matching name wins: a dated gpt-4o-mini is not priced as gpt-4o.
-        assert_eq!(table.price("gpt-4o-mini-2024-07-18"), table.price("gpt-4o-mini"));
+        assert_eq!(
+            table.price("gpt-4o-mini-2024-07-18"),
+            table.price("gpt-4o-mini")
+        );
         assert_ne!(table.price("gpt-4o-mini"), table.price("gpt-4o"));
         assert_eq!(table.price("gpt-4ox"), None);
     }
@@ -310,7 +313,14 @@ mod tests {
     #[test]
     fn apply_sets_total_cost_from_usage() {
         let table = PriceTable {
-            models: [("m".to_owned(), Price { input: 2.0, output: 8.0 })].into(),
+            models: [(
+                "m".to_owned(),
+                Price {
+                    input: 2.0,
+                    output: 8.0,
+                },
+            )]
+            .into(),
             ..PriceTable::default()
         };
         let mut u = usage(1500, 500);
@@ -332,9 +342,18 @@ mod tests {
         )
         .unwrap();
         let merged = PriceTable::builtin().merged_with_file(&json).unwrap();
-        assert_eq!(merged.price("gpt-4o"), Some(Price { input: 1.0, output: 2.0 }));
+        assert_eq!(
+            merged.price("gpt-4o"),
+            Some(Price {
+                input: 1.0,
+                output: 2.0
+            })
+        );
         assert_eq!(merged.price("mine").map(|p| p.input), Some(0.5));
-        assert_eq!(merged.price("gpt-4.1"), PriceTable::builtin().price("gpt-4.1"));
+        assert_eq!(
+            merged.price("gpt-4.1"),
+            PriceTable::builtin().price("gpt-4.1")
+        );
         assert_eq!(merged.as_of.as_deref(), Some("2030-01"));
 
         let toml = dir.path().join("prices.toml");
@@ -352,11 +371,22 @@ mod tests {
     #[test]
     fn ledger_totals_per_agent_task_and_flow() {
         let table = PriceTable {
-            models: [("m".to_owned(), Price { input: 1.0, output: 1.0 })].into(),
+            models: [(
+                "m".to_owned(),
+                Price {
+                    input: 1.0,
+                    output: 1.0,
+                },
+            )]
+            .into(),
             ..PriceTable::default()
         };
         let mut ledger = CostLedger::new();
-        for (agent, task, p, c) in [("a", "t1", 1000, 1000), ("b", "t1", 500, 0), ("a", "t2", 0, 250)] {
+        for (agent, task, p, c) in [
+            ("a", "t1", 1000, 1000),
+            ("b", "t1", 500, 0),
+            ("a", "t2", 0, 250),
+        ] {
             let mut u = usage(p, c);
             table.apply("m", &mut u);
             ledger.record(agent, Some(task), &u);

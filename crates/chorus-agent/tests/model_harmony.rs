@@ -7,9 +7,7 @@ use std::time::Duration;
 use chorus_agent::model::{
     EndpointConfig, HarmonyClient, ModelClient, ModelRequest, PromptForm, StreamEvent,
 };
-use chorus_core::{
-    ContentPart, FunctionDefinition, Message, Role, ToolCall, ToolDefinition,
-};
+use chorus_core::{ContentPart, FunctionDefinition, Message, Role, ToolCall, ToolDefinition};
 use chorus_harmony::{encoding, tokens};
 use serde_json::{Value, json};
 use support::fake_openai::{FakeOpenAi, Reply, completion};
@@ -26,7 +24,9 @@ fn weather_tool() -> ToolDefinition {
         function: FunctionDefinition {
             name: "get_weather".into(),
             description: Some("Current weather in a city".into()),
-            parameters: Some(json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})),
+            parameters: Some(
+                json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            ),
             strict: None,
             extra: Default::default(),
         },
@@ -92,7 +92,10 @@ async fn analysis_then_a_commentary_tool_call_becomes_reasoning_and_a_tool_call(
     assert_eq!(meta["token_usage"]["completion_tokens"], 40);
     assert_eq!(meta["token_usage"]["total_cost_usd"].as_f64(), Some(0.0));
     assert!(meta["latency_ms"]["ttft"].as_f64().is_some());
-    assert!(meta["latency_ms"]["total_time"].as_f64().unwrap() >= meta["latency_ms"]["ttft"].as_f64().unwrap());
+    assert!(
+        meta["latency_ms"]["total_time"].as_f64().unwrap()
+            >= meta["latency_ms"]["ttft"].as_f64().unwrap()
+    );
 
     drop(tx);
     let mut analysis = String::new();
@@ -107,7 +110,10 @@ async fn analysis_then_a_commentary_tool_call_becomes_reasoning_and_a_tool_call(
         }
     }
     assert_eq!(analysis, "User asks weather in Paris. Call the tool.");
-    assert_eq!(announced, vec![(calls[0].id.clone(), "get_weather".to_owned())]);
+    assert_eq!(
+        announced,
+        vec![(calls[0].id.clone(), "get_weather".to_owned())]
+    );
 
     let sent = fake.requests();
     assert_eq!(sent[0].path, "/v1/completions");
@@ -115,13 +121,22 @@ async fn analysis_then_a_commentary_tool_call_becomes_reasoning_and_a_tool_call(
     assert_eq!(body["model"], "gpt-oss-20b");
     assert_eq!(body["stream"], true);
     assert_eq!(body["skip_special_tokens"], false);
-    assert_eq!(body["stop_token_ids"], json!([tokens::RETURN, tokens::CALL]));
+    assert_eq!(
+        body["stop_token_ids"],
+        json!([tokens::RETURN, tokens::CALL])
+    );
     let prompt = prompt_text(body);
     assert!(prompt.starts_with("<|start|>system<|message|>"), "{prompt}");
     assert!(prompt.contains("namespace functions {"), "{prompt}");
     assert!(prompt.contains("type get_weather = (_: {"), "{prompt}");
-    assert!(prompt.contains("# Instructions\n\nYou answer weather questions."), "{prompt}");
-    assert!(prompt.contains("<|start|>user<|message|>Weather in Paris?<|end|>"), "{prompt}");
+    assert!(
+        prompt.contains("# Instructions\n\nYou answer weather questions."),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("<|start|>user<|message|>Weather in Paris?<|end|>"),
+        "{prompt}"
+    );
     assert!(prompt.ends_with("<|start|>assistant"), "{prompt}");
 }
 
@@ -148,7 +163,13 @@ async fn a_final_answer_missing_its_return_token_is_read_leniently() {
     assert_eq!(message.text(), "It is sunny in Paris.");
     assert!(message.calls().is_empty());
     // No usage reported: chorus counts the tokens itself.
-    let usage = message.metadata.as_ref().unwrap().token_usage.as_ref().unwrap();
+    let usage = message
+        .metadata
+        .as_ref()
+        .unwrap()
+        .token_usage
+        .as_ref()
+        .unwrap();
     let sent = fake.requests();
     let prompt_ids = sent[0].body["prompt"].as_array().unwrap().len() as u64;
     assert_eq!(usage.prompt_tokens, Some(prompt_ids));
@@ -169,7 +190,8 @@ async fn a_final_answer_missing_its_return_token_is_read_leniently() {
 
 #[tokio::test]
 async fn token_id_chunks_and_text_prompts_are_supported() {
-    let ids = encoding().encode_with_special_tokens("<|channel|>final<|message|>Hi there.<|return|>");
+    let ids =
+        encoding().encode_with_special_tokens("<|channel|>final<|message|>Hi there.<|return|>");
     let chunks = vec![
         completion::tokens(&ids[..3], "<|channel|>final<|message|>"),
         completion::tokens(&ids[3..], "Hi there.<|return|>"),
@@ -180,9 +202,18 @@ async fn token_id_chunks_and_text_prompts_are_supported() {
     let reply = client.complete(&request(), None).await.unwrap();
     assert_eq!(reply.messages[0].text(), "Hi there.");
     assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
-    let usage = reply.messages[0].metadata.as_ref().unwrap().token_usage.as_ref().unwrap();
+    let usage = reply.messages[0]
+        .metadata
+        .as_ref()
+        .unwrap()
+        .token_usage
+        .as_ref()
+        .unwrap();
     assert_eq!(usage.completion_tokens, Some(ids.len() as u64));
-    let prompt = fake.requests()[0].body["prompt"].as_str().unwrap().to_owned();
+    let prompt = fake.requests()[0].body["prompt"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(prompt.starts_with("<|start|>system<|message|>"), "{prompt}");
     assert!(prompt.ends_with("<|start|>assistant"), "{prompt}");
 }

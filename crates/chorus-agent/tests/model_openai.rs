@@ -15,7 +15,14 @@ use support::fake_openai::{FakeOpenAi, Reply, chat};
 
 fn config(fake: &FakeOpenAi) -> EndpointConfig {
     let prices = PriceTable {
-        models: [("gpt-test".to_owned(), Price { input: 2.0, output: 8.0 })].into(),
+        models: [(
+            "gpt-test".to_owned(),
+            Price {
+                input: 2.0,
+                output: 8.0,
+            },
+        )]
+        .into(),
         ..PriceTable::default()
     };
     EndpointConfig::new(fake.base_url())
@@ -37,7 +44,9 @@ fn request() -> ModelRequest {
             function: FunctionDefinition {
                 name: "get_weather".into(),
                 description: Some("Current weather".into()),
-                parameters: Some(json!({"type": "object", "properties": {"city": {"type": "string"}}})),
+                parameters: Some(
+                    json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+                ),
                 strict: None,
                 extra: Default::default(),
             },
@@ -53,18 +62,20 @@ fn usage_of(message: &Message) -> Value {
 
 #[tokio::test]
 async fn split_tool_call_deltas_are_assembled_with_usage_latency_and_cost() {
-    let fake = FakeOpenAi::start(vec![Reply::chat(vec![
-        chat::role(),
-        chat::reasoning("The user wants "),
-        chat::reasoning_field("the weather."),
-        chat::call_start(0, "call_abc", "get_weather", ""),
-        chat::call_arguments(0, "{\"ci"),
-        chat::call_arguments(0, "ty\": \"Par"),
-        chat::call_arguments(0, "is\"}"),
-        chat::finish("tool_calls"),
-        chat::usage(1500, 500),
+    let fake = FakeOpenAi::start(vec![
+        Reply::chat(vec![
+            chat::role(),
+            chat::reasoning("The user wants "),
+            chat::reasoning_field("the weather."),
+            chat::call_start(0, "call_abc", "get_weather", ""),
+            chat::call_arguments(0, "{\"ci"),
+            chat::call_arguments(0, "ty\": \"Par"),
+            chat::call_arguments(0, "is\"}"),
+            chat::finish("tool_calls"),
+            chat::usage(1500, 500),
+        ])
+        .chunk_delay(Duration::from_millis(15)),
     ])
-    .chunk_delay(Duration::from_millis(15))])
     .await;
     let client = OpenAiChatClient::new(config(&fake));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -112,9 +123,18 @@ async fn split_tool_call_deltas_are_assembled_with_usage_latency_and_cost() {
     assert_eq!(
         events,
         vec![
-            StreamEvent::Text { channel: Some("analysis".into()), delta: "The user wants ".into() },
-            StreamEvent::Text { channel: Some("analysis".into()), delta: "the weather.".into() },
-            StreamEvent::ToolCall { id: "call_abc".into(), name: "get_weather".into() },
+            StreamEvent::Text {
+                channel: Some("analysis".into()),
+                delta: "The user wants ".into()
+            },
+            StreamEvent::Text {
+                channel: Some("analysis".into()),
+                delta: "the weather.".into()
+            },
+            StreamEvent::ToolCall {
+                id: "call_abc".into(),
+                name: "get_weather".into()
+            },
         ]
     );
 
@@ -208,7 +228,10 @@ async fn server_errors_exhaust_the_attempts_with_a_clear_error() {
     .await;
     let client = OpenAiChatClient::new(config(&fake));
     let error = client.complete(&request(), None).await.unwrap_err();
-    assert!(matches!(error, ModelError::Status { status: 500, .. }), "{error:?}");
+    assert!(
+        matches!(error, ModelError::Status { status: 500, .. }),
+        "{error:?}"
+    );
     let text = error.to_string();
     assert!(text.contains("scripted status 500"), "{text}");
     assert!(text.contains("/v1/chat/completions"), "{text}");
@@ -251,8 +274,12 @@ async fn dropping_the_future_cancels_the_call() {
     .await;
     let client = OpenAiChatClient::new(config(&fake));
     let request = request();
-    let outcome = tokio::time::timeout(Duration::from_millis(100), client.complete(&request, None)).await;
-    assert!(outcome.is_err(), "the call should still be pending when dropped");
+    let outcome =
+        tokio::time::timeout(Duration::from_millis(100), client.complete(&request, None)).await;
+    assert!(
+        outcome.is_err(),
+        "the call should still be pending when dropped"
+    );
     assert_eq!(fake.requests().len(), 1);
 }
 
@@ -261,10 +288,12 @@ async fn an_unreachable_endpoint_is_a_transport_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     drop(listener);
-    let client = OpenAiChatClient::new(
-        EndpointConfig::new(base).with_retries(2, Duration::from_millis(5)),
-    );
+    let client =
+        OpenAiChatClient::new(EndpointConfig::new(base).with_retries(2, Duration::from_millis(5)));
     let error = client.complete(&request(), None).await.unwrap_err();
     assert!(matches!(error, ModelError::Transport(_)), "{error:?}");
-    assert!(error.to_string().contains("/v1/chat/completions"), "{error}");
+    assert!(
+        error.to_string().contains("/v1/chat/completions"),
+        "{error}"
+    );
 }

@@ -28,7 +28,10 @@ fn client(fake: &FakeOpenAi) -> OpenAiChatClient {
 fn request() -> StructuredRequest {
     StructuredRequest::new(
         "gpt-4o-mini",
-        vec![Message::new(Role::User, "Extract the person: Ada, thirty-six.")],
+        vec![Message::new(
+            Role::User,
+            "Extract the person: Ada, thirty-six.",
+        )],
     )
     .with_schema("person", person_schema())
 }
@@ -50,7 +53,11 @@ fn sent_texts(body: &Value) -> Vec<String> {
 #[tokio::test]
 async fn a_non_conforming_reply_is_repaired_with_the_errors_sent_back() {
     let fake = FakeOpenAi::start(vec![
-        Reply::json(chat::completion(r#"{"name": "Ada", "age": "thirty-six"}"#, 30, 10)),
+        Reply::json(chat::completion(
+            r#"{"name": "Ada", "age": "thirty-six"}"#,
+            30,
+            10,
+        )),
         Reply::json(chat::completion(r#"{"name": "Ada", "age": 36}"#, 80, 10)),
     ])
     .await;
@@ -67,8 +74,14 @@ async fn a_non_conforming_reply_is_repaired_with_the_errors_sent_back() {
     assert_eq!(sent.len(), 2);
     for request in &sent {
         assert_eq!(request.body["response_format"]["type"], "json_schema");
-        assert_eq!(request.body["response_format"]["json_schema"]["name"], "person");
-        assert_eq!(request.body["response_format"]["json_schema"]["schema"], person_schema());
+        assert_eq!(
+            request.body["response_format"]["json_schema"]["name"],
+            "person"
+        );
+        assert_eq!(
+            request.body["response_format"]["json_schema"]["schema"],
+            person_schema()
+        );
     }
     let first = sent_texts(&sent[0].body);
     let second = sent_texts(&sent[1].body);
@@ -77,7 +90,11 @@ async fn a_non_conforming_reply_is_repaired_with_the_errors_sent_back() {
     assert_eq!(sent[1].body["messages"][1]["role"], "assistant");
     assert_eq!(second[1], r#"{"name": "Ada", "age": "thirty-six"}"#);
     assert_eq!(sent[1].body["messages"][2]["role"], "user");
-    assert!(second[2].contains("does not conform to the JSON Schema `person`"), "{}", second[2]);
+    assert!(
+        second[2].contains("does not conform to the JSON Schema `person`"),
+        "{}",
+        second[2]
+    );
     assert!(second[2].contains("- /age: "), "{}", second[2]);
     assert!(second[2].contains("number"), "{}", second[2]);
 }
@@ -95,7 +112,13 @@ async fn repairs_run_out_with_a_clear_error() {
         .run(&client(&fake))
         .await
         .unwrap_err();
-    let StructuredError::NonConforming { schema, attempts, violations, reply } = &error else {
+    let StructuredError::NonConforming {
+        schema,
+        attempts,
+        violations,
+        reply,
+    } = &error
+    else {
         panic!("{error:?}");
     };
     assert_eq!(schema, "person");
@@ -166,16 +189,24 @@ async fn a_batch_runs_each_input_in_its_own_instance() {
     let names = ["Ada", "Grace", "Linus", "Barbara"];
     let replies = names
         .iter()
-        .map(|_| Reply::json(chat::completion(r#"{"text": "Hello!"}"#, 5, 3)).first_delay(Duration::from_millis(300)))
+        .map(|_| {
+            Reply::json(chat::completion(r#"{"text": "Hello!"}"#, 5, 3))
+                .first_delay(Duration::from_millis(300))
+        })
         .collect();
     let fake = FakeOpenAi::start(replies).await;
     let inputs: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
-    let results = greeting_request().run_batch(&client(&fake), &inputs, 4).await;
+    let results = greeting_request()
+        .run_batch(&client(&fake), &inputs, 4)
+        .await;
     // The four requests overlapped at the server (each waited 300 ms there).
     assert!(fake.max_in_flight() >= 3, "{}", fake.max_in_flight());
     assert_eq!(results.len(), 4);
     for result in &results {
-        assert_eq!(result.as_ref().unwrap().value, Some(json!({"text": "Hello!"})));
+        assert_eq!(
+            result.as_ref().unwrap().value,
+            Some(json!({"text": "Hello!"}))
+        );
     }
     let sent = fake.requests();
     assert_eq!(sent.len(), 4);
@@ -183,11 +214,20 @@ async fn a_batch_runs_each_input_in_its_own_instance() {
     for request in &sent {
         let text = sent_texts(&request.body).join("\n");
         assert_eq!(text.matches("## Data: ¶input").count(), 1, "{text}");
-        let mine: Vec<&&str> = names.iter().filter(|n| text.contains(&format!("\"{n}\""))).collect();
+        let mine: Vec<&&str> = names
+            .iter()
+            .filter(|n| text.contains(&format!("\"{n}\"")))
+            .collect();
         assert_eq!(mine.len(), 1, "one person per request: {text}");
         let index = names.iter().position(|n| n == mine[0]).unwrap();
-        assert!(text.contains(&format!("## Data: ¶input (_instance {index})")), "{text}");
-        assert!(text.contains("\"style\": \"warm\""), "defaults kept: {text}");
+        assert!(
+            text.contains(&format!("## Data: ¶input (_instance {index})")),
+            "{text}"
+        );
+        assert!(
+            text.contains("\"style\": \"warm\""),
+            "defaults kept: {text}"
+        );
         instances.insert(index);
     }
     assert_eq!(instances.len(), 4);
@@ -195,11 +235,22 @@ async fn a_batch_runs_each_input_in_its_own_instance() {
 
 #[tokio::test]
 async fn a_batch_reports_a_bad_input_without_sending_it() {
-    let fake = FakeOpenAi::start(vec![Reply::json(chat::completion(r#"{"text": "Hi"}"#, 1, 1))]).await;
+    let fake = FakeOpenAi::start(vec![Reply::json(chat::completion(
+        r#"{"text": "Hi"}"#,
+        1,
+        1,
+    ))])
+    .await;
     let inputs = [json!({"name": "Ada"}), json!({"nom": "Grace"})];
-    let results = greeting_request().run_batch(&client(&fake), &inputs, 2).await;
+    let results = greeting_request()
+        .run_batch(&client(&fake), &inputs, 2)
+        .await;
     assert!(results[0].is_ok());
-    let Err(StructuredError::Input { instance, violations }) = &results[1] else {
+    let Err(StructuredError::Input {
+        instance,
+        violations,
+    }) = &results[1]
+    else {
         panic!("{:?}", results[1]);
     };
     assert_eq!(instance, &json!(1));
@@ -210,7 +261,11 @@ async fn a_batch_reports_a_bad_input_without_sending_it() {
 #[tokio::test]
 async fn a_loop_keeps_its_state_between_steps() {
     let fake = FakeOpenAi::start(vec![
-        Reply::json(chat::completion(r#"{"count": 1, "notes": ["first"]}"#, 1, 1)),
+        Reply::json(chat::completion(
+            r#"{"count": 1, "notes": ["first"]}"#,
+            1,
+            1,
+        )),
         Reply::json(chat::completion(r#"{"count": 2, "done": true}"#, 1, 1)),
         Reply::json(chat::completion(r#"{"count": 3}"#, 1, 1)),
     ])
@@ -238,7 +293,10 @@ async fn a_loop_keeps_its_state_between_steps() {
         .unwrap();
     assert!(done);
     assert_eq!(looped.steps, 2);
-    assert_eq!(looped.state, json!({"count": 2, "done": true, "notes": ["first"]}));
+    assert_eq!(
+        looped.state,
+        json!({"count": 2, "done": true, "notes": ["first"]})
+    );
     assert_eq!(looped.usage.calls, 2);
     let sent = fake.requests();
     assert_eq!(sent.len(), 2);

@@ -101,7 +101,11 @@ impl EndpointConfig {
                 self.base_url
             )));
         }
-        Ok(format!("{}/{}", self.base_url, path.trim_start_matches('/')))
+        Ok(format!(
+            "{}/{}",
+            self.base_url,
+            path.trim_start_matches('/')
+        ))
     }
 }
 

@@ -24,8 +24,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::config::EndpointConfig;
-use super::http::{self, Failure, SseReader};
 use super::harmony_reply::ReplyReader;
+use super::http::{self, Failure, SseReader};
 use super::stamp::{Measured, stamp};
 use super::{ModelClient, ModelError, ModelReply, ModelRequest, StreamEvent};
 
@@ -155,7 +155,11 @@ impl HarmonyClient {
             let mut reader = SseReader::new(response);
             while let Some(chunk) = reader.next().await? {
                 reply.chunk(&chunk, started)?;
-                usage = chunk.get("usage").filter(|u| !u.is_null()).cloned().or(usage);
+                usage = chunk
+                    .get("usage")
+                    .filter(|u| !u.is_null())
+                    .cloned()
+                    .or(usage);
                 finish = finish_reason(&chunk).or(finish);
             }
         } else {
@@ -180,7 +184,11 @@ impl HarmonyClient {
             },
             &self.config,
         );
-        let finish_reason = if calls { Some("tool_calls".into()) } else { finish };
+        let finish_reason = if calls {
+            Some("tool_calls".into())
+        } else {
+            finish
+        };
         Ok(ModelReply {
             messages,
             finish_reason,

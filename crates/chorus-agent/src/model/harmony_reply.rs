@@ -94,17 +94,23 @@ impl<'a> ReplyReader<'a> {
             let id = new_call_id();
             self.call_ids.push(id.clone());
             let name = recipient.strip_prefix(FUNCTIONS).unwrap_or(recipient);
-            send(self.events, StreamEvent::ToolCall {
-                id,
-                name: name.to_owned(),
-            });
+            send(
+                self.events,
+                StreamEvent::ToolCall {
+                    id,
+                    name: name.to_owned(),
+                },
+            );
         } else if self.parser.current_recipient().is_none()
             && let Some(delta) = self.parser.last_content_delta()
         {
-            send(self.events, StreamEvent::Text {
-                channel: self.parser.current_channel().map(str::to_owned),
-                delta: delta.to_owned(),
-            });
+            send(
+                self.events,
+                StreamEvent::Text {
+                    channel: self.parser.current_channel().map(str::to_owned),
+                    delta: delta.to_owned(),
+                },
+            );
         }
         Ok(())
     }
@@ -155,7 +161,9 @@ impl<'a> ReplyReader<'a> {
                 .map(|d| format!("token {}: {:?}", d.position, d.kind))
                 .collect();
             let metadata = last.metadata.get_or_insert_with(Metadata::default);
-            metadata.extra.insert("harmony_repairs".into(), json!(repairs));
+            metadata
+                .extra
+                .insert("harmony_repairs".into(), json!(repairs));
         }
         Ok((messages, self.generated, calls))
     }
@@ -187,7 +195,11 @@ fn closing_channels(messages: &[chorus_harmony::Message]) -> Vec<Option<String>>
             out.push(last.take());
         }
     }
-    if last.is_some() || messages.last().is_some_and(|m| m.channel.as_deref() != Some("final")) {
+    if last.is_some()
+        || messages
+            .last()
+            .is_some_and(|m| m.channel.as_deref() != Some("final"))
+    {
         out.push(last);
     }
     out

@@ -190,10 +190,11 @@ fn rename_reasoning(chunk: &mut Value) {
 /// Whether the chunk carries generated text, reasoning or a tool call.
 fn generates(chunk: &Value) -> bool {
     delta(chunk).is_some_and(|d| {
-        ["content", "reasoning_content"]
-            .iter()
-            .any(|k| d.get(k).and_then(Value::as_str).is_some_and(|s| !s.is_empty()))
-            || d.get("tool_calls").is_some_and(|c| !c.is_null())
+        ["content", "reasoning_content"].iter().any(|k| {
+            d.get(k)
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty())
+        }) || d.get("tool_calls").is_some_and(|c| !c.is_null())
     })
 }
 
@@ -203,7 +204,11 @@ fn forward(chunk: &Value, events: &UnboundedSender<StreamEvent>, announced: &mut
         return;
     };
     for (key, channel) in [("reasoning_content", Some("analysis")), ("content", None)] {
-        if let Some(text) = delta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        if let Some(text) = delta
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
             let _ = events.send(StreamEvent::Text {
                 channel: channel.map(str::to_owned),
                 delta: text.to_owned(),

@@ -40,7 +40,10 @@ pub(crate) fn replace_parts(messages: &[Message], kind: &str, part: DataPart) ->
         }
     }
     if let Some(part) = part {
-        out.push(Message::with_parts(Role::User, vec![ContentPart::Data(part)]));
+        out.push(Message::with_parts(
+            Role::User,
+            vec![ContentPart::Data(part)],
+        ));
     }
     out
 }
@@ -178,7 +181,11 @@ mod tests {
         let err = declared()
             .with_input(&json!({"name": 7}), Some(json!(1)))
             .unwrap_err();
-        let StructuredError::Input { instance, violations } = &err else {
+        let StructuredError::Input {
+            instance,
+            violations,
+        } = &err
+        else {
             panic!("{err:?}")
         };
         assert_eq!(instance, &json!(1));

@@ -84,7 +84,10 @@ pub enum StructuredError {
         reply: String,
     },
     /// An input does not match the request's `input` schema.
-    #[error("input {instance} does not match the input schema: {}", list(violations))]
+    #[error(
+        "input {instance} does not match the input schema: {}",
+        list(violations)
+    )]
     Input {
         /// The `_instance` of the input (its index in a batch).
         instance: Value,
@@ -213,12 +216,12 @@ impl StructuredRequest {
     }
 
     /// Sends the request, validating and repairing the reply against the output schema.
-    pub async fn run(
-        &self,
-        client: &dyn ModelClient,
-    ) -> Result<StructuredReply, StructuredError> {
+    pub async fn run(&self, client: &dyn ModelClient) -> Result<StructuredReply, StructuredError> {
         let schema = match &self.schema {
-            Some((name, schema)) => Some((name, Schema::compile(&format!("output schema `{name}`"), schema)?)),
+            Some((name, schema)) => Some((
+                name,
+                Schema::compile(&format!("output schema `{name}`"), schema)?,
+            )),
             None => None,
         };
         let mut request = self.config.clone();
@@ -282,9 +285,21 @@ mod tests {
         .unwrap();
         let violations = schema.violations(&json!({"age": "thirty"}));
         assert_eq!(violations.len(), 2);
-        assert!(violations.iter().any(|v| v.pointer == "/age" && v.message.contains("number")));
-        assert!(violations.iter().any(|v| v.pointer.is_empty() && v.message.contains("name")));
-        assert!(schema.violations(&json!({"name": "x", "age": 3})).is_empty());
+        assert!(
+            violations
+                .iter()
+                .any(|v| v.pointer == "/age" && v.message.contains("number"))
+        );
+        assert!(
+            violations
+                .iter()
+                .any(|v| v.pointer.is_empty() && v.message.contains("name"))
+        );
+        assert!(
+            schema
+                .violations(&json!({"name": "x", "age": 3}))
+                .is_empty()
+        );
     }
 
     #[test]
@@ -300,6 +315,10 @@ mod tests {
         let Err(err) = Schema::compile("output schema `x`", &json!({"type": 12})) else {
             panic!("compiled");
         };
-        assert!(err.to_string().starts_with("output schema `x` is not a valid JSON Schema"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("output schema `x` is not a valid JSON Schema"),
+            "{err}"
+        );
     }
 }

@@ -55,7 +55,10 @@ impl StateLoop {
     }
 
     /// Runs one step and merges the reply's JSON object into the state.
-    pub async fn step(&mut self, client: &dyn ModelClient) -> Result<StructuredReply, StructuredError> {
+    pub async fn step(
+        &mut self,
+        client: &dyn ModelClient,
+    ) -> Result<StructuredReply, StructuredError> {
         let reply = self.next_request().run(client).await?;
         self.steps += 1;
         self.usage.merge(&reply.usage);

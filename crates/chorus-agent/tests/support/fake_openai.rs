@@ -243,13 +243,19 @@ async fn answer(
         Payload::Sse(mut data) => {
             data.push("[DONE]".to_owned());
             let delay = reply.chunk_delay;
-            let events = futures::stream::unfold((data.into_iter(), true), move |(mut rest, first)| async move {
-                let item = rest.next()?;
-                if !first && !delay.is_zero() {
-                    tokio::time::sleep(delay).await;
-                }
-                Some((Ok::<_, Infallible>(format!("data: {item}\n\n")), (rest, false)))
-            });
+            let events = futures::stream::unfold(
+                (data.into_iter(), true),
+                move |(mut rest, first)| async move {
+                    let item = rest.next()?;
+                    if !first && !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    Some((
+                        Ok::<_, Infallible>(format!("data: {item}\n\n")),
+                        (rest, false),
+                    ))
+                },
+            );
             response
                 .header(header::CONTENT_TYPE, "text/event-stream")
                 .body(Body::from_stream(events))
