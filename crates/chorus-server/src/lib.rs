@@ -16,6 +16,7 @@ pub mod redact;
 pub mod server;
 pub mod state;
 pub mod tls;
+pub mod ui;
 
 pub use auth::{Caller, hash_token};
 pub use config::{AgentEntry, ServerConfig};

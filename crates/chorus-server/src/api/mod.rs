@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod confirmations;
+pub mod events;
 pub mod extract;
 pub mod inbox;
 pub mod ops;
@@ -58,6 +59,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::conversation))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::metrics))
+        .routes(routes!(events::events))
         .routes(routes!(confirmations::request, confirmations::list))
         .routes(routes!(confirmations::get))
         .routes(routes!(confirmations::approve))
@@ -68,6 +70,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let document = openapi.clone();
     let router = router
         .route("/openapi.json", get(move || async move { Json(document) }))
+        .merge(crate::ui::routes())
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -76,6 +79,8 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             )
         })
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(events::observe))
+        .layer(axum::Extension(std::sync::Arc::new(events::Live::default())))
         .with_state(state);
     (router, openapi)
 }

@@ -1,0 +1,183 @@
+// chorus web UI: the admin token, API calls, pages and live updates.
+"use strict";
+
+const TOKEN_KEY = "chorus.admin_token";
+const main = () => document.getElementById("main");
+const status = (text) => { document.getElementById("status").textContent = text; };
+
+/** A refused or failed API call. */
+class ApiFailure extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+/** Calls the API with the admin token; JSON answer (null when empty). */
+async function api(method, path, body) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (!token) throw new ApiFailure(401, "no admin token");
+  const init = { method, headers: { Authorization: `Bearer ${token}` } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, init);
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (_) { data = text; }
+  if (!r.ok) {
+    if (r.status === 401) sessionStorage.removeItem(TOKEN_KEY);
+    throw new ApiFailure(r.status, (data && data.message) || `${r.status} ${r.statusText}`);
+  }
+  return data;
+}
+
+/** The form asking for the admin token. */
+function tokenForm(message) {
+  const input = el("input", { type: "password", id: "token", autocomplete: "off", placeholder: "admin token" });
+  const form = el("form", { id: "token-form", onsubmit: (e) => {
+    e.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    startLive();
+    render();
+  } }, el("label", { for: "token" }, "Admin token (printed by chorus serve at start)"), input, el("button", { type: "submit" }, "Open"));
+  main().replaceChildren(message ? el("p", { class: "error" }, message) : "", form);
+}
+
+const fmtTime = (ms) => (typeof ms === "number" ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
+
+/** A table of tasks or conversations, most recent first. */
+function catalog(kind, rows) {
+  const sorted = [...rows].sort((a, b) => (b.last_ms || 0) - (a.last_ms || 0));
+  return el("section", { id: `${kind}s` }, el("h2", {}, kind === "task" ? "Tasks" : "Conversations"),
+    sorted.length ? el("table", { class: "catalog" },
+      el("thead", {}, el("tr", {}, el("th", {}, "id"), el("th", {}, "messages"), el("th", {}, "first"), el("th", {}, "last"))),
+      el("tbody", {}, sorted.map((r) => el("tr", {},
+        el("td", {}, el("a", { href: `#/${kind}/${encodeURIComponent(r.id)}` }, r.id)),
+        el("td", {}, r.messages), el("td", {}, fmtTime(r.first_ms)), el("td", {}, fmtTime(r.last_ms))))))
+      : el("p", { class: "empty" }, `No ${kind}s yet.`));
+}
+
+/** Pending confirmations with approve and reject. */
+function confirmations(list) {
+  return el("section", { id: "confirmations" }, el("h2", {}, "Pending confirmations"),
+    list.length ? list.map((c) => {
+      const note = el("input", { class: "note", placeholder: "note (optional)" });
+      const decide = (verdict) => async () => {
+        try {
+          await api("POST", `/v1/confirmations/${encodeURIComponent(c.id)}/${verdict}`, note.value ? { note: note.value } : {});
+          status(`${verdict === "approve" ? "approved" : "rejected"} ${c.tool}`);
+          render();
+        } catch (e) { status(`could not ${verdict}: ${e.message}`); }
+      };
+      return el("article", { class: "confirmation", "data-id": c.id },
+        el("p", {}, el("strong", { class: "tool" }, c.tool), ` asked by ${c.agent}`, c.task_id ? ` in task ${c.task_id}` : ""),
+        el("p", { class: "call-id" }, `call ${c.call_id}`),
+        el("pre", { class: "arguments" }, typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments, null, 2)),
+        note, el("button", { class: "approve", onclick: decide("approve") }, "Approve"),
+        el("button", { class: "reject", onclick: decide("reject") }, "Reject"));
+    }) : el("p", { class: "empty" }, "Nothing waits for a person."));
+}
+
+/** Dead letters with their reason and a replay button. */
+function deadLetters(list) {
+  return el("section", { id: "dead-letters" }, el("h2", {}, "Dead letters"),
+    list.length ? list.map((d) => el("article", { class: "dead-letter", "data-id": d.id },
+      el("p", {}, el("strong", {}, d.message_id || "(no message id)"), d.queue ? ` from inbox ${d.queue}` : " (refused on publish)"),
+      el("p", { class: "reason" }, reasonText(d.reason)),
+      el("button", { class: "replay", onclick: async () => {
+        try { await api("POST", `/v1/dead-letters/${encodeURIComponent(d.id)}/replay`); status(`replayed ${d.message_id || d.id}`); }
+        catch (e) { status(`replay refused: ${e.message}`); }
+        render();
+      } }, "Replay")))
+      : el("p", { class: "empty" }, "No dead letters."));
+}
+
+/** A part of the home page that may fail on its own (e.g. an endpoint this server lacks). */
+async function part(build, load) {
+  try { return build(await load()); }
+  catch (e) { if (e.status === 401) throw e; return el("p", { class: "error" }, e.message); }
+}
+
+async function home() {
+  const parts = await Promise.all([
+    part(confirmations, () => api("GET", "/v1/confirmations?state=pending")),
+    part(deadLetters, () => api("GET", "/v1/dead-letters")),
+    part((r) => catalog("task", r), () => api("GET", "/v1/tasks")),
+    part((r) => catalog("conversation", r), () => api("GET", "/v1/conversations")),
+  ]);
+  return el("div", { id: "home" }, parts);
+}
+
+async function detail(kind, id) {
+  const path = kind === "task" ? `/v1/tasks/${encodeURIComponent(id)}/messages`
+    : `/v1/conversations/${encodeURIComponent(id)}/messages`;
+  const messages = await api("GET", path);
+  return el("div", { id: "detail", class: kind },
+    el("p", {}, el("a", { href: "#/" }, "← all tasks")),
+    el("h2", {}, `${kind === "task" ? "Task" : "Conversation"} ${id}`),
+    totals(messages), graph(messages), el("h3", {}, "Timeline"), timeline(messages));
+}
+
+let rendering = Promise.resolve();
+
+/** Draws the page the address names (one drawing at a time). */
+function render() {
+  rendering = rendering.then(async () => {
+    if (!sessionStorage.getItem(TOKEN_KEY)) return tokenForm();
+    const [, kind, id] = location.hash.match(/^#\/(task|conversation)\/(.+)$/) || [];
+    try {
+      const view = kind ? await detail(kind, decodeURIComponent(id)) : await home();
+      const open = [...document.querySelectorAll("details[open]")].map((d) => d.closest("[data-id]")?.dataset.id);
+      main().replaceChildren(view);
+      for (const d of main().querySelectorAll("details")) if (open.includes(d.closest("[data-id]")?.dataset.id)) d.open = true;
+      document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
+    } catch (e) {
+      if (e.status === 401) tokenForm("That token was refused; enter the admin token.");
+      else main().replaceChildren(el("p", { class: "error" }, e.message));
+    }
+  });
+  return rendering;
+}
+
+let live = null;
+
+/** Follows GET /v1/events (fetch, so the token goes in a header) and re-draws on each change. */
+function startLive() {
+  if (live) live.abort();
+  live = new AbortController();
+  const signal = live.signal;
+  (async () => {
+    while (!signal.aborted && sessionStorage.getItem(TOKEN_KEY)) {
+      try {
+        const r = await fetch("/v1/events", { headers: { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` }, signal });
+        if (!r.ok) throw new Error(`events: ${r.status}`);
+        document.getElementById("live").textContent = "live";
+        const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            if (/^event: (change|resync)$/m.test(block)) render();
+          }
+        }
+      } catch (e) { if (signal.aborted) return; }
+      document.getElementById("live").textContent = "reconnecting";
+      await new Promise((ok) => setTimeout(ok, 1000));
+    }
+  })();
+}
+
+window.addEventListener("hashchange", render);
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("forget").addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (live) live.abort();
+    render();
+  });
+  if (sessionStorage.getItem(TOKEN_KEY)) startLive();
+  render();
+});

@@ -1,0 +1,153 @@
+//! A live stream of changes for the admin (the web UI re-renders on it): every request that
+//! changed something — a publish (or a refused one kept as a dead letter), an ack, a nack, a
+//! replay, a confirmation decision — is announced once it has been answered.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use futures::{StreamExt, stream};
+use serde::Serialize;
+use tokio::sync::broadcast;
+use utoipa::ToSchema;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::state::AppState;
+
+/// Changes kept for a slow reader before it is told to re-read everything.
+const BUFFER: usize = 256;
+
+/// The data of one `change` event.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Change {
+    /// published, dead_lettered, acked, nacked, replayed, confirmation or changed.
+    pub kind: String,
+    /// The request path that made the change.
+    pub path: String,
+}
+
+/// Where changes are announced; shared by the middleware and the streams.
+#[derive(Debug, Clone)]
+pub struct Live {
+    tx: broadcast::Sender<Change>,
+}
+
+impl Default for Live {
+    fn default() -> Live {
+        Live {
+            tx: broadcast::channel(BUFFER).0,
+        }
+    }
+}
+
+impl Live {
+    /// Announces a change to every open stream (none open: nothing happens).
+    pub fn announce(&self, change: Change) {
+        let _ = self.tx.send(change);
+    }
+}
+
+/// What a writing request answered with `status` changed, if anything.
+fn kind_of(path: &str, status: u16) -> Option<&'static str> {
+    let ok = (200..300).contains(&status);
+    if path == "/v1/messages" {
+        return match status {
+            201 => Some("published"),
+            422 => Some("dead_lettered"),
+            _ => None,
+        };
+    }
+    if !ok {
+        return None;
+    }
+    Some(if path.starts_with("/v1/confirmations") {
+        "confirmation"
+    } else if path.ends_with("/ack") {
+        "acked"
+    } else if path.ends_with("/nack") {
+        "nacked"
+    } else if path.ends_with("/replay") {
+        "replayed"
+    } else {
+        "changed"
+    })
+}
+
+/// Middleware: announces every writing request that changed something.
+pub async fn observe(Extension(live): Extension<Arc<Live>>, req: Request, next: Next) -> Response {
+    let writes = req.method() != Method::GET && req.method() != Method::HEAD;
+    let path = req.uri().path().to_owned();
+    let response = next.run(req).await;
+    if writes && let Some(kind) = kind_of(&path, response.status().as_u16()) {
+        live.announce(Change {
+            kind: kind.to_owned(),
+            path,
+        });
+    }
+    response
+}
+
+/// Changes as Server-Sent Events (`event: change`), for the admin; `event: resync` when some
+/// were missed. Ends when the server stops.
+#[utoipa::path(
+    get,
+    path = "/v1/events",
+    tag = "admin",
+    responses(
+        (status = 200, description = "A text/event-stream of `change` events", body = Change, content_type = "text/event-stream"),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Not the admin token", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn events(
+    State(app): State<AppState>,
+    Extension(live): Extension<Arc<Live>>,
+    caller: Caller,
+) -> Result<impl IntoResponse, ApiError> {
+    caller.require_admin("live events")?;
+    let rx = live.tx.subscribe();
+    let changes = stream::unfold(rx, |mut rx| async move {
+        let event = match rx.recv().await {
+            Ok(change) => Event::default()
+                .event("change")
+                .json_data(&change)
+                .unwrap_or_default(),
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                Event::default().event("resync").data("{}")
+            }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok::<_, Infallible>(event), rx))
+    });
+    let hello = stream::once(async { Ok(Event::default().event("ready").data("{}")) });
+    let body = hello.chain(changes).take_until(app.stopped());
+    Ok(Sse::new(body).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kind_of;
+
+    #[test]
+    fn names_the_change_a_request_made() {
+        assert_eq!(kind_of("/v1/messages", 201), Some("published"));
+        assert_eq!(kind_of("/v1/messages", 200), None, "a duplicate changes nothing");
+        assert_eq!(kind_of("/v1/messages", 422), Some("dead_lettered"));
+        assert_eq!(kind_of("/v1/agents/bob/inbox/m1/ack", 204), Some("acked"));
+        assert_eq!(kind_of("/v1/agents/bob/inbox/m1/nack", 204), Some("nacked"));
+        assert_eq!(kind_of("/v1/agents/bob/inbox/m1/ack", 403), None);
+        assert_eq!(kind_of("/v1/dead-letters/d1/replay", 200), Some("replayed"));
+        assert_eq!(
+            kind_of("/v1/confirmations/c1/approve", 200),
+            Some("confirmation")
+        );
+    }
+}

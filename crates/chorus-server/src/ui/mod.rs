@@ -1,0 +1,75 @@
+//! The web UI: static files compiled into the binary, served at `/` and under `/ui/`. The
+//! page itself holds no data; it asks for the admin token and reads the admin API with it.
+
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::state::AppState;
+
+/// Only the page's own files run; nothing loads from elsewhere.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// One embedded file with its media type, never cached stale across server versions.
+fn file(body: &'static str, media_type: &'static str) -> Response {
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// The routes of the UI's files (they need no token).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/",
+            get(|| async {
+                file(
+                    include_str!("../../assets/index.html"),
+                    "text/html; charset=utf-8",
+                )
+            }),
+        )
+        .route(
+            "/ui/app.js",
+            get(|| async {
+                file(
+                    include_str!("../../assets/app.js"),
+                    "text/javascript; charset=utf-8",
+                )
+            }),
+        )
+        .route(
+            "/ui/views.js",
+            get(|| async {
+                file(
+                    include_str!("../../assets/views.js"),
+                    "text/javascript; charset=utf-8",
+                )
+            }),
+        )
+        .route(
+            "/ui/app.css",
+            get(|| async {
+                file(
+                    include_str!("../../assets/app.css"),
+                    "text/css; charset=utf-8",
+                )
+            }),
+        )
+}

@@ -1,0 +1,232 @@
+//! A small W3C WebDriver client over reqwest: chromedriver on a free 127.0.0.1 port driving a
+//! headless Debian chromium with a fresh profile. Every wait is bounded.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The key W3C WebDriver names element references with.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+/// The longest a browser test waits for the page to show something.
+pub const SHOW: Duration = Duration::from_secs(10);
+
+/// Browsers are launched one at a time (2 cores are shared with the rest of the tests).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn program(env: &str, default: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(std::env::var(env).unwrap_or_else(|_| default.to_owned()));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("{} not found (set {env} or `apt-get install -y chromium chromium-driver`)", path.display()))
+    }
+}
+
+/// A running chromedriver with one chromium session; both end when it is dropped.
+pub struct Browser {
+    http: reqwest::Client,
+    session: String,
+    driver: Child,
+    _profile: tempfile::TempDir,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// A reference to an element of the page.
+#[derive(Debug, Clone)]
+pub struct Element(String);
+
+impl Browser {
+    /// A browser, or None when chromium or chromedriver is missing and `CHORUS_TEST_BROWSER` is
+    /// unset (then "browser tests NOT run: <reason>" goes to standard error). With
+    /// `CHORUS_TEST_BROWSER` set, a missing browser fails the test.
+    pub async fn launch() -> Option<Browser> {
+        let found = program("CHORUS_CHROMIUM", "/usr/bin/chromium")
+            .and_then(|c| Ok((c, program("CHORUS_CHROMEDRIVER", "/usr/bin/chromedriver")?)));
+        let (chromium, chromedriver) = match found {
+            Ok(paths) => paths,
+            Err(reason) if std::env::var_os("CHORUS_TEST_BROWSER").is_some() => {
+                panic!("CHORUS_TEST_BROWSER is set but {reason}")
+            }
+            Err(reason) => {
+                eprintln!("browser tests NOT run: {reason}");
+                return None;
+            }
+        };
+        let turn = ONE_AT_A_TIME.lock().await;
+        Some(Browser::start(&chromium, &chromedriver, turn).await)
+    }
+
+    async fn start(
+        chromium: &Path,
+        chromedriver: &Path,
+        turn: tokio::sync::MutexGuard<'static, ()>,
+    ) -> Browser {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = Command::new(chromedriver)
+            .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let profile = tempfile::tempdir().expect("profile folder");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client");
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !matches!(http.get(format!("{base}/status")).send().await, Ok(r) if r.status().is_success()) {
+            assert!(tokio::time::Instant::now() < deadline, "chromedriver did not answer within 20 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let args = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-dev-shm-usage", "--window-size=1200,900",
+        ];
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.push(format!("--user-data-dir={}", profile.path().display()));
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+            "timeouts": {"implicit": 0, "pageLoad": 20000, "script": 10000},
+        }}});
+        let answer: Value = http
+            .post(format!("{base}/session"))
+            .json(&caps)
+            .send()
+            .await
+            .expect("new session request")
+            .json()
+            .await
+            .expect("new session answer");
+        let session = answer["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {answer}"))
+            .to_owned();
+        Browser { http, session: format!("{base}/session/{session}"), driver, _profile: profile, _turn: turn }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut request = self.http.request(method, format!("{}{path}", self.session));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer: Value = request.send().await.expect("webdriver request").json().await.expect("webdriver answer");
+        if let Some(error) = answer["value"]["error"].as_str() {
+            panic!("webdriver {path}: {error}: {}", answer["value"]["message"]);
+        }
+        answer["value"].clone()
+    }
+
+    /// Opens `url` and waits for it to load.
+    pub async fn goto(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", Some(json!({"url": url}))).await;
+    }
+
+    /// Every element matching the CSS selector now.
+    pub async fn all(&self, css: &str) -> Vec<Element> {
+        let found = self
+            .call(reqwest::Method::POST, "/elements", Some(json!({"using": "css selector", "value": css})))
+            .await;
+        found
+            .as_array()
+            .map(|a| a.iter().filter_map(|e| e[ELEMENT].as_str()).map(|id| Element(id.to_owned())).collect())
+            .unwrap_or_default()
+    }
+
+    /// The visible text of an element, as a person reads it (folded content is not in it).
+    pub async fn text(&self, e: &Element) -> String {
+        let v = self.call(reqwest::Method::GET, &format!("/element/{}/text", e.0), None).await;
+        v.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Clicks an element.
+    pub async fn click(&self, e: &Element) {
+        self.call(reqwest::Method::POST, &format!("/element/{}/click", e.0), Some(json!({}))).await;
+    }
+
+    /// Types `text` into an element.
+    pub async fn type_in(&self, e: &Element, text: &str) {
+        self.call(reqwest::Method::POST, &format!("/element/{}/value", e.0), Some(json!({"text": text}))).await;
+    }
+
+    /// Runs `script` (a function body) in the page and returns what it returns.
+    pub async fn run(&self, script: &str) -> Value {
+        self.call(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []}))).await
+    }
+
+    /// The first element matching `css` whose visible text contains `needle`, waiting up to
+    /// [`SHOW`]; fails the test with what was seen instead.
+    pub async fn shown(&self, css: &str, needle: &str) -> Element {
+        let deadline = tokio::time::Instant::now() + SHOW;
+        loop {
+            let mut seen = Vec::new();
+            for e in self.all(css).await {
+                let text = self.text(&e).await;
+                if text.contains(needle) {
+                    return e;
+                }
+                seen.push(text);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let page = self.run("return document.body ? document.body.innerText : ''").await;
+                panic!("no `{css}` showing {needle:?} within {SHOW:?}; seen: {seen:?}; page: {page}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits up to [`SHOW`] until no element matching `css` shows `needle`.
+    pub async fn gone(&self, css: &str, needle: &str) {
+        let deadline = tokio::time::Instant::now() + SHOW;
+        loop {
+            let mut still = false;
+            for e in self.all(css).await {
+                still |= self.text(&e).await.contains(needle);
+            }
+            if !still {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "`{css}` still shows {needle:?} after {SHOW:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Opens the UI at `base` and gives it the admin token through the token form.
+    pub async fn sign_in(&self, base: &str, token: &str) {
+        self.goto(&format!("{base}/")).await;
+        self.shown("#token-form", "Admin token").await;
+        let field = self.all("#token").await.pop().expect("token field");
+        self.type_in(&field, token).await;
+        let button = self.all("#token-form button").await.pop().expect("open button");
+        self.click(&button).await;
+    }
+
+}
+
+impl Drop for Browser {
+    /// Ends the session (chromium quits with it), then the driver; bounded, also on a panic.
+    fn drop(&mut self) {
+        let url = self.session.trim_start_matches("http://");
+        if let Some((host, path)) = url.split_once('/')
+            && let Ok(addr) = host.parse::<std::net::SocketAddr>()
+            && let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        {
+            use std::io::{Read, Write};
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let request = format!("DELETE /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            if stream.write_all(request.as_bytes()).is_ok() {
+                let _ = stream.read_to_end(&mut Vec::new());
+            }
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
