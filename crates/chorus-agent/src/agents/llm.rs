@@ -189,16 +189,24 @@ impl LlmAgent {
         Ok(())
     }
 
-    fn reply_item(&self, input: &Item, task_id: &str, reply: Message) -> Result<Item, AgentError> {
+    /// What goes back for a final answer: a STATUS_UPDATE to the sender of a handoff, else a
+    /// message on the final channel (with the analysis as reasoning parts when configured).
+    fn reply_item(&self, input: &Item, task_id: &str, reply: &[Message]) -> Result<Item, AgentError> {
         let sender = input.sender().unwrap_or("user").to_owned();
-        let text = reply.text();
+        let last = reply
+            .iter()
+            .rev()
+            .find(|m| m.channel.as_deref() != Some(channel::ANALYSIS));
+        let text = last.map(Message::text).unwrap_or_default();
         if let Item::Handoff(h) = input {
             let data = json!({
                 "status": "COMPLETED",
                 "summary": text,
                 "in_response_to": h.metadata.message_id,
             });
-            let Value::Object(data) = data else { unreachable!("object literal") };
+            let Value::Object(data) = data else {
+                return Err(self.fail("status data is not an object"));
+            };
             let mut draft = super::PacketDraft::new(
                 &self.config.name,
                 sender,
@@ -210,12 +218,17 @@ impl LlmAgent {
             draft.summary = Some(text);
             return draft.build().map(Item::Handoff).map_err(|e| self.fail(e.to_string()));
         }
-        let mut out = Message::new(Role::Assistant, text);
+        let mut parts = Vec::new();
+        if self.config.show_analysis {
+            parts.extend(reply.iter().flat_map(analysis_parts));
+        }
+        parts.push(ContentPart::text(text));
+        let mut out = Message::with_parts(Role::Assistant, parts);
         out.id = Some(new_message_id());
         out.name = Some(self.config.name.clone());
         out.recipient = Some(sender);
         out.channel = Some(channel::FINAL.into());
-        out.metadata = reply.metadata;
+        out.metadata = reply.last().and_then(|m| m.metadata.clone());
         Ok(Item::Message(out))
     }
 
@@ -246,27 +259,10 @@ impl LlmAgent {
         history.extend(reply.messages.iter().cloned());
         let calls: Vec<ToolCall> = reply.messages.iter().flat_map(|m| m.calls().to_vec()).collect();
         if calls.is_empty() {
-            let Some(final_msg) = reply
-                .messages
-                .iter()
-                .rev()
-                .find(|m| m.channel.as_deref() != Some(channel::ANALYSIS))
-                .cloned()
-            else {
-                return Err(self.fail("the model replied with nothing but analysis"));
-            };
-            let mut out = Vec::new();
-            if self.config.show_analysis {
-                for m in reply.messages.iter().filter(|m| m.channel.as_deref() == Some(channel::ANALYSIS)) {
-                    let mut shown = m.clone();
-                    shown.id = Some(new_message_id());
-                    shown.name = Some(self.config.name.clone());
-                    shown.recipient = Some(input.sender().unwrap_or("user").to_owned());
-                    out.push(Item::Message(shown));
-                }
+            if reply.messages.iter().all(|m| m.text().trim().is_empty()) {
+                return Err(self.fail("the model replied with no text and no tool call"));
             }
-            out.push(self.reply_item(input, task_id, final_msg)?);
-            return Ok(Step::Done(out));
+            return Ok(Step::Done(vec![self.reply_item(input, task_id, &reply.messages)?]));
         }
         let mut handed_off = Vec::new();
         for call in calls {
@@ -346,4 +342,20 @@ impl FlowAgent for LlmAgent {
     fn usage(&self) -> Usage {
         self.usage.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+}
+
+/// The reasoning of a reply message: its reasoning parts, or all its text on the analysis channel.
+fn analysis_parts(message: &Message) -> Vec<ContentPart> {
+    if message.channel.as_deref() == Some(channel::ANALYSIS) {
+        return vec![ContentPart::Reasoning(chorus_core::ReasoningPart {
+            text: message.text(),
+            signature: None,
+            extra: Default::default(),
+        })];
+    }
+    message
+        .parts()
+        .into_iter()
+        .filter(|p| matches!(p, ContentPart::Reasoning(_)))
+        .collect()
 }
