@@ -62,3 +62,164 @@ fn seen_task(seen: &[Item]) -> String {
         })
         .unwrap()
 }
+
+fn failing_desk(log: &std::path::Path, strategy: &str) -> String {
+    format!(
+        r#"name = "failing"
+[input]
+text = "the internet is down"
+[[tools]]
+name = "diagnose"
+kind = "command"
+program = "sh"
+args = ["-c", "echo attempt >> {{log}}; echo broken >&2; exit 3"]
+parameters = {{ type = "object", properties = {{ log = {{ type = "string" }} }}, required = ["log"] }}
+
+[[agents]]
+name = "front"
+kind = "rule"
+[[agents.rules]]
+on = "message"
+[[agents.rules.then]]
+action = "handoff"
+to = "support"
+handoff_type = "TASK_TRANSFER"
+data = {{ task_description = "${{text}}" }}
+{strategy}
+
+[[agents.rules]]
+on = "NOTIFICATION"
+[[agents.rules.then]]
+action = "reply"
+to = "user"
+text = "${{input.payload.data.message}}"
+
+[[agents]]
+name = "support"
+kind = "rule"
+tools = ["diagnose"]
+[[agents.rules]]
+[[agents.rules.then]]
+action = "tool"
+tool = "diagnose"
+arguments = {{ log = "{log}" }}
+[[agents.rules.then]]
+action = "reply"
+text = "${{tools.diagnose.output}}"
+
+[[agents]]
+name = "expert"
+kind = "rule"
+[[agents.rules]]
+on = "TASK_TRANSFER"
+[[agents.rules.then]]
+action = "reply"
+to = "user"
+text = "Expert took over after: ${{input.context.previous_actions.0.details}}"
+"#,
+        log = log.display()
+    )
+}
+
+#[tokio::test]
+async fn failure_handling_strategy_retries_then_escalates_and_runs_the_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("attempts.log");
+    let strategy = r#"instructions = { failure_handling_strategy = { retry_count = 2, escalate_to = "expert", fallback_action = "notify_customer_of_delay" } }"#;
+    let (result, seen) = run(&failing_desk(&log, strategy)).await;
+    let report = result.unwrap();
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 3, "one attempt and two retries");
+    let forwarded = seen
+        .iter()
+        .find_map(|i| match i {
+            Item::Handoff(h) if h.metadata.recipient_id.ids() == ["expert"] => Some(h.clone()),
+            _ => None,
+        })
+        .expect("the task was escalated to the expert");
+    assert_eq!(forwarded.metadata.sender_id, "support");
+    assert_eq!(forwarded.context.previous_actions[0].action_type, "FAILED_ATTEMPT");
+    assert!(forwarded.context.previous_actions[0].details.contains("CommandFailed"));
+    let notice = seen
+        .iter()
+        .find(|i| i.handoff_type() == Some("NOTIFICATION"))
+        .expect("the sender heard about the fallback action");
+    assert_eq!(notice.recipients(), ["front"]);
+    let texts: Vec<String> = report.outputs.iter().map(Item::text).collect();
+    assert!(texts.iter().any(|t| t.starts_with("Expert took over after: support could not complete")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("notify_customer_of_delay")), "{texts:?}");
+}
+
+#[tokio::test]
+async fn without_a_strategy_a_failing_agent_fails_the_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("attempts.log");
+    let (result, _) = run(&failing_desk(&log, "")).await;
+    let error = result.unwrap_err().to_string();
+    assert!(error.contains("tool `diagnose` failed: CommandFailed"), "{error}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
+}
+
+#[tokio::test]
+async fn a_rule_uses_a_tool_result_in_its_reply_and_the_first_matching_rule_wins() {
+    let flow = r#"name = "tool-rule"
+[input]
+text = "ping"
+[[tools]]
+name = "say"
+kind = "command"
+program = "echo"
+args = ["-n", "pong {n}"]
+parameters = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+[[agents]]
+name = "a"
+kind = "rule"
+tools = ["say"]
+[[agents.rules]]
+contains = "nothing"
+[[agents.rules.then]]
+action = "reply"
+text = "wrong rule"
+[[agents.rules]]
+contains = "PING"
+[[agents.rules.then]]
+action = "tool"
+tool = "say"
+arguments = { n = 7 }
+[[agents.rules.then]]
+action = "reply"
+text = "${tools.say.output}!"
+"#;
+    let (result, _) = run(flow).await;
+    let outputs = result.unwrap().outputs;
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(outputs[0].text(), "pong 7!");
+    assert_eq!(outputs[0].recipients(), ["user"]);
+}
+
+#[tokio::test]
+async fn a_sequential_pipeline_feeds_each_reply_to_the_next_agent() {
+    let flow = r#"name = "pipe"
+mode = "sequential"
+order = ["second", "first"]
+[input]
+text = "start"
+[[agents]]
+name = "first"
+kind = "rule"
+[[agents.rules]]
+[[agents.rules.then]]
+action = "reply"
+text = "${text} > first"
+[[agents]]
+name = "second"
+kind = "rule"
+[[agents.rules]]
+[[agents.rules.then]]
+action = "reply"
+text = "${text} > second"
+"#;
+    let (result, seen) = run(flow).await;
+    let report = result.unwrap();
+    assert_eq!(report.outputs[0].text(), "start > second > first");
+    assert_eq!(seen.len(), 3, "the input and two replies are observed");
+}
