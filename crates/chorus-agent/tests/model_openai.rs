@@ -193,7 +193,7 @@ async fn data_parts_are_rendered_and_output_schema_becomes_response_format() {
     let body = &fake.requests()[0].body;
     assert_eq!(
         body["response_format"],
-        json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": true}})
+        json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": false}})
     );
     let rendered = body["messages"].to_string();
     assert!(rendered.contains("## Data: ¶user"), "{rendered}");

@@ -122,11 +122,22 @@ fn error_text(url: &str, status: StatusCode, body: &str) -> String {
     format!("{message} [POST {url}]{hint}")
 }
 
-/// `Retry-After` in seconds (an HTTP date is not honoured; the backoff applies instead).
+/// `Retry-After`: seconds, or an HTTP date (a date in the past means now).
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    let seconds: f64 = value.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    Some(
+        (at.to_utc() - chrono::Utc::now())
+            .to_std()
+            .unwrap_or_default(),
+    )
 }
 
 /// Whether the response is a stream of server-sent events (rather than one JSON body).
@@ -213,12 +224,24 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_reads_seconds() {
+    fn retry_after_reads_seconds_and_http_dates() {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
         headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
+        let later = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
+        headers.insert(reqwest::header::RETRY_AFTER, later.parse().unwrap());
+        let wait = retry_after(&headers).unwrap();
+        assert!(
+            wait > Duration::from_secs(25) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
+        headers.insert(
+            reqwest::header::RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&headers), Some(Duration::ZERO));
     }
 
     #[test]

@@ -29,7 +29,7 @@ use super::{ModelClient, ModelError, ModelReply, ModelRequest, StreamEvent};
 pub struct OpenAiChatClient {
     http: reqwest::Client,
     config: EndpointConfig,
-    strict_schemas: bool,
+    strict_schemas: Option<bool>,
 }
 
 impl OpenAiChatClient {
@@ -38,7 +38,7 @@ impl OpenAiChatClient {
         OpenAiChatClient {
             http: reqwest::Client::new(),
             config,
-            strict_schemas: true,
+            strict_schemas: None,
         }
     }
 
@@ -47,11 +47,11 @@ impl OpenAiChatClient {
         Ok(Self::new(EndpointConfig::from_env()?))
     }
 
-    /// Whether `response_format.json_schema.strict` is sent as `true` (the default; OpenAI's
-    /// strict mode then requires every property listed in `required` and
-    /// `additionalProperties: false`).
+    /// Forces `response_format.json_schema.strict` to `strict`. By default it is `true` exactly
+    /// when the schema meets OpenAI's strict-mode rules (every object lists all its properties
+    /// in `required` and sets `additionalProperties: false`), so a looser schema is not rejected.
     pub fn with_strict_schemas(mut self, strict: bool) -> Self {
-        self.strict_schemas = strict;
+        self.strict_schemas = Some(strict);
         self
     }
 
@@ -88,7 +88,8 @@ impl OpenAiChatClient {
             body.insert(
                 "response_format".into(),
                 json!({"type": "json_schema", "json_schema": {
-                    "name": name, "schema": schema, "strict": self.strict_schemas}}),
+                    "name": name, "schema": schema,
+                    "strict": self.strict_schemas.unwrap_or_else(|| strict_compatible(schema))}}),
             );
         }
         Value::Object(body)
@@ -136,6 +137,42 @@ impl OpenAiChatClient {
             messages,
             finish_reason,
         })
+    }
+}
+
+/// Whether `schema` meets OpenAI's strict structured-output rules: every object schema sets
+/// `additionalProperties: false` and requires all of its properties.
+pub fn strict_compatible(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            let is_object =
+                map.get("type") == Some(&json!("object")) || map.contains_key("properties");
+            if is_object {
+                let properties = map.get("properties").and_then(Value::as_object);
+                let required: HashSet<&str> = map
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let all_required =
+                    properties.is_none_or(|p| p.keys().all(|k| required.contains(k.as_str())));
+                if map.get("additionalProperties") != Some(&json!(false)) || !all_required {
+                    return false;
+                }
+            }
+            map.iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "required" | "enum" | "const" | "default" | "examples"
+                    )
+                })
+                .all(|(_, v)| strict_compatible(v))
+        }
+        Value::Array(items) => items.iter().all(strict_compatible),
+        _ => true,
     }
 }
 
@@ -244,5 +281,25 @@ impl ModelClient for OpenAiChatClient {
     ) -> Result<ModelReply, ModelError> {
         let body = self.request_body(request);
         http::with_retries(&self.config, || self.attempt(request, &body, events)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_mode_only_for_schemas_that_meet_its_rules() {
+        let strict = json!({"type": "object", "additionalProperties": false,
+            "properties": {"a": {"type": "array", "items": {"type": "object",
+                "properties": {"b": {"type": "string"}}, "required": ["b"],
+                "additionalProperties": false}}},
+            "required": ["a"]});
+        assert!(strict_compatible(&strict));
+        let mut loose_inner = strict.clone();
+        loose_inner["properties"]["a"]["items"]["required"] = json!([]);
+        assert!(!strict_compatible(&loose_inner));
+        assert!(!strict_compatible(&json!({"type": "object"})));
+        assert!(strict_compatible(&json!({"type": "string", "enum": ["x"]})));
     }
 }
