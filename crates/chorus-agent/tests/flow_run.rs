@@ -1,4 +1,7 @@
-//! Whole flows on the embedded bus: the support-desk example and failure handling.
+//! Whole flows on the embedded bus: the support-desk examples (rule agents offline, LLM agents
+//! against the fake OpenAI server) and failure handling.
+
+mod support;
 
 use std::sync::Arc;
 
@@ -222,4 +225,65 @@ text = "${text} > second"
     let report = result.unwrap();
     assert_eq!(report.outputs[0].text(), "start > second > first");
     assert_eq!(seen.len(), 3, "the input and two replies are observed");
+}
+
+#[tokio::test]
+async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
+    use chorus_agent::flow::ModelFactory;
+    use chorus_agent::model::{EndpointConfig, ModelClient, OpenAiChatClient};
+    use support::fake_openai::{FakeOpenAi, Reply, chat};
+
+    let call = |name: &str, args: serde_json::Value| {
+        Reply::chat(vec![chat::role(), chat::call_start(0, "call_x", name, &args.to_string()), chat::finish("tool_calls"), chat::usage(100, 20)])
+    };
+    let text = |t: &str| Reply::chat(vec![chat::role(), chat::text(t), chat::finish("stop"), chat::usage(100, 10)]);
+    let escalation = |severity: &str| serde_json::json!({
+        "issue_category": "NETWORK_CONNECTIVITY", "severity": severity,
+        "customer_info": {"user_id": "john.doe@example.com", "name": "John Doe"},
+        "technical_details": {"router_model": "RouterX-Pro", "isp": "GlobalNet"}});
+    let fake = FakeOpenAi::start(vec![
+        call("transfer_to_technical_support", serde_json::json!({"handoff_type": "ESCALATION", "summary": "Hourly drops", "data": escalation("HIGH")})),
+        call("reply_to_sender", serde_json::json!({"handoff_type": "REQUEST_INFORMATION", "summary": "Need logs", "data": {"requested_info_keys": ["modem_logs", "outage_times"]}})),
+        call("reply_to_sender", serde_json::json!({"handoff_type": "PROVIDE_INFORMATION", "summary": "Logs", "data": {"provided_info": {"modem_logs": "log_file_id_123", "outage_times": ":05 hourly"}}})),
+        call("transfer_to_level3_expert", serde_json::json!({"handoff_type": "ESCALATION", "summary": "DHCP renewals fail", "data": escalation("CRITICAL")})),
+        text("Root cause: router firmware drops the DHCP lease; firmware updated."),
+        text("Level 3 fixed it: firmware updated."),
+        text("Good news: your connection is fixed."),
+    ])
+    .await;
+    let base = fake.base_url();
+    let factory: ModelFactory = Arc::new(move |_spec| {
+        let client: Arc<dyn ModelClient> = Arc::new(OpenAiChatClient::new(EndpointConfig::new(base.clone())));
+        Ok(client)
+    });
+    let spec = FlowSpec::parse(&example("support-desk-llm.toml")).unwrap();
+    let without = Flow::new(spec.clone(), None, Arc::new(MemoryConfirmations::new()));
+    assert!(matches!(&without, Err(FlowError::Spec(e)) if e.message.contains("CHORUS_MODEL_BASE_URL")));
+    let flow = Flow::new(spec, Some(&factory), Arc::new(MemoryConfirmations::new())).unwrap();
+    let mut seen = Vec::new();
+    let report = flow.run(&mut |item: &Item| seen.push(item.clone())).await.unwrap();
+    let chain: Vec<String> = seen
+        .iter()
+        .filter_map(|i| i.handoff_type().map(|t| format!("{}>{}:{t}", i.sender().unwrap(), i.recipients()[0])))
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            "customer_service>technical_support:ESCALATION",
+            "technical_support>customer_service:REQUEST_INFORMATION",
+            "customer_service>technical_support:PROVIDE_INFORMATION",
+            "technical_support>level3_expert:ESCALATION",
+            "level3_expert>technical_support:STATUS_UPDATE",
+            "technical_support>customer_service:STATUS_UPDATE",
+        ]
+    );
+    for item in &seen {
+        let r = Validator::standard().validate_value(&item.to_json(), None);
+        assert!(r.is_valid(), "{}: {:?}", item.describe(), r.problems);
+    }
+    assert_eq!(report.outputs.len(), 1);
+    assert_eq!(report.outputs[0].text(), "Good news: your connection is fixed.");
+    assert_eq!(report.outputs[0].recipients(), ["john.doe@example.com"]);
+    assert_eq!((report.usage.calls, report.usage.prompt_tokens), (7, 700));
+    assert_eq!(fake.remaining(), 0);
 }

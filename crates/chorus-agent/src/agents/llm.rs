@@ -68,6 +68,7 @@ pub struct LlmAgent {
     tools: ToolRegistry,
     counter: TokenCounter,
     histories: Mutex<HashMap<String, Vec<Message>>>,
+    origins: Mutex<HashMap<String, Item>>,
     usage: Mutex<Usage>,
 }
 
@@ -89,6 +90,7 @@ impl LlmAgent {
             tools,
             counter,
             histories: Mutex::new(HashMap::new()),
+            origins: Mutex::new(HashMap::new()),
             usage: Mutex::new(Usage::default()),
         })
     }
@@ -189,9 +191,30 @@ impl LlmAgent {
         Ok(())
     }
 
+    /// Who a final answer goes to: the sender of the input, except that news (STATUS_UPDATE,
+    /// NOTIFICATION) is passed on to whoever first brought the task to this agent; `None` when
+    /// that is the news's own sender.
+    fn answer_target(&self, input: &Item, task_id: &str) -> Option<Item> {
+        let news = matches!(input.handoff_type(), Some("STATUS_UPDATE" | "NOTIFICATION"));
+        if !news {
+            return Some(input.clone());
+        }
+        let origin = self
+            .origins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(task_id)
+            .cloned()?;
+        (origin.sender() != input.sender()).then_some(origin)
+    }
+
     /// What goes back for a final answer: a STATUS_UPDATE to the sender of a handoff, else a
     /// message on the final channel (with the analysis as reasoning parts when configured).
-    fn reply_item(&self, input: &Item, task_id: &str, reply: &[Message]) -> Result<Item, AgentError> {
+    fn reply_item(&self, input: &Item, task_id: &str, reply: &[Message]) -> Result<Option<Item>, AgentError> {
+        let Some(input) = self.answer_target(input, task_id) else {
+            return Ok(None);
+        };
+        let input = &input;
         let sender = input.sender().unwrap_or("user").to_owned();
         let last = reply
             .iter()
@@ -216,7 +239,10 @@ impl LlmAgent {
             );
             draft.correlation_id = h.metadata.correlation_id.clone();
             draft.summary = Some(text);
-            return draft.build().map(Item::Handoff).map_err(|e| self.fail(e.to_string()));
+            return draft
+                .build()
+                .map(|p| Some(Item::Handoff(p)))
+                .map_err(|e| self.fail(e.to_string()));
         }
         let mut parts = Vec::new();
         if self.config.show_analysis {
@@ -229,7 +255,7 @@ impl LlmAgent {
         out.recipient = Some(sender);
         out.channel = Some(channel::FINAL.into());
         out.metadata = reply.last().and_then(|m| m.metadata.clone());
-        Ok(Item::Message(out))
+        Ok(Some(Item::Message(out)))
     }
 
     async fn step(&self, input: &Item, task_id: &str, history: &mut Vec<Message>) -> Result<Step, AgentError> {
@@ -262,7 +288,8 @@ impl LlmAgent {
             if reply.messages.iter().all(|m| m.text().trim().is_empty()) {
                 return Err(self.fail("the model replied with no text and no tool call"));
             }
-            return Ok(Step::Done(vec![self.reply_item(input, task_id, &reply.messages)?]));
+            let answer = self.reply_item(input, task_id, &reply.messages)?;
+            return Ok(Step::Done(answer.into_iter().collect()));
         }
         let mut handed_off = Vec::new();
         for call in calls {
@@ -313,6 +340,11 @@ impl FlowAgent for LlmAgent {
             histories.get(task_id).cloned()
         }
         .unwrap_or_else(|| vec![Message::new(Role::System, self.system_prompt())]);
+        self.origins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(task_id.to_owned())
+            .or_insert_with(|| input.clone());
         self.resume_approved(task_id, &mut history).await?;
         history.push(Self::input_message(input));
         let mut result = Err(self.fail(format!(
