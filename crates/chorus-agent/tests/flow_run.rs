@@ -287,3 +287,18 @@ async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
     assert_eq!((report.usage.calls, report.usage.prompt_tokens), (7, 700));
     assert_eq!(fake.remaining(), 0);
 }
+
+#[test]
+fn every_example_flow_parses() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let mut parsed = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            FlowSpec::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            parsed += 1;
+        }
+    }
+    assert!(parsed >= 3, "support-desk, support-desk-llm and tools-with-approval");
+}
