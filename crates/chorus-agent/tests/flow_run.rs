@@ -29,7 +29,10 @@ async fn support_desk_runs_the_escalation_chain_with_valid_packets() {
     let report = result.unwrap();
     let chain: Vec<String> = seen
         .iter()
-        .filter_map(|i| i.handoff_type().map(|t| format!("{}>{}:{t}", i.sender().unwrap(), i.recipients()[0])))
+        .filter_map(|i| {
+            i.handoff_type()
+                .map(|t| format!("{}>{}:{t}", i.sender().unwrap(), i.recipients()[0]))
+        })
         .collect();
     assert_eq!(
         chain,
@@ -45,7 +48,12 @@ async fn support_desk_runs_the_escalation_chain_with_valid_packets() {
     );
     for item in &seen {
         let report = Validator::standard().validate_value(&item.to_json(), None);
-        assert!(report.is_valid(), "{:?}: {:?}", item.describe(), report.problems);
+        assert!(
+            report.is_valid(),
+            "{:?}: {:?}",
+            item.describe(),
+            report.problems
+        );
         if let Item::Handoff(h) = item {
             let r = Validator::standard().validate_value(&item.to_json(), Some(Kind::Handoff));
             assert!(r.is_valid(), "{:?}", r.problems);
@@ -131,7 +139,11 @@ async fn failure_handling_strategy_retries_then_escalates_and_runs_the_fallback(
     let strategy = r#"instructions = { failure_handling_strategy = { retry_count = 2, escalate_to = "expert", fallback_action = "notify_customer_of_delay" } }"#;
     let (result, seen) = run(&failing_desk(&log, strategy)).await;
     let report = result.unwrap();
-    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 3, "one attempt and two retries");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap().lines().count(),
+        3,
+        "one attempt and two retries"
+    );
     let forwarded = seen
         .iter()
         .find_map(|i| match i {
@@ -140,16 +152,31 @@ async fn failure_handling_strategy_retries_then_escalates_and_runs_the_fallback(
         })
         .expect("the task was escalated to the expert");
     assert_eq!(forwarded.metadata.sender_id, "support");
-    assert_eq!(forwarded.context.previous_actions[0].action_type, "FAILED_ATTEMPT");
-    assert!(forwarded.context.previous_actions[0].details.contains("CommandFailed"));
+    assert_eq!(
+        forwarded.context.previous_actions[0].action_type,
+        "FAILED_ATTEMPT"
+    );
+    assert!(
+        forwarded.context.previous_actions[0]
+            .details
+            .contains("CommandFailed")
+    );
     let notice = seen
         .iter()
         .find(|i| i.handoff_type() == Some("NOTIFICATION"))
         .expect("the sender heard about the fallback action");
     assert_eq!(notice.recipients(), ["front"]);
     let texts: Vec<String> = report.outputs.iter().map(Item::text).collect();
-    assert!(texts.iter().any(|t| t.starts_with("Expert took over after: support could not complete")), "{texts:?}");
-    assert!(texts.iter().any(|t| t.contains("notify_customer_of_delay")), "{texts:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("Expert took over after: support could not complete")),
+        "{texts:?}"
+    );
+    assert!(
+        texts.iter().any(|t| t.contains("notify_customer_of_delay")),
+        "{texts:?}"
+    );
 }
 
 #[tokio::test]
@@ -158,7 +185,10 @@ async fn without_a_strategy_a_failing_agent_fails_the_flow() {
     let log = dir.path().join("attempts.log");
     let (result, _) = run(&failing_desk(&log, "")).await;
     let error = result.unwrap_err().to_string();
-    assert!(error.contains("tool `diagnose` failed: CommandFailed"), "{error}");
+    assert!(
+        error.contains("tool `diagnose` failed: CommandFailed"),
+        "{error}"
+    );
     assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
 }
 
@@ -234,13 +264,27 @@ async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
     use support::fake_openai::{FakeOpenAi, Reply, chat};
 
     let call = |name: &str, args: serde_json::Value| {
-        Reply::chat(vec![chat::role(), chat::call_start(0, "call_x", name, &args.to_string()), chat::finish("tool_calls"), chat::usage(100, 20)])
+        Reply::chat(vec![
+            chat::role(),
+            chat::call_start(0, "call_x", name, &args.to_string()),
+            chat::finish("tool_calls"),
+            chat::usage(100, 20),
+        ])
     };
-    let text = |t: &str| Reply::chat(vec![chat::role(), chat::text(t), chat::finish("stop"), chat::usage(100, 10)]);
-    let escalation = |severity: &str| serde_json::json!({
+    let text = |t: &str| {
+        Reply::chat(vec![
+            chat::role(),
+            chat::text(t),
+            chat::finish("stop"),
+            chat::usage(100, 10),
+        ])
+    };
+    let escalation = |severity: &str| {
+        serde_json::json!({
         "issue_category": "NETWORK_CONNECTIVITY", "severity": severity,
         "customer_info": {"user_id": "john.doe@example.com", "name": "John Doe"},
-        "technical_details": {"router_model": "RouterX-Pro", "isp": "GlobalNet"}});
+        "technical_details": {"router_model": "RouterX-Pro", "isp": "GlobalNet"}})
+    };
     let fake = FakeOpenAi::start(vec![
         call("transfer_to_technical_support", serde_json::json!({"handoff_type": "ESCALATION", "summary": "Hourly drops", "data": escalation("HIGH")})),
         call("reply_to_sender", serde_json::json!({"handoff_type": "REQUEST_INFORMATION", "summary": "Need logs", "data": {"requested_info_keys": ["modem_logs", "outage_times"]}})),
@@ -253,18 +297,27 @@ async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
     .await;
     let base = fake.base_url();
     let factory: ModelFactory = Arc::new(move |_spec| {
-        let client: Arc<dyn ModelClient> = Arc::new(OpenAiChatClient::new(EndpointConfig::new(base.clone())));
+        let client: Arc<dyn ModelClient> =
+            Arc::new(OpenAiChatClient::new(EndpointConfig::new(base.clone())));
         Ok(client)
     });
     let spec = FlowSpec::parse(&example("support-desk-llm.toml")).unwrap();
     let without = Flow::new(spec.clone(), None, Arc::new(MemoryConfirmations::new()));
-    assert!(matches!(&without, Err(FlowError::Spec(e)) if e.message.contains("CHORUS_MODEL_BASE_URL")));
+    assert!(
+        matches!(&without, Err(FlowError::Spec(e)) if e.message.contains("CHORUS_MODEL_BASE_URL"))
+    );
     let flow = Flow::new(spec, Some(&factory), Arc::new(MemoryConfirmations::new())).unwrap();
     let mut seen = Vec::new();
-    let report = flow.run(&mut |item: &Item| seen.push(item.clone())).await.unwrap();
+    let report = flow
+        .run(&mut |item: &Item| seen.push(item.clone()))
+        .await
+        .unwrap();
     let chain: Vec<String> = seen
         .iter()
-        .filter_map(|i| i.handoff_type().map(|t| format!("{}>{}:{t}", i.sender().unwrap(), i.recipients()[0])))
+        .filter_map(|i| {
+            i.handoff_type()
+                .map(|t| format!("{}>{}:{t}", i.sender().unwrap(), i.recipients()[0]))
+        })
         .collect();
     assert_eq!(
         chain,
@@ -282,7 +335,10 @@ async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
         assert!(r.is_valid(), "{}: {:?}", item.describe(), r.problems);
     }
     assert_eq!(report.outputs.len(), 1);
-    assert_eq!(report.outputs[0].text(), "Good news: your connection is fixed.");
+    assert_eq!(
+        report.outputs[0].text(),
+        "Good news: your connection is fixed."
+    );
     assert_eq!(report.outputs[0].recipients(), ["john.doe@example.com"]);
     assert_eq!((report.usage.calls, report.usage.prompt_tokens), (7, 700));
     assert_eq!(fake.remaining(), 0);
@@ -300,5 +356,8 @@ fn every_example_flow_parses() {
             parsed += 1;
         }
     }
-    assert!(parsed >= 3, "support-desk, support-desk-llm and tools-with-approval");
+    assert!(
+        parsed >= 3,
+        "support-desk, support-desk-llm and tools-with-approval"
+    );
 }

@@ -100,7 +100,11 @@ pub fn run(args: RunArgs) -> ExitCode {
                     report.usage.cost_usd
                 );
             }
-            eprintln!("flow ended after {} steps (task {})", report.steps, flow.task_id());
+            eprintln!(
+                "flow ended after {} steps (task {})",
+                report.steps,
+                flow.task_id()
+            );
             ExitCode::SUCCESS
         }
         Err(FlowError::Spec(e)) => usage(&format!("{}: {e}", args.flow.display())),

@@ -11,14 +11,25 @@ fn support_desk_transcript_holds_the_escalation_chain_with_valid_packets() {
     let dir = tempfile::tempdir().unwrap();
     let transcript = dir.path().join("t.jsonl");
     let out = chorus(
-        &["run", "examples/support-desk.toml", "--transcript", transcript.to_str().unwrap()],
+        &[
+            "run",
+            "examples/support-desk.toml",
+            "--transcript",
+            transcript.to_str().unwrap(),
+        ],
         "",
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).contains("Root cause"), "{}", stdout(&out));
     let text = std::fs::read_to_string(&transcript).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines[0]["role"], "user", "the first line is the customer's message");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0]["role"], "user",
+        "the first line is the customer's message"
+    );
     let mut chain = Vec::new();
     for line in &lines {
         let report = Validator::standard().validate_value(line, None);
@@ -62,7 +73,11 @@ fn support_desk_transcript_holds_the_escalation_chain_with_valid_packets() {
 fn a_bad_flow_file_exits_2_with_its_location() {
     let dir = tempfile::tempdir().unwrap();
     let flow = dir.path().join("bad.toml");
-    std::fs::write(&flow, "name = \"x\"\n[input]\ntext = \"hi\"\n\n[[agents]]\nname = \"a\"\nkind = \"robot\"\n").unwrap();
+    std::fs::write(
+        &flow,
+        "name = \"x\"\n[input]\ntext = \"hi\"\n\n[[agents]]\nname = \"a\"\nkind = \"robot\"\n",
+    )
+    .unwrap();
     let out = chorus(&["run", flow.to_str().unwrap()], "");
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("line 7"), "{}", stderr(&out));
@@ -73,7 +88,11 @@ fn a_bad_flow_file_exits_2_with_its_location() {
     .unwrap();
     let out = chorus(&["run", flow.to_str().unwrap()], "");
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("agents[0].tools[0]"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("agents[0].tools[0]"),
+        "{}",
+        stderr(&out)
+    );
     let out = chorus(&["run", "examples/does-not-exist.toml"], "");
     assert_eq!(code(&out), 2);
 }

@@ -39,7 +39,10 @@ impl Agent<Message> for BusAgent {
     }
 
     async fn reply(&self, msg: Message) -> Result<Message, AgentError> {
-        let out = self.inner.handle(&Item::Message(msg), &self.task_id).await?;
+        let out = self
+            .inner
+            .handle(&Item::Message(msg), &self.task_id)
+            .await?;
         let reply = out.iter().rev().find_map(|item| match item {
             Item::Message(m) => Some(m.clone()),
             Item::Handoff(_) => None,

@@ -46,7 +46,11 @@ pub struct LlmAgentConfig {
 
 impl LlmAgentConfig {
     /// A config with no tools, no handoffs, no budget and a step limit of 8.
-    pub fn new(name: impl Into<String>, personality: impl Into<String>, model: impl Into<String>) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        personality: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
         LlmAgentConfig {
             name: name.into(),
             personality: personality.into(),
@@ -80,7 +84,11 @@ enum Step {
 
 impl LlmAgent {
     /// An agent with `config`, calling `client`, with tools from `tools`.
-    pub fn new(config: LlmAgentConfig, client: Arc<dyn ModelClient>, tools: ToolRegistry) -> Result<Self, String> {
+    pub fn new(
+        config: LlmAgentConfig,
+        client: Arc<dyn ModelClient>,
+        tools: ToolRegistry,
+    ) -> Result<Self, String> {
         let counter = TokenCounter::for_model(&config.model)
             .or_else(|_| TokenCounter::for_model("approximate"))
             .map_err(|e| e.to_string())?;
@@ -143,13 +151,19 @@ impl LlmAgent {
                 let intro = format!(
                     "{} handoff from {sender}. {}",
                     h.payload.handoff_type,
-                    h.instructions.next_steps_suggestion.as_deref().unwrap_or("")
+                    h.instructions
+                        .next_steps_suggestion
+                        .as_deref()
+                        .unwrap_or("")
                 );
                 let data = DataPart {
                     kind: Some("handoff".into()),
                     data: serde_json::to_value(h).unwrap_or(Value::Null),
                     schema: None,
-                    description: Some(format!("The {} packet {sender} sent you.", h.payload.handoff_type)),
+                    description: Some(format!(
+                        "The {} packet {sender} sent you.",
+                        h.payload.handoff_type
+                    )),
                     instance: Some(json!(h.metadata.message_id)),
                     extra: Default::default(),
                 };
@@ -164,7 +178,11 @@ impl LlmAgent {
     }
 
     /// Runs the calls of approved confirmations of this agent and task (the exact halted calls).
-    async fn resume_approved(&self, task_id: &str, history: &mut Vec<Message>) -> Result<(), AgentError> {
+    async fn resume_approved(
+        &self,
+        task_id: &str,
+        history: &mut Vec<Message>,
+    ) -> Result<(), AgentError> {
         let Some(store) = self.tools.confirmations() else {
             return Ok(());
         };
@@ -178,10 +196,16 @@ impl LlmAgent {
         {
             let call = ToolCall::function(&c.call_id, &c.tool, &Value::Null);
             let call = ToolCall {
-                function: chorus_core::FunctionCall { arguments: c.arguments.clone(), ..call.function },
+                function: chorus_core::FunctionCall {
+                    arguments: c.arguments.clone(),
+                    ..call.function
+                },
                 ..call
             };
-            let output = self.tools.invoke(&self.config.name, &call, Some(task_id)).await;
+            let output = self
+                .tools
+                .invoke(&self.config.name, &call, Some(task_id))
+                .await;
             let mut assistant = Message::new(Role::Assistant, "");
             assistant.content = None;
             assistant.tool_calls = Some(Some(vec![call.clone()]));
@@ -210,7 +234,12 @@ impl LlmAgent {
 
     /// What goes back for a final answer: a STATUS_UPDATE to the sender of a handoff, else a
     /// message on the final channel (with the analysis as reasoning parts when configured).
-    fn reply_item(&self, input: &Item, task_id: &str, reply: &[Message]) -> Result<Option<Item>, AgentError> {
+    fn reply_item(
+        &self,
+        input: &Item,
+        task_id: &str,
+        reply: &[Message],
+    ) -> Result<Option<Item>, AgentError> {
         let Some(input) = self.answer_target(input, task_id) else {
             return Ok(None);
         };
@@ -258,13 +287,20 @@ impl LlmAgent {
         Ok(Some(Item::Message(out)))
     }
 
-    async fn step(&self, input: &Item, task_id: &str, history: &mut Vec<Message>) -> Result<Step, AgentError> {
+    async fn step(
+        &self,
+        input: &Item,
+        task_id: &str,
+        history: &mut Vec<Message>,
+    ) -> Result<Step, AgentError> {
         let tools = self.definitions(input);
         let view = assemble(history);
         let messages = match self.config.context_budget {
-            Some(budget) => trim_chorus(&view, &tools, &self.counter, budget, None)
-                .map_err(|e| self.fail(format!("context budget of {budget} tokens: {e}")))?
-                .messages,
+            Some(budget) => {
+                trim_chorus(&view, &tools, &self.counter, budget, None)
+                    .map_err(|e| self.fail(format!("context budget of {budget} tokens: {e}")))?
+                    .messages
+            }
             None => view,
         };
         let request = ModelRequest {
@@ -280,10 +316,17 @@ impl LlmAgent {
             .await
             .map_err(|e| self.fail(e.to_string()))?;
         if let Some(last) = reply.messages.last() {
-            self.usage.lock().unwrap_or_else(|e| e.into_inner()).add_reply(last);
+            self.usage
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .add_reply(last);
         }
         history.extend(reply.messages.iter().cloned());
-        let calls: Vec<ToolCall> = reply.messages.iter().flat_map(|m| m.calls().to_vec()).collect();
+        let calls: Vec<ToolCall> = reply
+            .messages
+            .iter()
+            .flat_map(|m| m.calls().to_vec())
+            .collect();
         if calls.is_empty() {
             if reply.messages.iter().all(|m| m.text().trim().is_empty()) {
                 return Err(self.fail("the model replied with no text and no tool call"));
@@ -307,16 +350,28 @@ impl LlmAgent {
                         Item::Handoff(h) => h.metadata.correlation_id.clone(),
                         Item::Message(_) => Some(task_id.to_owned()),
                     };
-                    match packet_from_call(&self.config.name, &to, &call.function.arguments, task_id, correlation) {
+                    match packet_from_call(
+                        &self.config.name,
+                        &to,
+                        &call.function.arguments,
+                        task_id,
+                        correlation,
+                    ) {
                         Ok(packet) => {
                             let id = packet.metadata.message_id.clone();
                             handed_off.push(Item::Handoff(packet));
-                            ToolOutput::success(json!({"status": "success", "handed_off_to": to, "message_id": id}))
+                            ToolOutput::success(
+                                json!({"status": "success", "handed_off_to": to, "message_id": id}),
+                            )
                         }
                         Err(message) => ToolOutput::error("InvalidHandoff", message),
                     }
                 }
-                None => self.tools.invoke(&self.config.name, &call, Some(task_id)).await,
+                None => {
+                    self.tools
+                        .invoke(&self.config.name, &call, Some(task_id))
+                        .await
+                }
             };
             history.push(output.to_message(&call.id, name));
         }

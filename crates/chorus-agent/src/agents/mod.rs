@@ -8,10 +8,10 @@
 mod bus_agent;
 mod item;
 mod llm;
-mod transfer;
 mod packet;
 mod rule;
 mod scope;
+mod transfer;
 mod usage;
 
 pub use bus_agent::BusAgent;

@@ -106,7 +106,10 @@ impl RuleAgent {
             (Some(on), None) => on == "message",
             (Some(on), Some(t)) => on == t,
         };
-        let from_ok = rule.from.as_deref().is_none_or(|f| input.sender() == Some(f));
+        let from_ok = rule
+            .from
+            .as_deref()
+            .is_none_or(|f| input.sender() == Some(f));
         let text_ok = rule.contains.as_deref().is_none_or(|needle| {
             let text = match input {
                 Item::Message(m) => m.text(),
@@ -132,7 +135,12 @@ impl RuleAgent {
         }
     }
 
-    fn recipient(&self, to: Option<&str>, input: &Item, scope: &Scope) -> Result<String, AgentError> {
+    fn recipient(
+        &self,
+        to: Option<&str>,
+        input: &Item,
+        scope: &Scope,
+    ) -> Result<String, AgentError> {
         match to {
             Some(to) => self.text(to, scope),
             None => input
@@ -158,17 +166,26 @@ impl RuleAgent {
                 Ok(Some(Item::Message(message)))
             }
             Action::Tool { tool, arguments } => {
-                let arguments = fill(&Value::Object(arguments.clone()), scope).map_err(|e| self.fail(e))?;
-                let call = ToolCall::function(format!("call_{}", new_message_id()), tool, &arguments);
+                let arguments =
+                    fill(&Value::Object(arguments.clone()), scope).map_err(|e| self.fail(e))?;
+                let call =
+                    ToolCall::function(format!("call_{}", new_message_id()), tool, &arguments);
                 let output = self.tools.invoke(&self.name, &call, Some(task_id)).await;
                 let result = match output.outcome {
                     ToolOutcome::Success(value) => value,
                     ToolOutcome::Text(text) => Value::String(text),
-                    ToolOutcome::Error { error_type, message } => {
-                        return Err(self.fail(format!("tool `{tool}` failed: {error_type}: {message}")));
+                    ToolOutcome::Error {
+                        error_type,
+                        message,
+                    } => {
+                        return Err(
+                            self.fail(format!("tool `{tool}` failed: {error_type}: {message}"))
+                        );
                     }
                     ToolOutcome::Halted { reason, message } => {
-                        return Err(self.fail(format!("tool `{tool}` halted ({reason}): {message}")));
+                        return Err(
+                            self.fail(format!("tool `{tool}` halted ({reason}): {message}"))
+                        );
                     }
                 };
                 scope.set_tool_result(tool, result);
@@ -185,10 +202,11 @@ impl RuleAgent {
                 instructions,
             } => {
                 let recipient = self.recipient(to.as_deref(), input, scope)?;
-                let data = match fill(&Value::Object(data.clone()), scope).map_err(|e| self.fail(e))? {
-                    Value::Object(map) => map,
-                    _ => Map::new(),
-                };
+                let data =
+                    match fill(&Value::Object(data.clone()), scope).map_err(|e| self.fail(e))? {
+                        Value::Object(map) => map,
+                        _ => Map::new(),
+                    };
                 let mut draft = PacketDraft::new(
                     &self.name,
                     recipient,
@@ -205,14 +223,21 @@ impl RuleAgent {
                 if let Some(state) = workflow_state {
                     draft.workflow_state = state.clone();
                 }
-                draft.summary = summary.as_deref().map(|s| self.text(s, scope)).transpose()?;
+                draft.summary = summary
+                    .as_deref()
+                    .map(|s| self.text(s, scope))
+                    .transpose()?;
                 for (kind, details) in previous_actions {
-                    draft.previous_actions.push((kind.clone(), self.text(details, scope)?));
+                    draft
+                        .previous_actions
+                        .push((kind.clone(), self.text(details, scope)?));
                 }
                 if let Some(template) = instructions {
                     let filled = fill(template, scope).map_err(|e| self.fail(e))?;
-                    draft.instructions = serde_json::from_value::<Instructions>(filled)
-                        .map_err(|e| self.fail(format!("instructions of the {handoff_type} handoff: {e}")))?;
+                    draft.instructions =
+                        serde_json::from_value::<Instructions>(filled).map_err(|e| {
+                            self.fail(format!("instructions of the {handoff_type} handoff: {e}"))
+                        })?;
                 }
                 let packet = draft.build().map_err(|e| self.fail(e.to_string()))?;
                 Ok(Some(Item::Handoff(packet)))

@@ -39,11 +39,12 @@ impl Scope {
 
     /// The value at a dotted path.
     pub fn get(&self, path: &str) -> Option<&Value> {
-        path.split('.').try_fold(&self.root, |value, key| match value {
-            Value::Object(map) => map.get(key),
-            Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => None,
-        })
+        path.split('.')
+            .try_fold(&self.root, |value, key| match value {
+                Value::Object(map) => map.get(key),
+                Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            })
     }
 }
 

@@ -53,10 +53,15 @@ fn parameters(types: &[&str]) -> Value {
 
 /// The `transfer_to_<agent>` tool definition.
 pub fn transfer_tool(agent: &str) -> ToolDefinition {
-    let types: Vec<&str> = HandoffType::STANDARD.iter().map(HandoffType::as_str).collect();
+    let types: Vec<&str> = HandoffType::STANDARD
+        .iter()
+        .map(HandoffType::as_str)
+        .collect();
     definition(
         &format!("{TRANSFER_PREFIX}{agent}"),
-        Some(&format!("Hand the task to agent `{agent}` with a validated handoff packet.")),
+        Some(&format!(
+            "Hand the task to agent `{agent}` with a validated handoff packet."
+        )),
         parameters(&types),
     )
 }
@@ -68,7 +73,11 @@ pub fn reply_tool(sender: &str) -> ToolDefinition {
         Some(&format!(
             "Answer `{sender}`, who handed you this task: report status, ask for information, or provide it."
         )),
-        parameters(&["STATUS_UPDATE", "REQUEST_INFORMATION", "PROVIDE_INFORMATION"]),
+        parameters(&[
+            "STATUS_UPDATE",
+            "REQUEST_INFORMATION",
+            "PROVIDE_INFORMATION",
+        ]),
     )
 }
 
@@ -96,11 +105,29 @@ pub fn packet_from_call(
                 data.insert(key.to_owned(), value);
             }
         };
-        put(&mut data, "completed_steps", json!(args.completed_steps), args.completed_steps.is_empty());
-        put(&mut data, "constraints", json!(args.constraints), args.constraints.is_empty());
-        put(&mut data, "artifacts", Value::Object(args.artifacts.clone()), args.artifacts.is_empty());
+        put(
+            &mut data,
+            "completed_steps",
+            json!(args.completed_steps),
+            args.completed_steps.is_empty(),
+        );
+        put(
+            &mut data,
+            "constraints",
+            json!(args.constraints),
+            args.constraints.is_empty(),
+        );
+        put(
+            &mut data,
+            "artifacts",
+            Value::Object(args.artifacts.clone()),
+            args.artifacts.is_empty(),
+        );
     } else if !args.constraints.is_empty() {
-        instructions.constraints = Some(Map::from_iter([("rules".to_owned(), json!(args.constraints))]));
+        instructions.constraints = Some(Map::from_iter([(
+            "rules".to_owned(),
+            json!(args.constraints),
+        )]));
     }
     let mut draft = PacketDraft::new(sender, recipient, handoff_type, data, task_id);
     draft.correlation_id = correlation_id;
@@ -111,7 +138,13 @@ pub fn packet_from_call(
         .into_iter()
         .map(|s| ("COMPLETED_STEP".to_owned(), s))
         .chain(args.artifacts.into_iter().map(|(name, v)| {
-            ("ARTIFACT".to_owned(), format!("{name}: {}", v.as_str().map_or(v.to_string(), str::to_owned)))
+            (
+                "ARTIFACT".to_owned(),
+                format!(
+                    "{name}: {}",
+                    v.as_str().map_or(v.to_string(), str::to_owned)
+                ),
+            )
         }))
         .collect();
     draft.instructions = instructions;

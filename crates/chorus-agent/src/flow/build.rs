@@ -60,9 +60,11 @@ pub fn build_agents(
                 config.max_steps = a.max_steps.unwrap_or(config.max_steps);
                 config.show_analysis = a.show_analysis;
                 config.temperature = a.temperature;
-                let agent = LlmAgent::new(config, client, registry.clone()).map_err(|message| SpecError {
-                    location: format!("agents[{i}].model"),
-                    message,
+                let agent = LlmAgent::new(config, client, registry.clone()).map_err(|message| {
+                    SpecError {
+                        location: format!("agents[{i}].model"),
+                        message,
+                    }
                 })?;
                 Arc::new(agent)
             }

@@ -37,10 +37,20 @@ pub async fn handle_with_strategy(
     }
     let mut out = Vec::new();
     if let Some(target) = &strategy.escalate_to {
-        out.push(Item::Handoff(forward(packet, agent.name(), target, &error)?));
+        out.push(Item::Handoff(forward(
+            packet,
+            agent.name(),
+            target,
+            &error,
+        )?));
     }
     if let Some(action) = &strategy.fallback_action {
-        out.push(Item::Handoff(fallback_notice(packet, agent.name(), action, &error)?));
+        out.push(Item::Handoff(fallback_notice(
+            packet,
+            agent.name(),
+            action,
+            &error,
+        )?));
     }
     Ok(out)
 }
@@ -78,14 +88,26 @@ fn fallback_notice(
 ) -> Result<HandoffMessage, AgentError> {
     let data = NotificationData {
         event_type: "FALLBACK_ACTION".into(),
-        message: format!("{sender} failed ({}); fallback action: {action}", error.message),
+        message: format!(
+            "{sender} failed ({}); fallback action: {action}",
+            error.message
+        ),
         details: Some(Map::from_iter([
-            ("fallback_action".to_owned(), Value::String(action.to_owned())),
-            ("in_response_to".to_owned(), Value::String(packet.metadata.message_id.clone())),
+            (
+                "fallback_action".to_owned(),
+                Value::String(action.to_owned()),
+            ),
+            (
+                "in_response_to".to_owned(),
+                Value::String(packet.metadata.message_id.clone()),
+            ),
         ])),
     };
     let Ok(Value::Object(data)) = serde_json::to_value(data) else {
-        return Err(AgentError::new(sender, "notification data is not an object"));
+        return Err(AgentError::new(
+            sender,
+            "notification data is not an object",
+        ));
     };
     let mut draft = PacketDraft::new(
         sender,
@@ -95,5 +117,7 @@ fn fallback_notice(
         &packet.metadata.task_id,
     );
     draft.correlation_id = packet.metadata.correlation_id.clone();
-    draft.build().map_err(|e| AgentError::new(sender, e.to_string()))
+    draft
+        .build()
+        .map_err(|e| AgentError::new(sender, e.to_string()))
 }

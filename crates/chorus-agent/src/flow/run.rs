@@ -100,7 +100,10 @@ impl Flow {
 
     /// Runs the flow; `observe` sees every message and handoff sent, in order, the first
     /// message included.
-    pub async fn run(&self, observe: &mut (dyn FnMut(&Item) + Send)) -> Result<FlowReport, FlowError> {
+    pub async fn run(
+        &self,
+        observe: &mut (dyn FnMut(&Item) + Send),
+    ) -> Result<FlowReport, FlowError> {
         let first = self.first_message();
         let mut report = match self.spec.mode {
             Mode::Handoffs => self.run_handoffs(first, observe).await?,
@@ -124,7 +127,8 @@ impl Flow {
     ) -> Result<FlowReport, FlowError> {
         let bus = MemoryBus::new(BusConfig::default());
         let mut report = FlowReport::default();
-        self.publish(&bus, Item::Message(first), &mut report, observe).await?;
+        self.publish(&bus, Item::Message(first), &mut report, observe)
+            .await?;
         let max_steps = self.spec.max_steps.unwrap_or(100);
         loop {
             let mut idle = true;
@@ -141,8 +145,9 @@ impl Flow {
                             "the flow did not end within max_steps = {max_steps} deliveries"
                         )));
                     }
-                    let document: serde_json::Value = serde_json::from_slice(&delivery.envelope.bytes)
-                        .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
+                    let document: serde_json::Value =
+                        serde_json::from_slice(&delivery.envelope.bytes)
+                            .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
                     let input = Item::from_json(&document).map_err(FlowError::Failed)?;
                     let out = handle_with_strategy(agent.as_ref(), &input, &self.task_id)
                         .await
@@ -168,7 +173,8 @@ impl Flow {
         report: &mut FlowReport,
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<(), FlowError> {
-        let bytes = serde_json::to_vec(&item.to_json()).map_err(|e| FlowError::Failed(e.to_string()))?;
+        let bytes =
+            serde_json::to_vec(&item.to_json()).map_err(|e| FlowError::Failed(e.to_string()))?;
         observe(&item);
         match bus.publish(bytes).await {
             Ok(_) => {}
@@ -182,7 +188,11 @@ impl Flow {
             }
             Err(e) => return Err(FlowError::Failed(e.to_string())),
         }
-        if !item.recipients().iter().any(|r| self.agents.contains_key(r)) {
+        if !item
+            .recipients()
+            .iter()
+            .any(|r| self.agents.contains_key(r))
+        {
             report.outputs.push(item);
         }
         Ok(())
@@ -198,7 +208,10 @@ impl Flow {
             .into_iter()
             .map(|a| Arc::new(BusAgent::new(a, self.task_id.clone())))
             .collect();
-        let refs: Vec<AgentRef<Message>> = adapters.iter().map(|a| a.clone() as AgentRef<Message>).collect();
+        let refs: Vec<AgentRef<Message>> = adapters
+            .iter()
+            .map(|a| a.clone() as AgentRef<Message>)
+            .collect();
         let mut report = FlowReport::default();
         observe(&Item::Message(first.clone()));
         let fail = |e: chorus_bus::AgentError| FlowError::Failed(e.to_string());

@@ -158,12 +158,18 @@ impl FlowSpec {
     fn check(&self) -> Result<(), SpecError> {
         let err = |location: String, message: String| Err(SpecError { location, message });
         if self.agents.is_empty() {
-            return err("agents".into(), "expected at least one [[agents]] entry".into());
+            return err(
+                "agents".into(),
+                "expected at least one [[agents]] entry".into(),
+            );
         }
         let mut names = HashSet::new();
         for (i, a) in self.agents.iter().enumerate() {
             if !names.insert(a.name.as_str()) {
-                return err(format!("agents[{i}].name"), format!("agent `{}` is declared twice", a.name));
+                return err(
+                    format!("agents[{i}].name"),
+                    format!("agent `{}` is declared twice", a.name),
+                );
             }
         }
         let tools: HashSet<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
@@ -186,10 +192,16 @@ impl FlowSpec {
             }
             match a.kind {
                 AgentKind::Llm if a.model.is_none() => {
-                    return err(format!("agents[{i}].model"), "an llm agent needs `model`".into());
+                    return err(
+                        format!("agents[{i}].model"),
+                        "an llm agent needs `model`".into(),
+                    );
                 }
                 AgentKind::Rule if a.rules.is_empty() => {
-                    return err(format!("agents[{i}].rules"), "a rule agent needs at least one [[agents.rules]]".into());
+                    return err(
+                        format!("agents[{i}].rules"),
+                        "a rule agent needs at least one [[agents.rules]]".into(),
+                    );
                 }
                 _ => {}
             }
@@ -197,11 +209,17 @@ impl FlowSpec {
         if let Some(to) = &self.input.to
             && !names.contains(to.as_str())
         {
-            return err("input.to".into(), format!("expected the name of an agent of this flow, found `{to}`"));
+            return err(
+                "input.to".into(),
+                format!("expected the name of an agent of this flow, found `{to}`"),
+            );
         }
         for (i, o) in self.order.iter().enumerate() {
             if !names.contains(o.as_str()) {
-                return err(format!("order[{i}]"), format!("expected the name of an agent of this flow, found `{o}`"));
+                return err(
+                    format!("order[{i}]"),
+                    format!("expected the name of an agent of this flow, found `{o}`"),
+                );
             }
         }
         Ok(())

@@ -49,7 +49,12 @@ impl CommandTool {
             .iter()
             .map(|a| template::render(a, arguments, false))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ToolOutput::error("InvalidArguments", format!("{e}. Hint: give that argument.")))?;
+            .map_err(|e| {
+                ToolOutput::error(
+                    "InvalidArguments",
+                    format!("{e}. Hint: give that argument."),
+                )
+            })?;
         let child = tokio::process::Command::new(&self.program)
             .args(&args)
             .stdin(Stdio::null())
@@ -75,7 +80,9 @@ impl CommandTool {
                 )
             })?
             .map_err(|e| ToolOutput::error("CommandFailed", e.to_string()))?;
-        let stdout = String::from_utf8_lossy(&output.stdout).trim_end().to_owned();
+        let stdout = String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned();
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let excerpt: String = stderr.trim().chars().take(500).collect();
@@ -85,7 +92,9 @@ impl CommandTool {
                 .map_or("a signal".to_owned(), |c| format!("code {c}"));
             return Err(ToolOutput::error(
                 "CommandFailed",
-                format!("The command exited with {code}: {excerpt}. Hint: check the arguments and call again."),
+                format!(
+                    "The command exited with {code}: {excerpt}. Hint: check the arguments and call again."
+                ),
             ));
         }
         Ok(match serde_json::from_str::<Value>(&stdout) {

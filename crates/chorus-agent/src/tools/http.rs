@@ -29,8 +29,10 @@ impl HttpTool {
         method: &str,
         url: impl Into<String>,
     ) -> Result<Self, String> {
-        let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
-            .map_err(|_| format!("expected an HTTP method such as GET or POST, found {method:?}"))?;
+        let method =
+            reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).map_err(|_| {
+                format!("expected an HTTP method such as GET or POST, found {method:?}")
+            })?;
         Ok(HttpTool {
             definition,
             url: url.into(),
@@ -62,7 +64,10 @@ impl HttpTool {
 
     async fn send(&self, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
         let bad_template = |e: template::TemplateError| {
-            ToolOutput::error("InvalidArguments", format!("{e}. Hint: give that argument."))
+            ToolOutput::error(
+                "InvalidArguments",
+                format!("{e}. Hint: give that argument."),
+            )
         };
         let url = template::render(&self.url, arguments, true).map_err(bad_template)?;
         let mut request = self

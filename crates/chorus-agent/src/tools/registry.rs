@@ -89,12 +89,14 @@ impl ToolRegistry {
         }
         let schema = match &definition.function.parameters {
             None => None,
-            Some(schema) => Some(jsonschema::validator_for(schema).map_err(|e| {
-                RegistryError::Schema {
-                    tool: name.clone(),
-                    reason: e.to_string(),
-                }
-            })?),
+            Some(schema) => {
+                Some(
+                    jsonschema::validator_for(schema).map_err(|e| RegistryError::Schema {
+                        tool: name.clone(),
+                        reason: e.to_string(),
+                    })?,
+                )
+            }
         };
         self.tools.insert(name, Arc::new(Entry { tool, schema }));
         Ok(())
@@ -146,7 +148,12 @@ impl ToolRegistry {
     }
 
     /// `None` when the call may run now (its approval was consumed); else the result to return.
-    async fn confirm(&self, agent: &str, call: &ToolCall, task_id: Option<&str>) -> Option<ToolOutput> {
+    async fn confirm(
+        &self,
+        agent: &str,
+        call: &ToolCall,
+        task_id: Option<&str>,
+    ) -> Option<ToolOutput> {
         let Some(store) = &self.confirmations else {
             return Some(ToolOutput::error(
                 "ConfirmationUnavailable",
@@ -160,7 +167,12 @@ impl ToolRegistry {
             &call.function.arguments,
             task_id.map(str::to_owned),
         );
-        pending.id = confirmation_id(agent, &call.function.name, &call.id, &call.function.arguments);
+        pending.id = confirmation_id(
+            agent,
+            &call.function.name,
+            &call.id,
+            &call.function.arguments,
+        );
         let recorded = match store.request(pending).await {
             Ok(c) => c,
             Err(e) => return Some(ToolOutput::error("ConfirmationStoreError", e.to_string())),
@@ -179,7 +191,11 @@ impl ToolRegistry {
                 "ConfirmationRejected",
                 format!(
                     "A person rejected this call{}. Do not retry it; tell the user it was not done.",
-                    recorded.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+                    recorded
+                        .note
+                        .as_deref()
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default()
                 ),
             )),
             ConfirmationState::Consumed => Some(ToolOutput::error(
@@ -187,14 +203,16 @@ impl ToolRegistry {
                 "This exact call was already approved and ran once; an approval is used only once. \
                  Ask the user again if it must run again.",
             )),
-            ConfirmationState::Approved => match store.consume(&recorded.id, &call.function.arguments).await {
-                Ok(_) => None,
-                Err(ConfirmError::ArgumentsChanged(_)) => Some(ToolOutput::error(
-                    "ConfirmationArgumentsChanged",
-                    "The approval was given for different arguments; ask the user to approve this call.",
-                )),
-                Err(e) => Some(ToolOutput::error("ConfirmationNotUsable", e.to_string())),
-            },
+            ConfirmationState::Approved => {
+                match store.consume(&recorded.id, &call.function.arguments).await {
+                    Ok(_) => None,
+                    Err(ConfirmError::ArgumentsChanged(_)) => Some(ToolOutput::error(
+                        "ConfirmationArgumentsChanged",
+                        "The approval was given for different arguments; ask the user to approve this call.",
+                    )),
+                    Err(e) => Some(ToolOutput::error("ConfirmationNotUsable", e.to_string())),
+                }
+            }
         }
     }
 }
@@ -228,7 +246,11 @@ fn schema_errors(schema: &jsonschema::Validator, arguments: &Value) -> Option<To
         .iter_errors(arguments)
         .map(|e| {
             let pointer = e.instance_path().to_string();
-            let pointer = if pointer.is_empty() { "(root)".to_owned() } else { pointer };
+            let pointer = if pointer.is_empty() {
+                "(root)".to_owned()
+            } else {
+                pointer
+            };
             format!("at {pointer}: {e}")
         })
         .collect();

@@ -9,7 +9,9 @@ pub enum TemplateError {
     #[error("the template needs argument `{0}`, which the call did not give")]
     Missing(String),
     /// The argument is an object or array, which has no text form in a template.
-    #[error("argument `{0}` is an object or array; a template placeholder needs a string, number or boolean")]
+    #[error(
+        "argument `{0}` is an object or array; a template placeholder needs a string, number or boolean"
+    )]
     NotScalar(String),
     /// A `{` without its `}`.
     #[error("unclosed `{{` in template {0:?}")]
