@@ -6,8 +6,8 @@
 
 pub mod agents;
 pub mod confirm;
-pub mod flow;
 pub mod cost;
+pub mod flow;
 pub mod model;
 pub mod structured;
 pub mod tools;
