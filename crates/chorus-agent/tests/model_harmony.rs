@@ -234,3 +234,20 @@ async fn output_schema_goes_into_the_response_formats_section() {
     assert!(prompt.contains("# Response Formats"), "{prompt}");
     assert!(prompt.contains("## verdict"), "{prompt}");
 }
+
+#[tokio::test]
+async fn a_reply_that_keeps_its_call_token_and_an_unclosed_preamble_is_read() {
+    // llama.cpp-style: the stop token is left in the text; a commentary preamble precedes the
+    // call without its <|end|>.
+    let reply = "<|channel|>commentary<|message|>Checking the weather.<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>";
+    let chunks = vec![completion::text(reply), completion::finish("stop", None)];
+    let fake = FakeOpenAi::start(vec![Reply::completions(chunks)]).await;
+    let client = HarmonyClient::new(config(&fake));
+    let reply = client.complete(&request(), None).await.unwrap();
+    assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+    let message = &reply.messages[0];
+    assert_eq!(message.text(), "Checking the weather.");
+    assert_eq!(message.calls()[0].function.arguments, "{\"city\":\"Oslo\"}");
+    let repairs = &message.metadata.as_ref().unwrap().extra["harmony_repairs"];
+    assert_eq!(repairs.as_array().map(Vec::len), Some(1), "{repairs}");
+}

@@ -297,3 +297,36 @@ async fn an_unreachable_endpoint_is_a_transport_error() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn usage_is_estimated_when_the_server_reports_none() {
+    let fake = FakeOpenAi::start(vec![Reply::chat(vec![
+        chat::role(),
+        chat::text("It is sunny."),
+        chat::finish("stop"),
+    ])])
+    .await;
+    let client = OpenAiChatClient::new(config(&fake).with_prices(Some(PriceTable::builtin())));
+    let mut request = request();
+    request.model = "gpt-4o".into();
+    let reply = client.complete(&request, None).await.unwrap();
+    let usage = reply.messages[0]
+        .metadata
+        .as_ref()
+        .unwrap()
+        .token_usage
+        .clone()
+        .unwrap();
+    assert_eq!(usage.extra["counted_by"], "chorus (estimate)");
+    let prompt = usage.prompt_tokens.unwrap();
+    let completion = usage.completion_tokens.unwrap();
+    // Two short messages and one small tool: dozens of tokens, not zero and not thousands.
+    assert!((20..200).contains(&prompt), "{prompt}");
+    assert!((3..15).contains(&completion), "{completion}");
+    assert_eq!(usage.total_tokens, Some(prompt + completion));
+    // gpt-4o is priced in the built-in table.
+    let price = PriceTable::builtin().price("gpt-4o").unwrap();
+    let cost = usage.total_cost_usd.unwrap().as_f64().unwrap();
+    let expected = (prompt as f64 * price.input + completion as f64 * price.output) / 1e6;
+    assert!((cost - expected).abs() < 1e-9, "{cost} vs {expected}");
+}

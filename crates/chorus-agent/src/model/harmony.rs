@@ -110,11 +110,11 @@ impl HarmonyClient {
             add_response_format(&mut harmony.messages, name, schema);
         }
         let ids = render(&harmony, &RenderOptions::default())
-            .map_err(|e| ModelError::Config(format!("cannot render the Harmony prompt: {e:?}")))?;
+            .map_err(|e| ModelError::Config(format!("cannot render the Harmony prompt: {e}")))?;
         let prompt = match self.prompt {
             PromptForm::TokenIds => json!(ids),
             PromptForm::Text => json!(encoding().decode_utf8(&ids).map_err(|e| {
-                ModelError::Config(format!("cannot write the Harmony prompt as text: {e:?}"))
+                ModelError::Config(format!("cannot write the Harmony prompt as text: {e}"))
             })?),
         };
         let mut body = Map::new();

@@ -40,26 +40,26 @@ where
     Fut: Future<Output = Result<T, Failure>>,
 {
     let attempts = config.max_attempts.max(1);
-    for number in 1..=attempts {
+    let mut number = 1;
+    loop {
         let outcome = tokio::time::timeout(config.timeout, attempt())
             .await
             .map_err(|_| ModelError::Timeout(config.timeout.as_millis() as u64))?;
-        match outcome {
+        let (error, after) = match outcome {
             Ok(value) => return Ok(value),
             Err(Failure::Fatal(error)) => return Err(error),
-            Err(Failure::Retry { error, after }) => {
-                if number == attempts {
-                    return Err(error);
-                }
-                let delay = after
-                    .unwrap_or_else(|| backoff(config.backoff, number))
-                    .min(config.max_backoff);
-                tracing::debug!(attempt = number, ?delay, %error, "model call retried");
-                tokio::time::sleep(delay).await;
-            }
+            Err(Failure::Retry { error, after }) => (error, after),
+        };
+        if number >= attempts {
+            return Err(error);
         }
+        let delay = after
+            .unwrap_or_else(|| backoff(config.backoff, number))
+            .min(config.max_backoff);
+        tracing::debug!(attempt = number, ?delay, %error, "model call retried");
+        tokio::time::sleep(delay).await;
+        number += 1;
     }
-    unreachable!("the loop returns on its last attempt")
 }
 
 /// Exponential backoff with jitter: `base · 2^(n-1)`, scaled by a random factor in [0.5, 1].

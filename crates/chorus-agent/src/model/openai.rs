@@ -13,7 +13,8 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use chorus_core::Conversation;
+use chorus_context::TokenCounter;
+use chorus_core::{Conversation, Message, TokenUsage};
 use chorus_formats::EncodeOptions;
 use chorus_formats::openai_chat::{self, StreamAccumulator, decode_response};
 use serde_json::{Map, Value, json};
@@ -126,10 +127,16 @@ impl OpenAiChatClient {
             .and_then(|m| m.extra.remove("finish_reason"))
             .and_then(|v| v.as_str().map(str::to_owned));
         ensure_call_ids(&mut messages);
+        let reported = messages[0]
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.token_usage.is_some());
         let measured = Measured {
             ttft,
             total,
-            usage: None,
+            usage: (!reported)
+                .then(|| estimate_usage(request, &messages[0]))
+                .flatten(),
             model: request.model.clone(),
         };
         stamp(&mut messages, measured, &self.config);
@@ -138,6 +145,27 @@ impl OpenAiChatClient {
             finish_reason,
         })
     }
+}
+
+/// Usage counted offline with chorus-context when the server reported none (marked
+/// `counted_by`); the model's tokenizer family, or an approximation for unknown models.
+fn estimate_usage(request: &ModelRequest, reply: &Message) -> Option<TokenUsage> {
+    let counter = TokenCounter::for_model(&request.model)
+        .or_else(|_| TokenCounter::for_model("approximate"))
+        .ok()?;
+    let sent = chorus_context::data::assemble(&request.messages);
+    let prompt = counter.count_request(&sent, &request.tools).ok()?.total as u64;
+    let completion = counter.count_message(reply, 0).ok()?.total() as u64;
+    let mut usage = TokenUsage {
+        prompt_tokens: Some(prompt),
+        completion_tokens: Some(completion),
+        total_tokens: Some(prompt + completion),
+        ..TokenUsage::default()
+    };
+    usage
+        .extra
+        .insert("counted_by".into(), json!("chorus (estimate)"));
+    Some(usage)
 }
 
 /// Whether `schema` meets OpenAI's strict structured-output rules: every object schema sets

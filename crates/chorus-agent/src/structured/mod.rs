@@ -229,7 +229,8 @@ impl StructuredRequest {
         request.output_schema = self.schema.clone();
         let mut usage = UsageTotals::default();
         let repairs = self.max_repairs.unwrap_or(DEFAULT_MAX_REPAIRS);
-        for attempt in 1..=repairs + 1 {
+        let mut attempt = 1;
+        loop {
             let reply = client.complete(&request, None).await?;
             usage_of(&reply).for_each(|u| usage.add(u));
             let Some((name, schema)) = &schema else {
@@ -266,8 +267,8 @@ impl StructuredRequest {
             }
             request.messages.extend(reply.messages);
             request.messages.push(repair_message(name, &violations));
+            attempt += 1;
         }
-        unreachable!("the last attempt returns")
     }
 }
 
