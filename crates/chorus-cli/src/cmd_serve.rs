@@ -43,7 +43,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    chorus_server::observe::init_logging();
+    // Kept to the end: dropping it sends the spans not yet exported.
+    let _telemetry = chorus_server::telemetry::init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => return fail(&e),

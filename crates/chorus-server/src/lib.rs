@@ -15,6 +15,7 @@ pub mod rate;
 pub mod redact;
 pub mod server;
 pub mod state;
+pub mod telemetry;
 pub mod tls;
 pub mod ui;
 

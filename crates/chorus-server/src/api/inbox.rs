@@ -21,6 +21,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
 use crate::state::AppState;
+use crate::telemetry;
 
 /// Deliveries fetched from the store at once for one stream.
 const BATCH: usize = 32;
@@ -77,7 +78,9 @@ fn events(app: AppState, agent: String, after: u64) -> impl Stream<Item = Event>
                 Ok(deliveries) => {
                     for d in deliveries {
                         app.metrics.delivered.inc();
+                        let span = telemetry::span_for("deliver", "receive", &agent, &d);
                         tracing::info!(
+                            parent: &span,
                             %agent,
                             message_id = %d.envelope.id,
                             attempt = d.attempt,
@@ -204,7 +207,13 @@ pub async fn settle(
         }
     }
     app.inboxes.settle(&agent, &d);
-    tracing::info!(%agent, %message_id, action = ?action, "settled");
+    let span = telemetry::span_for(
+        "settle",
+        if action == Settle::Ack { "ack" } else { "nack" },
+        &agent,
+        &d,
+    );
+    tracing::info!(parent: &span, %agent, %message_id, action = ?action, "settled");
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -17,6 +17,7 @@ use crate::ids::check_id;
 use crate::observe::traceparent;
 use crate::policy::Policy;
 use crate::state::AppState;
+use crate::telemetry;
 
 /// The answer to an accepted publish.
 #[derive(Debug, Serialize, ToSchema)]
@@ -132,15 +133,25 @@ pub async fn publish(
             "the admin token cannot publish; publish with the sending agent's token",
         ));
     };
+    let incoming = traceparent(&headers);
     let span = tracing::info_span!(
         "publish",
+        otel.kind = "producer",
+        messaging.system = telemetry::SYSTEM,
+        messaging.operation.type = "send",
+        messaging.operation.name = "publish",
+        messaging.destination.name = field::Empty,
+        messaging.message.id = field::Empty,
         %agent,
-        traceparent = %traceparent(&headers).as_deref().unwrap_or("-"),
+        traceparent = %incoming.as_deref().unwrap_or("-"),
         message_id = field::Empty,
         correlation_id = field::Empty,
         task_id = field::Empty,
     );
-    let result = store(&app, &agent, body).instrument(span.clone()).await;
+    telemetry::link(&span, incoming.as_deref());
+    let result = store(&app, &agent, body, incoming)
+        .instrument(span.clone())
+        .await;
     match &result {
         Ok((status, receipt)) => tracing::info!(
             parent: &span,
@@ -163,6 +174,7 @@ async fn store(
     app: &AppState,
     agent: &str,
     body: Result<Bytes, BytesRejection>,
+    incoming: Option<String>,
 ) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
     app.rate.check(agent)?;
     let started = std::time::Instant::now();
@@ -181,7 +193,8 @@ async fn store(
     admit(&app.policy, agent, &document)?;
     let kept = app.blobs.keep_media(&mut document).await?;
     let redacted = app.redactor.apply(&mut document);
-    let bytes = if kept || redacted {
+    let traced = trace(&mut document, incoming);
+    let bytes = if kept || redacted || traced {
         serde_json::to_vec(&document).map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
         })?
@@ -215,12 +228,28 @@ async fn store(
     }
 }
 
+/// Links the current span to the trace the message carries and stores the context to pass on
+/// in the message's metadata; true when the document changed.
+fn trace(document: &mut Value, incoming: Option<String>) -> bool {
+    let span = tracing::Span::current();
+    let carried = incoming.or_else(|| {
+        let tp = document.pointer("/metadata/traceparent")?.as_str()?;
+        let tp = telemetry::is_traceparent(tp).then(|| tp.to_ascii_lowercase())?;
+        // The header's context was linked when the span was made; this one is new.
+        telemetry::link(&span, Some(&tp));
+        Some(tp)
+    });
+    telemetry::outgoing(&span, carried).is_some_and(|tp| telemetry::stamp(document, &tp))
+}
+
 /// Records the document's ids (never its contents) on the current span.
 fn record_keys(document: &Value) {
     let span = tracing::Span::current();
     let at = pointers(document);
     for (name, pointer) in [
         ("message_id", at.id),
+        ("messaging.message.id", at.id),
+        ("messaging.destination.name", at.recipients),
         ("correlation_id", "/metadata/correlation_id"),
         ("task_id", "/metadata/task_id"),
     ] {

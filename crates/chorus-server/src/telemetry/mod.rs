@@ -1,0 +1,229 @@
+//! Tracing across handoffs: the W3C trace context carried in stored messages, spans named
+//! after the OpenTelemetry messaging conventions, and (feature `otlp`) an OTLP exporter.
+
+#[cfg(feature = "otlp")]
+mod otlp;
+
+use chorus_bus::Delivery;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::{Map, Value};
+use tracing::Span;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// `messaging.system` of every chorus span.
+pub const SYSTEM: &str = "chorus";
+
+/// Writes `traceparent` into a chorus message's metadata (`metadata.traceparent`, and
+/// `metadata.trace_id` when the message has none); true when the document changed.
+///
+/// Handoff packets are left alone: their schema allows no other metadata keys.
+pub fn stamp(document: &mut Value, traceparent: &str) -> bool {
+    let Some(doc) = document.as_object_mut() else {
+        return false;
+    };
+    if !doc.contains_key("role") {
+        return false;
+    }
+    let meta = doc
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return false;
+    };
+    if meta.get("traceparent").and_then(Value::as_str) == Some(traceparent) {
+        return false;
+    }
+    meta.insert("traceparent".into(), traceparent.into());
+    if !meta.contains_key("trace_id")
+        && let Some(trace_id) = traceparent.split('-').nth(1)
+    {
+        meta.insert("trace_id".into(), trace_id.into());
+    }
+    true
+}
+
+#[derive(Deserialize)]
+struct Carrier {
+    #[serde(default)]
+    metadata: Option<CarrierMeta>,
+}
+
+#[derive(Deserialize)]
+struct CarrierMeta {
+    #[serde(default)]
+    traceparent: Option<String>,
+    #[serde(flatten)]
+    _rest: std::collections::HashMap<String, IgnoredAny>,
+}
+
+/// The `metadata.traceparent` of a stored document, when it has a well-formed one.
+pub fn traceparent_in(bytes: &[u8]) -> Option<String> {
+    let carrier: Carrier = serde_json::from_slice(bytes).ok()?;
+    carrier.metadata?.traceparent.filter(|t| is_traceparent(t))
+}
+
+/// True when `value` has the W3C form `00-<32 hex>-<16 hex>-<2 hex>`.
+pub fn is_traceparent(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    parts.len() == 4
+        && hex(parts[0], 2)
+        && hex(parts[1], 32)
+        && hex(parts[2], 16)
+        && hex(parts[3], 2)
+}
+
+/// Makes `span` a child of the remote span in `traceparent` (with the `otlp` feature).
+pub fn link(span: &Span, traceparent: Option<&str>) {
+    #[cfg(feature = "otlp")]
+    if let Some(tp) = traceparent {
+        otlp::set_parent(span, tp);
+    }
+    #[cfg(not(feature = "otlp"))]
+    let _ = (span, traceparent);
+}
+
+/// The trace context to store with a message published under `span`: the span's own context
+/// when spans are exported (feature `otlp`), else the caller's `traceparent`.
+pub fn outgoing(span: &Span, incoming: Option<String>) -> Option<String> {
+    #[cfg(feature = "otlp")]
+    if let Some(own) = otlp::traceparent_of(span) {
+        return Some(own);
+    }
+    #[cfg(not(feature = "otlp"))]
+    let _ = span;
+    incoming
+}
+
+/// A span for handing out (`deliver`, operation `receive`) or settling (`settle`, operation
+/// `ack` or `nack`) delivery `d` of `agent`'s inbox, child of the trace the message carries.
+pub fn span_for(name: &'static str, operation: &'static str, agent: &str, d: &Delivery) -> Span {
+    let kind = if name == "settle" {
+        "settle"
+    } else {
+        "receive"
+    };
+    let span = tracing::info_span!(
+        "chorus",
+        otel.name = name,
+        otel.kind = "consumer",
+        messaging.system = SYSTEM,
+        messaging.operation.type = kind,
+        messaging.operation.name = operation,
+        messaging.destination.name = %agent,
+        messaging.message.id = %d.envelope.id,
+        messaging.message.delivery_count = d.attempt,
+    );
+    link(&span, traceparent_in(&d.envelope.bytes).as_deref());
+    span
+}
+
+/// Keeps the exporter alive; dropping it flushes the spans not yet sent.
+pub struct Telemetry {
+    #[cfg(feature = "otlp")]
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Sends every finished span now (with the `otlp` feature and an endpoint).
+    pub fn flush(&self) {
+        #[cfg(feature = "otlp")]
+        if let Some(p) = &self.provider {
+            let _ = p.force_flush();
+        }
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        #[cfg(feature = "otlp")]
+        if let Some(p) = self.provider.take() {
+            let _ = p.shutdown();
+        }
+    }
+}
+
+/// Logs to standard error (filtered by `CHORUS_LOG`, default `info`) and, with the `otlp`
+/// feature and `OTEL_EXPORTER_OTLP_ENDPOINT` set, exports spans over OTLP/HTTP.
+pub fn init() -> Telemetry {
+    init_with(std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok().as_deref())
+}
+
+/// [`init`] with the OTLP endpoint given (e.g. `http://127.0.0.1:4318`); does nothing when a
+/// subscriber is already installed.
+pub fn init_with(endpoint: Option<&str>) -> Telemetry {
+    let filter = EnvFilter::try_from_env("CHORUS_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry().with(filter).with(fmt);
+    #[cfg(feature = "otlp")]
+    {
+        let endpoint = endpoint.filter(|e| !e.trim().is_empty());
+        match endpoint.map(otlp::layer) {
+            Some(Ok((layer, provider))) => {
+                let _ = registry.with(layer).try_init();
+                return Telemetry {
+                    provider: Some(provider),
+                };
+            }
+            Some(Err(e)) => eprintln!("chorus serve: OTLP export is off: {e}"),
+            None => {}
+        }
+        let _ = registry.try_init();
+        Telemetry { provider: None }
+    }
+    #[cfg(not(feature = "otlp"))]
+    {
+        if endpoint.is_some_and(|e| !e.trim().is_empty()) {
+            eprintln!(
+                "chorus serve: OTEL_EXPORTER_OTLP_ENDPOINT is set but this build has no OTLP exporter (build with the `otlp` feature)"
+            );
+        }
+        let _ = registry.try_init();
+        Telemetry {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn stamps_messages_and_leaves_handoffs() {
+        let mut msg = json!({"role": "user", "content": "hi"});
+        assert!(stamp(&mut msg, TP));
+        assert_eq!(msg["metadata"]["traceparent"], TP);
+        assert_eq!(
+            msg["metadata"]["trace_id"],
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert!(!stamp(&mut msg, TP), "stamping again changes nothing");
+        let mut own = json!({"role": "user", "metadata": {"trace_id": "langsmith-1"}});
+        assert!(stamp(&mut own, TP));
+        assert_eq!(
+            own["metadata"]["trace_id"], "langsmith-1",
+            "an existing trace id stays"
+        );
+        let mut handoff = json!({"metadata": {"message_id": "h1"}});
+        assert!(!stamp(&mut handoff, TP));
+        assert!(handoff["metadata"].get("traceparent").is_none());
+    }
+
+    #[test]
+    fn reads_the_stored_traceparent() {
+        let doc = json!({"role": "user", "metadata": {"traceparent": TP, "session_id": "s"}});
+        assert_eq!(
+            traceparent_in(&serde_json::to_vec(&doc).unwrap()).as_deref(),
+            Some(TP)
+        );
+        let bad = json!({"metadata": {"traceparent": "00-zz-01"}});
+        assert_eq!(traceparent_in(&serde_json::to_vec(&bad).unwrap()), None);
+        assert_eq!(traceparent_in(b"not json"), None);
+        assert!(is_traceparent(TP));
+    }
+}

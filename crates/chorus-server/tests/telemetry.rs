@@ -1,0 +1,212 @@
+//! Trace context across the hub: the caller's W3C `traceparent` is stored with the message and
+//! handed out with it; with the `otlp` feature, spans reach an OTLP/HTTP collector.
+
+mod common;
+
+use common::{ADMIN, ALICE, BOB, SseReader, client, delivered, fresh, publish, settle};
+use serde_json::{Value, json};
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+fn traced_message(id: &str) -> Value {
+    json!({"role": "user", "id": id, "name": "alice", "recipient": "bob",
+           "metadata": {"session_id": "conv-trace"}, "content": "check the router"})
+}
+
+async fn publish_traced(server: &common::TestServer, id: &str) {
+    let r = client()
+        .post(server.url("/v1/messages"))
+        .bearer_auth(ALICE)
+        .header("traceparent", TRACEPARENT)
+        .json(&traced_message(id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+}
+
+/// The trace id inside a stored `traceparent`.
+fn trace_of(metadata: &Value) -> &str {
+    let tp = metadata["traceparent"]
+        .as_str()
+        .expect("metadata.traceparent");
+    assert_eq!(tp.len(), 55, "{tp}");
+    tp.split('-').nth(1).unwrap()
+}
+
+#[tokio::test]
+async fn traceparent_travels_with_the_message() {
+    let (_dir, server) = fresh(30).await;
+    publish_traced(&server, "traced-1").await;
+    let untraced = publish(
+        &server,
+        ALICE,
+        &common::message("plain-1", "alice", "bob", "hi"),
+    )
+    .await;
+    assert_eq!(untraced.status(), 201);
+
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let event = inbox.next().await;
+    let data = event.json();
+    assert_eq!(data["message_id"], "traced-1");
+    let meta = &data["message"]["metadata"];
+    assert_eq!(
+        trace_of(meta),
+        TRACE_ID,
+        "delivered with the caller's trace"
+    );
+    assert_eq!(meta["trace_id"], TRACE_ID);
+    assert_eq!(
+        meta["session_id"], "conv-trace",
+        "the rest of the metadata stays"
+    );
+    if !cfg!(feature = "otlp") {
+        assert_eq!(meta["traceparent"], TRACEPARENT);
+    }
+    let (id, _) = delivered(&event);
+    assert_eq!(settle(&server, "bob", BOB, &id, "ack").await, 204);
+    let plain = inbox.next().await.json();
+    match plain["message"].get("metadata") {
+        // Exported spans start a trace at the hub for a message that carries none.
+        Some(meta) if cfg!(feature = "otlp") => assert_ne!(trace_of(meta), TRACE_ID),
+        other => assert!(other.is_none(), "{plain}"),
+    }
+    drop(inbox);
+
+    let timeline: Value = client()
+        .get(server.url("/v1/conversations/conv-trace/messages"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(trace_of(&timeline[0]["message"]["metadata"]), TRACE_ID);
+    server.stop().await;
+}
+
+#[cfg(feature = "otlp")]
+mod otlp {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A one-thread OTLP/HTTP collector on 127.0.0.1 keeping every request body.
+    fn collector() -> (String, Arc<Mutex<Vec<u8>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&bodies);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let kept = Arc::clone(&kept);
+                std::thread::spawn(move || serve(stream, &kept));
+            }
+        });
+        (format!("http://{addr}"), bodies)
+    }
+
+    fn serve(stream: std::net::TcpStream, kept: &Mutex<Vec<u8>>) {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        loop {
+            let mut length = 0usize;
+            let mut line = String::new();
+            let mut first = true;
+            loop {
+                line.clear();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                if first {
+                    assert!(line.starts_with("POST /v1/traces "), "{line}");
+                    first = false;
+                }
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                return;
+            }
+            kept.lock().unwrap().extend_from_slice(&body);
+            let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+            if writer.write_all(answer.as_bytes()).is_err() {
+                return;
+            }
+        }
+    }
+
+    fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+        haystack.windows(needle.len()).any(|w| w == needle)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn spans_reach_an_otlp_collector() {
+        let (endpoint, bodies) = collector();
+        let telemetry = chorus_server::telemetry::init_with(Some(&endpoint));
+        let (_dir, server) = fresh(30).await;
+        publish_traced(&server, "otlp-1").await;
+        let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+        let event = inbox.next().await;
+        let meta = &event.json()["message"]["metadata"];
+        assert_eq!(trace_of(meta), TRACE_ID);
+        assert_ne!(
+            meta["traceparent"], TRACEPARENT,
+            "the stored context is the publish span's, a child of the caller's"
+        );
+        let (id, _) = delivered(&event);
+        assert_eq!(settle(&server, "bob", BOB, &id, "ack").await, 204);
+        drop(inbox);
+        server.stop().await;
+
+        let trace_bytes: Vec<u8> = (0..16)
+            .map(|i| u8::from_str_radix(&TRACE_ID[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let expected: [&[u8]; 9] = [
+            b"publish",
+            b"deliver",
+            b"settle",
+            b"messaging.system",
+            b"chorus",
+            b"messaging.operation.type",
+            b"messaging.message.id",
+            b"otlp-1",
+            &trace_bytes,
+        ];
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            tokio::task::block_in_place(|| telemetry.flush());
+            let seen = bodies.lock().unwrap().clone();
+            let missing: Vec<String> = expected
+                .iter()
+                .filter(|n| !contains(&seen, n))
+                .map(|n| String::from_utf8_lossy(n).into_owned())
+                .collect();
+            if missing.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the collector did not receive {missing:?} ({} bytes seen)",
+                seen.len()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
