@@ -33,13 +33,14 @@ pub struct EndpointConfig {
 }
 
 impl EndpointConfig {
-    /// A configuration for `base_url` with no key, a 120 s timeout, 4 attempts from 500 ms
-    /// backoff up to 20 s, and the built-in price table.
+    /// A configuration for `base_url` with no key, a 300 s timeout per attempt (local models
+    /// reasoning at length are slow), 4 attempts from 500 ms backoff up to 20 s, and the
+    /// built-in price table.
     pub fn new(base_url: impl Into<String>) -> Self {
         EndpointConfig {
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             api_key: None,
-            timeout: Duration::from_secs(120),
+            timeout: Duration::from_secs(300),
             max_attempts: 4,
             backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(20),

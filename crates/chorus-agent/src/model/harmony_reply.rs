@@ -39,13 +39,20 @@ impl<'a> ReplyReader<'a> {
         }
     }
 
-    /// Reads one completions chunk: its `token_ids` if present, else its `text`.
+    /// Reads one completions chunk: its `token_ids` (llama.cpp: `tokens`) if present, else its
+    /// `text` (llama.cpp: `content`); from the first choice, or from the chunk itself when it
+    /// has no `choices` (llama.cpp's own `/completion`).
     pub(crate) fn chunk(&mut self, chunk: &Value, started: Instant) -> Result<(), ModelError> {
-        let Some(choice) = chunk.pointer("/choices/0") else {
-            return Ok(());
+        let choice = match chunk.get("choices") {
+            Some(choices) => match choices.get(0) {
+                Some(choice) => choice,
+                None => return Ok(()),
+            },
+            None => chunk,
         };
         let before = self.generated;
-        if let Some(ids) = choice.get("token_ids").and_then(Value::as_array) {
+        let ids = choice.get("token_ids").or_else(|| choice.get("tokens"));
+        if let Some(ids) = ids.and_then(Value::as_array).filter(|ids| !ids.is_empty()) {
             for id in ids {
                 let id = id
                     .as_u64()
@@ -215,6 +222,24 @@ mod tests {
         assert_eq!(safe_cut("abc<|channel|>x"), 15);
         assert_eq!(safe_cut("abc<"), 3);
         assert_eq!(safe_cut("a < b"), 5);
+    }
+
+    #[test]
+    fn llama_cpp_chunks_without_choices_are_read() {
+        let started = Instant::now();
+        let mut reader = ReplyReader::new(None);
+        for piece in ["<|channel|>final<|message|>", "Hello", " world"] {
+            reader
+                .chunk(&json!({"content": piece, "stop": false}), started)
+                .unwrap();
+        }
+        reader
+            .chunk(&json!({"choices": [], "usage": {}}), started)
+            .unwrap();
+        let (messages, _, calls) = reader.finish().unwrap();
+        assert!(!calls);
+        assert_eq!(messages[0].text(), "Hello world");
+        assert_eq!(messages[0].channel.as_deref(), Some("final"));
     }
 
     #[test]
