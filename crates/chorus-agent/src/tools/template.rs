@@ -31,9 +31,9 @@ pub fn render(template: &str, arguments: &Value, encode: bool) -> Result<String,
             rest = &tail[2..];
             continue;
         }
-        if tail.starts_with('}') {
+        if let Some(after) = tail.strip_prefix('}') {
             out.push('}');
-            rest = &tail[1..];
+            rest = after;
             continue;
         }
         let end = tail
