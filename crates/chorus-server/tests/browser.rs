@@ -26,8 +26,12 @@ fn said(id: &str, extra: Value) -> Value {
 
 /// The seed-003 escalation from `from` to `to` in task `task-ui`, conversation `conv-ui`.
 fn handoff(id: &str, from: &str, to: &str) -> Value {
-    let path = format!("{}/../../examples/seeds/003-python-valid-escalation.json", env!("CARGO_MANIFEST_DIR"));
-    let mut h: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("seed")).expect("seed JSON");
+    let path = format!(
+        "{}/../../examples/seeds/003-python-valid-escalation.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut h: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("seed")).expect("seed JSON");
     let md = &mut h["metadata"];
     md["message_id"] = id.into();
     md["sender_id"] = from.into();
@@ -47,31 +51,53 @@ async fn publish_ok(server: &TestServer, token: &str, body: &Value) {
 /// tool call and its result, a final answer with citations, and a handoff.
 async fn publish_conversation(server: &TestServer) {
     let steps = [
-        said("u1", json!({"role": "user", "content": "Weather in Tokyo? <script>window.__pwned = 1</script><b>bold</b>"})),
-        said("a1", json!({"channel": "analysis", "content": "The user wants the weather; call get_weather.",
+        said(
+            "u1",
+            json!({"role": "user", "content": "Weather in Tokyo? <script>window.__pwned = 1</script><b>bold</b>"}),
+        ),
+        said(
+            "a1",
+            json!({"channel": "analysis", "content": "The user wants the weather; call get_weather.",
             "metadata": {"token_usage": {"prompt_tokens": 500, "completion_tokens": 150, "total_cost_usd": 0.002},
-                         "latency_ms": {"ttft": 400, "total_time": 1200}, "model_version": "gpt-test-1"}})),
-        said("a2", json!({"channel": "commentary", "content": "I'll check the current weather in Tokyo.",
+                         "latency_ms": {"ttft": 400, "total_time": 1200}, "model_version": "gpt-test-1"}}),
+        ),
+        said(
+            "a2",
+            json!({"channel": "commentary", "content": "I'll check the current weather in Tokyo.",
             "tool_calls": [{"id": "call_1", "type": "function",
                             "function": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo\"}"}}],
             "metadata": {"token_usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_cost_usd": 0.001},
-                         "latency_ms": {"total_time": 300}}})),
-        said("t1", json!({"role": "tool", "tool_call_id": "call_1", "content": "{\"temperature\": 22}"})),
-        said("a3", json!({"channel": "final", "content": "It is 22°C [cit_01] and partly cloudy [cit_02].",
+                         "latency_ms": {"total_time": 300}}}),
+        ),
+        said(
+            "t1",
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "{\"temperature\": 22}"}),
+        ),
+        said(
+            "a3",
+            json!({"channel": "final", "content": "It is 22°C [cit_01] and partly cloudy [cit_02].",
             "metadata": {"citation_map": {
                 "cit_01": {"source_type": "pdf_document", "source_name": "Weather_Report.pdf",
                            "location": {"page_number": 42, "text_snippet": "Tokyo 22°C at noon."}},
-                "cit_02": {"source_type": "web_search", "url": "https://example.org/tokyo", "access_date": "2024-03-20"}}}})),
+                "cit_02": {"source_type": "web_search", "url": "https://example.org/tokyo", "access_date": "2024-03-20"}}}}),
+        ),
     ];
     for step in &steps {
         publish_ok(server, ALICE, step).await;
     }
-    publish_ok(server, ALICE, &handoff("00000000-0000-4000-8000-0000000000a1", "alice", "bob")).await;
+    publish_ok(
+        server,
+        ALICE,
+        &handoff("00000000-0000-4000-8000-0000000000a1", "alice", "bob"),
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_conversation_shows_channels_tool_results_citations_and_totals() {
-    let Some(browser) = Browser::launch().await else { return };
+    let Some(browser) = Browser::launch().await else {
+        return;
+    };
     let (_dir, server) = fresh(30).await;
     publish_conversation(&server).await;
     browser.sign_in(&server.base, ADMIN).await;
@@ -79,69 +105,134 @@ async fn a_conversation_shows_channels_tool_results_citations_and_totals() {
 
     // The question is shown as typed; its markup is text, and the script never ran.
     let question = browser.shown("article.message", "Weather in Tokyo?").await;
-    assert!(browser.text(&question).await.contains("<script>window.__pwned = 1</script><b>bold</b>"));
+    assert!(question.contains("<script>window.__pwned = 1</script><b>bold</b>"));
     assert_eq!(browser.run("return [window.__pwned === undefined, document.querySelectorAll('#main script, #main b').length]").await, json!([true, 0]));
 
     // Analysis is folded: its text is hidden until the summary is clicked.
     let analysis = browser.shown("details.channel.analysis", "analysis").await;
-    assert!(!browser.text(&analysis).await.contains("call get_weather"), "analysis shown unfolded");
-    let summary = browser.all("details.channel.analysis summary").await.pop().expect("summary");
-    browser.click(&summary).await;
-    browser.shown("details.channel.analysis", "The user wants the weather; call get_weather.").await;
+    assert!(
+        !analysis.contains("call get_weather"),
+        "analysis shown unfolded"
+    );
+    browser.click("details.channel.analysis summary").await;
+    browser
+        .shown(
+            "details.channel.analysis",
+            "The user wants the weather; call get_weather.",
+        )
+        .await;
     browser.shown("[data-id=a1] .usage", "prompt 500 tokens · completion 150 tokens · cost $0.002 · ttft 400 ms · latency 1200 ms · gpt-test-1").await;
 
     // Commentary with the tool call, its result beside it; the tool message is not shown apart.
-    browser.shown("[data-id=a2] section.channel.commentary", "I'll check the current weather in Tokyo.").await;
-    let call = browser.shown("[data-id=a2] li.tool-call", "get_weather({\"city\": \"Tokyo\"}) call_1").await;
-    assert!(browser.text(&call).await.contains("→ {\"temperature\": 22}"));
-    assert!(browser.all("article[data-id=t1]").await.is_empty(), "the result sits with its call");
+    browser
+        .shown(
+            "[data-id=a2] section.channel.commentary",
+            "I'll check the current weather in Tokyo.",
+        )
+        .await;
+    let call = browser
+        .shown(
+            "[data-id=a2] li.tool-call",
+            "get_weather({\"city\": \"Tokyo\"}) call_1",
+        )
+        .await;
+    assert!(call.contains("→ {\"temperature\": 22}"));
+    assert!(
+        browser.count("article[data-id=t1]").await == 0,
+        "the result sits with its call"
+    );
 
     // The final answer with its citations as numbered footnotes.
-    browser.shown("[data-id=a3] section.channel.final", "It is 22°C [1] and partly cloudy [2].").await;
-    let notes = browser.all("[data-id=a3] li.footnote").await;
+    browser
+        .shown(
+            "[data-id=a3] section.channel.final",
+            "It is 22°C [1] and partly cloudy [2].",
+        )
+        .await;
+    let notes = browser.texts("[data-id=a3] li.footnote").await;
     assert_eq!(notes.len(), 2);
-    let first = browser.text(&notes[0]).await;
-    assert!(first.contains("Weather_Report.pdf (pdf_document), p. 42") && first.contains("Tokyo 22°C at noon."), "{first}");
-    assert!(browser.text(&notes[1]).await.contains("https://example.org/tokyo (web_search) accessed 2024-03-20"));
+    let first = &notes[0];
+    assert!(
+        first.contains("Weather_Report.pdf (pdf_document), p. 42")
+            && first.contains("Tokyo 22°C at noon."),
+        "{first}"
+    );
+    assert!(notes[1].contains("https://example.org/tokyo (web_search) accessed 2024-03-20"));
 
     // The handoff as a card, the totals, the graph.
     let card = browser.shown("article.handoff-card", "ESCALATION").await;
-    let card = browser.text(&card).await;
-    for seen in ["HIGH", "alice → bob", "expires 2099-01-01T00:00:00.000Z", "task task-ui", "Review logs.", "DIAGNOSE_ROOT_CAUSE"] {
+    for seen in [
+        "HIGH",
+        "alice → bob",
+        "expires 2099-01-01T00:00:00.000Z",
+        "task task-ui",
+        "Review logs.",
+        "DIAGNOSE_ROOT_CAUSE",
+    ] {
         assert!(card.contains(seen), "card lacks {seen:?}: {card}");
     }
     browser.shown("p.totals", "6 messages · prompt 600 tokens · completion 170 tokens · cost $0.003 · latency 1500 ms").await;
-    browser.shown("ul.edges", "alice → bob ×6 (ESCALATION)").await;
-    assert_eq!(browser.all("svg.graph g.edge[data-from=alice][data-to=bob]").await.len(), 1);
+    browser
+        .shown("ul.edges", "alice → bob ×6 (ESCALATION)")
+        .await;
+    assert_eq!(
+        browser
+            .count("svg.graph g.edge[data-from=alice][data-to=bob]")
+            .await,
+        1
+    );
     drop(browser);
     server.stop().await;
 }
 
 #[tokio::test]
 async fn a_task_page_shows_handoff_cards_and_the_handoff_graph() {
-    let Some(browser) = Browser::launch().await else { return };
+    let Some(browser) = Browser::launch().await else {
+        return;
+    };
     let (_dir, server) = fresh(30).await;
-    publish_ok(&server, ALICE, &handoff("00000000-0000-4000-8000-0000000000b1", "alice", "bob")).await;
+    publish_ok(
+        &server,
+        ALICE,
+        &handoff("00000000-0000-4000-8000-0000000000b1", "alice", "bob"),
+    )
+    .await;
     let mut back = handoff("00000000-0000-4000-8000-0000000000b2", "bob", "alice");
     back["metadata"]["priority"] = "LOW".into();
-    back["metadata"].as_object_mut().expect("metadata").remove("expiration_time");
+    back["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .remove("expiration_time");
     back["instructions"] = json!({"next_steps_suggestion": "Call the customer back.", "required_actions": ["CALL_BACK"]});
     publish_ok(&server, BOB, &back).await;
     browser.sign_in(&server.base, ADMIN).await;
     browser.goto(&server.url("/#/task/task-ui")).await;
 
     let cards = {
-        browser.shown("article.handoff-card", "Call the customer back.").await;
-        browser.all("article.handoff-card").await
+        browser
+            .shown("article.handoff-card", "Call the customer back.")
+            .await;
+        browser.texts("article.handoff-card").await
     };
     assert_eq!(cards.len(), 2);
-    let second = browser.text(&cards[1]).await;
-    for seen in ["ESCALATION", "LOW", "bob → alice", "no expiry", "Call the customer back.", "CALL_BACK"] {
+    let second = &cards[1];
+    for seen in [
+        "ESCALATION",
+        "LOW",
+        "bob → alice",
+        "no expiry",
+        "Call the customer back.",
+        "CALL_BACK",
+    ] {
         assert!(second.contains(seen), "card lacks {seen:?}: {second}");
     }
-    assert!(browser.text(&cards[0]).await.contains("expires 2099-01-01T00:00:00.000Z"));
-    browser.shown("ul.edges", "alice → bob ×1 (ESCALATION)").await;
-    browser.shown("ul.edges", "bob → alice ×1 (ESCALATION)").await;
+    assert!(cards[0].contains("expires 2099-01-01T00:00:00.000Z"));
+    browser
+        .shown("ul.edges", "alice → bob ×1 (ESCALATION)")
+        .await;
+    browser
+        .shown("ul.edges", "bob → alice ×1 (ESCALATION)")
+        .await;
     let drawn = browser.run("return [...document.querySelectorAll('svg.graph g.edge')].map(g => g.dataset.from + '>' + g.dataset.to + ':' + g.querySelectorAll('line').length)").await;
     assert_eq!(drawn, json!(["alice>bob:1", "bob>alice:1"]));
     browser.shown("svg.graph", "alice").await;
@@ -151,19 +242,262 @@ async fn a_task_page_shows_handoff_cards_and_the_handoff_graph() {
 
 #[tokio::test]
 async fn the_token_is_asked_for_and_a_wrong_one_is_refused() {
-    let Some(browser) = Browser::launch().await else { return };
+    let Some(browser) = Browser::launch().await else {
+        return;
+    };
     let (_dir, server) = fresh(30).await;
-    publish_ok(&server, ALICE, &handoff("00000000-0000-4000-8000-0000000000c1", "alice", "bob")).await;
+    publish_ok(
+        &server,
+        ALICE,
+        &handoff("00000000-0000-4000-8000-0000000000c1", "alice", "bob"),
+    )
+    .await;
     browser.sign_in(&server.base, "not-the-admin-token").await;
-    browser.shown("#main", "That token was refused; enter the admin token.").await;
-    assert!(browser.all("#dead-letters").await.is_empty(), "no data without the token");
+    browser
+        .shown("#main", "That token was refused; enter the admin token.")
+        .await;
+    assert!(
+        browser.count("#dead-letters").await == 0,
+        "no data without the token"
+    );
     browser.sign_in(&server.base, ADMIN).await;
     browser.shown("#dead-letters", "No dead letters.").await;
     browser.shown("#live", "live").await;
-    let forget = browser.all("#forget").await.pop().expect("forget button");
-    browser.click(&forget).await;
+    browser.click("#forget").await;
     browser.shown("#token-form", "Admin token").await;
     assert_eq!(browser.run("return sessionStorage.length").await, json!(0));
+    drop(browser);
+    server.stop().await;
+}
+
+/// A handoff of its own task and conversation `id`.
+fn task_handoff(n: u32, id: &str) -> Value {
+    let mut h = handoff(&format!("00000000-0000-4000-8000-{n:012}"), "alice", "bob");
+    h["metadata"]["task_id"] = id.into();
+    h["metadata"]["correlation_id"] = id.into();
+    h
+}
+
+#[tokio::test]
+async fn the_home_page_lists_tasks_most_recent_first_and_updates_live() {
+    let Some(browser) = Browser::launch().await else {
+        return;
+    };
+    let (_dir, server) = fresh(30).await;
+    publish_ok(&server, ALICE, &task_handoff(1, "task-old")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    publish_ok(&server, ALICE, &task_handoff(2, "task-new")).await;
+    browser.sign_in(&server.base, ADMIN).await;
+    browser.shown("#tasks", "task-new").await;
+    let rows = |css: &'static str| {
+        let browser = &browser;
+        async move {
+            let mut texts = Vec::new();
+            for row in browser.texts(css).await {
+                texts.push(row.split_whitespace().next().unwrap_or_default().to_owned());
+            }
+            texts
+        }
+    };
+    assert_eq!(rows("#tasks tbody tr").await, ["task-new", "task-old"]);
+    assert_eq!(
+        rows("#conversations tbody tr").await,
+        ["task-new", "task-old"]
+    );
+    browser.shown("#live", "live").await;
+
+    // A publish shows at the top without reloading the page.
+    browser.run("window.__same_page = 42").await;
+    publish_ok(&server, ALICE, &task_handoff(3, "task-live")).await;
+    browser.shown("#tasks tbody tr", "task-live").await;
+    assert_eq!(
+        rows("#tasks tbody tr").await,
+        ["task-live", "task-new", "task-old"]
+    );
+    assert_eq!(
+        browser.run("return window.__same_page").await,
+        json!(42),
+        "the page was reloaded"
+    );
+    browser.click("#tasks a[href='#/task/task-live']").await;
+    browser.shown("#detail h2", "Task task-live").await;
+    browser.shown("article.handoff-card", "ESCALATION").await;
+    drop(browser);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn dead_letters_show_their_reason_and_replay_from_the_page() {
+    let Some(browser) = Browser::launch().await else {
+        return;
+    };
+    let (_dir, server) = fresh(30).await;
+    browser.sign_in(&server.base, ADMIN).await;
+    browser.shown("#dead-letters", "No dead letters.").await;
+    browser.shown("#live", "live").await;
+
+    // Refused on publish: shown with the pointer of the problem, without a reload.
+    let mut no_recipient = message("lost-1", "alice", "bob", "x");
+    no_recipient
+        .as_object_mut()
+        .expect("object")
+        .remove("recipient");
+    assert_eq!(publish(&server, ALICE, &no_recipient).await.status(), 422);
+    browser
+        .shown("article.dead-letter", "invalid: /recipient")
+        .await;
+
+    // Nacked past the last attempt: dead-lettered by the inbox, shown live too.
+    publish_ok(&server, ALICE, &message("hot-potato", "alice", "bob", "x")).await;
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    for attempt in 1..=5 {
+        assert_eq!(
+            delivered(&inbox.next().await),
+            ("hot-potato".into(), attempt)
+        );
+        assert_eq!(settle(&server, "bob", BOB, "hot-potato", "nack").await, 204);
+    }
+    let letter = browser.shown("article.dead-letter", "hot-potato").await;
+    for seen in ["from inbox bob", "max_deliver: delivered 5 times without an ack"] {
+        assert!(letter.contains(seen), "dead letter lacks {seen:?}: {letter}");
+    }
+    let letters = browser
+        .run("return [...document.querySelectorAll('article.dead-letter')].map(a => a.dataset.id)")
+        .await;
+    let hot = letters
+        .as_array()
+        .expect("ids")
+        .last()
+        .and_then(Value::as_str)
+        .expect("the max_deliver letter")
+        .to_owned();
+    browser
+        .click(&format!(
+            "article.dead-letter[data-id='{hot}'] button.replay"
+        ))
+        .await;
+    browser.shown("#status", "replayed hot-potato").await;
+    browser.gone("article.dead-letter", "hot-potato").await;
+    assert_eq!(
+        delivered(&inbox.next().await),
+        ("hot-potato".into(), 1),
+        "replayed into bob's inbox"
+    );
+    browser
+        .shown("article.dead-letter", "invalid: /recipient")
+        .await;
+    drop(inbox);
+    drop(browser);
+    server.stop().await;
+}
+
+async fn ask(server: &TestServer, tool: &str, call_id: &str, arguments: &str) -> String {
+    let r = client()
+        .post(server.url("/v1/confirmations"))
+        .bearer_auth(ALICE)
+        .json(&json!({"agent": "alice", "tool": tool, "call_id": call_id, "arguments": arguments, "task_id": "task-ui"}))
+        .send()
+        .await
+        .expect("confirmation request");
+    assert_eq!(r.status(), 201);
+    r.json::<Value>().await.expect("record")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+async fn confirmation(server: &TestServer, id: &str) -> Value {
+    let r = client()
+        .get(server.url(&format!("/v1/confirmations/{id}")))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("get");
+    r.json().await.expect("record")
+}
+
+#[tokio::test]
+async fn pending_confirmations_are_approved_and_rejected_from_the_page() {
+    let Some(browser) = Browser::launch().await else {
+        return;
+    };
+    let (_dir, server) = fresh(30).await;
+    browser.sign_in(&server.base, ADMIN).await;
+    browser
+        .shown("#confirmations", "Nothing waits for a person.")
+        .await;
+    browser.shown("#live", "live").await;
+    let drop_id = ask(
+        &server,
+        "delete_database",
+        "call_del",
+        "{\"name\": \"prod\"}",
+    )
+    .await;
+    let mail_id = ask(
+        &server,
+        "send_email",
+        "call_mail",
+        "{\"to\": \"<img src=x onerror=alert(1)>\"}",
+    )
+    .await;
+
+    let card = browser
+        .shown("article.confirmation", "delete_database")
+        .await;
+    let text = card;
+    for seen in [
+        "asked by alice in task task-ui",
+        "call call_del",
+        "{\"name\": \"prod\"}",
+    ] {
+        assert!(text.contains(seen), "card lacks {seen:?}: {text}");
+    }
+    browser
+        .shown(
+            "article.confirmation",
+            "{\"to\": \"<img src=x onerror=alert(1)>\"}",
+        )
+        .await;
+
+    browser
+        .type_in(
+            &format!("article.confirmation[data-id='{drop_id}'] input.note"),
+            "checked with the owner",
+        )
+        .await;
+    browser
+        .click(&format!(
+            "article.confirmation[data-id='{drop_id}'] button.approve"
+        ))
+        .await;
+    browser.shown("#status", "approved delete_database").await;
+    browser
+        .gone("article.confirmation", "delete_database")
+        .await;
+    let record = confirmation(&server, &drop_id).await;
+    assert_eq!(
+        (
+            record["state"].as_str(),
+            record["decided_by"].as_str(),
+            record["note"].as_str()
+        ),
+        (
+            Some("approved"),
+            Some("admin"),
+            Some("checked with the owner")
+        )
+    );
+
+    browser
+        .click(&format!(
+            "article.confirmation[data-id='{mail_id}'] button.reject"
+        ))
+        .await;
+    browser
+        .shown("#confirmations", "Nothing waits for a person.")
+        .await;
+    assert_eq!(confirmation(&server, &mail_id).await["state"], "rejected");
     drop(browser);
     server.stop().await;
 }

@@ -6,12 +6,12 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use futures::{StreamExt, stream};
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -23,6 +23,9 @@ use crate::state::AppState;
 
 /// Changes kept for a slow reader before it is told to re-read everything.
 const BUFFER: usize = 256;
+/// How often an open stream looks for dead letters made without a request (a delivery past
+/// its expiry or its last attempt).
+const DEAD_LETTER_CHECK: Duration = Duration::from_secs(1);
 
 /// The data of one `change` event.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -94,6 +97,29 @@ pub async fn observe(Extension(live): Extension<Arc<Live>>, req: Request, next: 
     response
 }
 
+/// Announces `dead_lettered` whenever the number of dead letters moved since the last look.
+fn dead_letter_watch(app: AppState) -> impl futures::Stream<Item = Change> + Send {
+    let ticks = tokio::time::interval(DEAD_LETTER_CHECK);
+    stream::unfold(
+        (app, ticks, None::<usize>),
+        |(app, mut ticks, mut seen)| async move {
+            loop {
+                ticks.tick().await;
+                let Ok(now) = app.bus.dead_letters().await.map(|d| d.len()) else {
+                    continue;
+                };
+                if seen.replace(now).is_some_and(|before| before != now) {
+                    let change = Change {
+                        kind: "dead_lettered".into(),
+                        path: "/v1/dead-letters".into(),
+                    };
+                    return Some((change, (app, ticks, seen)));
+                }
+            }
+        },
+    )
+}
+
 /// Changes as Server-Sent Events (`event: change`), for the admin; `event: resync` when some
 /// were missed. Ends when the server stops.
 #[utoipa::path(
@@ -127,8 +153,16 @@ pub async fn events(
         };
         Some((Ok::<_, Infallible>(event), rx))
     });
+    let watched = dead_letter_watch(app.clone()).map(|change| {
+        Ok(Event::default()
+            .event("change")
+            .json_data(&change)
+            .unwrap_or_default())
+    });
     let hello = stream::once(async { Ok(Event::default().event("ready").data("{}")) });
-    let body = hello.chain(changes).take_until(app.stopped());
+    let body = hello
+        .chain(stream::select(changes, watched))
+        .take_until(app.stopped());
     Ok(Sse::new(body).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
@@ -139,7 +173,11 @@ mod tests {
     #[test]
     fn names_the_change_a_request_made() {
         assert_eq!(kind_of("/v1/messages", 201), Some("published"));
-        assert_eq!(kind_of("/v1/messages", 200), None, "a duplicate changes nothing");
+        assert_eq!(
+            kind_of("/v1/messages", 200),
+            None,
+            "a duplicate changes nothing"
+        );
         assert_eq!(kind_of("/v1/messages", 422), Some("dead_lettered"));
         assert_eq!(kind_of("/v1/agents/bob/inbox/m1/ack", 204), Some("acked"));
         assert_eq!(kind_of("/v1/agents/bob/inbox/m1/nack", 204), Some("nacked"));

@@ -1,6 +1,7 @@
 //! The HTTP routes and the OpenAPI document generated from them.
 
 pub mod admin;
+pub mod catalog;
 pub mod confirmations;
 pub mod events;
 pub mod extract;
@@ -60,6 +61,8 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::metrics))
         .routes(routes!(events::events))
+        .routes(routes!(catalog::tasks))
+        .routes(routes!(catalog::conversations))
         .routes(routes!(confirmations::request, confirmations::list))
         .routes(routes!(confirmations::get))
         .routes(routes!(confirmations::approve))
@@ -80,7 +83,9 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         })
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn(events::observe))
-        .layer(axum::Extension(std::sync::Arc::new(events::Live::default())))
+        .layer(axum::Extension(
+            std::sync::Arc::new(events::Live::default()),
+        ))
         .with_state(state);
     (router, openapi)
 }

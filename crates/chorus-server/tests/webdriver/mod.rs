@@ -21,7 +21,10 @@ fn program(env: &str, default: &str) -> Result<PathBuf, String> {
     if path.is_file() {
         Ok(path)
     } else {
-        Err(format!("{} not found (set {env} or `apt-get install -y chromium chromium-driver`)", path.display()))
+        Err(format!(
+            "{} not found (set {env} or `apt-get install -y chromium chromium-driver`)",
+            path.display()
+        ))
     }
 }
 
@@ -33,10 +36,6 @@ pub struct Browser {
     _profile: tempfile::TempDir,
     _turn: tokio::sync::MutexGuard<'static, ()>,
 }
-
-/// A reference to an element of the page.
-#[derive(Debug, Clone)]
-pub struct Element(String);
 
 impl Browser {
     /// A browser, or None when chromium or chromedriver is missing and `CHORUS_TEST_BROWSER` is
@@ -81,14 +80,25 @@ impl Browser {
             .expect("client");
         let base = format!("http://127.0.0.1:{port}");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while !matches!(http.get(format!("{base}/status")).send().await, Ok(r) if r.status().is_success()) {
-            assert!(tokio::time::Instant::now() < deadline, "chromedriver did not answer within 20 s");
+        while !matches!(http.get(format!("{base}/status")).send().await, Ok(r) if r.status().is_success())
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "chromedriver did not answer within 20 s"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let args = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-dev-shm-usage", "--window-size=1200,900",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--window-size=1200,900",
         ];
         let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         args.push(format!("--user-data-dir={}", profile.path().display()));
@@ -110,74 +120,95 @@ impl Browser {
             .as_str()
             .unwrap_or_else(|| panic!("no session: {answer}"))
             .to_owned();
-        Browser { http, session: format!("{base}/session/{session}"), driver, _profile: profile, _turn: turn }
+        Browser {
+            http,
+            session: format!("{base}/session/{session}"),
+            driver,
+            _profile: profile,
+            _turn: turn,
+        }
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    async fn try_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, String> {
         let mut request = self.http.request(method, format!("{}{path}", self.session));
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let answer: Value = request.send().await.expect("webdriver request").json().await.expect("webdriver answer");
-        if let Some(error) = answer["value"]["error"].as_str() {
-            panic!("webdriver {path}: {error}: {}", answer["value"]["message"]);
+        let answer: Value = request
+            .send()
+            .await
+            .expect("webdriver request")
+            .json()
+            .await
+            .expect("webdriver answer");
+        match answer["value"]["error"].as_str() {
+            Some(error) => Err(format!(
+                "webdriver {path}: {error}: {}",
+                answer["value"]["message"]
+            )),
+            None => Ok(answer["value"].clone()),
         }
-        answer["value"].clone()
     }
 
     /// Opens `url` and waits for it to load.
     pub async fn goto(&self, url: &str) {
-        self.call(reqwest::Method::POST, "/url", Some(json!({"url": url}))).await;
+        let done = self.try_call(reqwest::Method::POST, "/url", Some(json!({"url": url})));
+        done.await.unwrap_or_else(|e| panic!("{e}"));
     }
 
-    /// Every element matching the CSS selector now.
-    pub async fn all(&self, css: &str) -> Vec<Element> {
-        let found = self
-            .call(reqwest::Method::POST, "/elements", Some(json!({"using": "css selector", "value": css})))
-            .await;
-        found
-            .as_array()
-            .map(|a| a.iter().filter_map(|e| e[ELEMENT].as_str()).map(|id| Element(id.to_owned())).collect())
-            .unwrap_or_default()
-    }
-
-    /// The visible text of an element, as a person reads it (folded content is not in it).
-    pub async fn text(&self, e: &Element) -> String {
-        let v = self.call(reqwest::Method::GET, &format!("/element/{}/text", e.0), None).await;
-        v.as_str().unwrap_or_default().to_owned()
-    }
-
-    /// Clicks an element.
-    pub async fn click(&self, e: &Element) {
-        self.call(reqwest::Method::POST, &format!("/element/{}/click", e.0), Some(json!({}))).await;
-    }
-
-    /// Types `text` into an element.
-    pub async fn type_in(&self, e: &Element, text: &str) {
-        self.call(reqwest::Method::POST, &format!("/element/{}/value", e.0), Some(json!({"text": text}))).await;
+    /// Runs `script` (a function body; its arguments are `args`) in the page; what it returns.
+    pub async fn run_with(&self, script: &str, args: Value) -> Value {
+        let body = json!({"script": script, "args": args});
+        let done = self.try_call(reqwest::Method::POST, "/execute/sync", Some(body));
+        done.await.unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Runs `script` (a function body) in the page and returns what it returns.
     pub async fn run(&self, script: &str) -> Value {
-        self.call(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []}))).await
+        self.run_with(script, json!([])).await
     }
 
-    /// The first element matching `css` whose visible text contains `needle`, waiting up to
+    /// The text a person sees (`innerText`: folded content is not in it) of every element
+    /// matching the CSS selector, read at one instant.
+    pub async fn texts(&self, css: &str) -> Vec<String> {
+        let script = "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText ?? e.textContent)";
+        let found = self.run_with(script, json!([css])).await;
+        let texts = found
+            .as_array()
+            .map(|a| a.iter().map(|t| t.as_str().unwrap_or_default().to_owned()));
+        texts.map(Iterator::collect).unwrap_or_default()
+    }
+
+    /// How many elements match the CSS selector now.
+    pub async fn count(&self, css: &str) -> usize {
+        let found = self.run_with(
+            "return document.querySelectorAll(arguments[0]).length",
+            json!([css]),
+        );
+        found.await.as_u64().unwrap_or_default() as usize
+    }
+
+    /// The text of the first element matching `css` that shows `needle`, waiting up to
     /// [`SHOW`]; fails the test with what was seen instead.
-    pub async fn shown(&self, css: &str, needle: &str) -> Element {
+    pub async fn shown(&self, css: &str, needle: &str) -> String {
         let deadline = tokio::time::Instant::now() + SHOW;
         loop {
-            let mut seen = Vec::new();
-            for e in self.all(css).await {
-                let text = self.text(&e).await;
-                if text.contains(needle) {
-                    return e;
-                }
-                seen.push(text);
+            let seen = self.texts(css).await;
+            if let Some(text) = seen.iter().find(|t| t.contains(needle)) {
+                return text.clone();
             }
             if tokio::time::Instant::now() >= deadline {
-                let page = self.run("return document.body ? document.body.innerText : ''").await;
-                panic!("no `{css}` showing {needle:?} within {SHOW:?}; seen: {seen:?}; page: {page}");
+                let page = self
+                    .run("return document.body ? document.body.innerText : ''")
+                    .await;
+                panic!(
+                    "no `{css}` showing {needle:?} within {SHOW:?}; seen: {seen:?}; page: {page}"
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -186,29 +217,61 @@ impl Browser {
     /// Waits up to [`SHOW`] until no element matching `css` shows `needle`.
     pub async fn gone(&self, css: &str, needle: &str) {
         let deadline = tokio::time::Instant::now() + SHOW;
-        loop {
-            let mut still = false;
-            for e in self.all(css).await {
-                still |= self.text(&e).await.contains(needle);
-            }
-            if !still {
-                return;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "`{css}` still shows {needle:?} after {SHOW:?}");
+        while self.texts(css).await.iter().any(|t| t.contains(needle)) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "`{css}` still shows {needle:?} after {SHOW:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Does `action` (a WebDriver element command with `body`) on the first element matching
+    /// `css`, finding it again when the page re-drew it meanwhile; bounded by [`SHOW`].
+    async fn act(&self, css: &str, action: &str, body: Value) {
+        let deadline = tokio::time::Instant::now() + SHOW;
+        loop {
+            let find = json!({"using": "css selector", "value": css});
+            let found = self
+                .try_call(reqwest::Method::POST, "/element", Some(find))
+                .await;
+            let outcome = match found.map(|v| v[ELEMENT].as_str().map(str::to_owned)) {
+                Ok(Some(id)) => {
+                    let path = format!("/element/{id}/{action}");
+                    self.try_call(reqwest::Method::POST, &path, Some(body.clone()))
+                        .await
+                        .map(drop)
+                }
+                Ok(None) => Err("no element reference".to_owned()),
+                Err(e) => Err(e),
+            };
+            match outcome {
+                Ok(()) => return,
+                Err(e) if tokio::time::Instant::now() >= deadline => {
+                    panic!("`{css}` {action}: {e}")
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+
+    /// Clicks the first element matching `css`.
+    pub async fn click(&self, css: &str) {
+        self.act(css, "click", json!({})).await;
+    }
+
+    /// Types `text` into the first element matching `css`.
+    pub async fn type_in(&self, css: &str, text: &str) {
+        self.act(css, "value", json!({"text": text})).await;
     }
 
     /// Opens the UI at `base` and gives it the admin token through the token form.
     pub async fn sign_in(&self, base: &str, token: &str) {
         self.goto(&format!("{base}/")).await;
         self.shown("#token-form", "Admin token").await;
-        let field = self.all("#token").await.pop().expect("token field");
-        self.type_in(&field, token).await;
-        let button = self.all("#token-form button").await.pop().expect("open button");
-        self.click(&button).await;
+        self.type_in("#token", token).await;
+        self.click("#token-form button").await;
     }
-
 }
 
 impl Drop for Browser {
@@ -217,11 +280,14 @@ impl Drop for Browser {
         let url = self.session.trim_start_matches("http://");
         if let Some((host, path)) = url.split_once('/')
             && let Ok(addr) = host.parse::<std::net::SocketAddr>()
-            && let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+            && let Ok(mut stream) =
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         {
             use std::io::{Read, Write};
             let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-            let request = format!("DELETE /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let request = format!(
+                "DELETE /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
             if stream.write_all(request.as_bytes()).is_ok() {
                 let _ = stream.read_to_end(&mut Vec::new());
             }
