@@ -291,3 +291,62 @@ async fn confirmations_outlive_a_restart_and_appear_in_openapi() {
     assert!(dir.path().join("chorus-confirmations.db").exists());
     server.stop().await;
 }
+
+/// chorus-agent's HTTP store drives the same API: what a flow run with `--server` uses.
+#[tokio::test]
+async fn the_agent_http_store_speaks_this_api() {
+    use chorus_agent::confirm::{
+        ConfirmError, Confirmation, ConfirmationState, Confirmations, HttpConfirmations,
+    };
+    let (_dir, server) = fresh(30).await;
+    let agent = HttpConfirmations::new(server.base.clone(), ALICE);
+    let person = HttpConfirmations::new(server.base.clone(), ALICE).with_admin_token(ADMIN);
+    let call = Confirmation::pending("alice", "delete_db", "call_h", ARGS, None);
+    let c = agent.request(call.clone()).await.unwrap();
+    assert_eq!(c.state, ConfirmationState::Pending);
+    assert_eq!(agent.request(call).await.unwrap().id, c.id);
+    assert!(matches!(
+        agent.list(None).await.unwrap_err(),
+        ConfirmError::Store(_)
+    ));
+    let pending = person.list(Some(ConfirmationState::Pending)).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    let early = agent.consume(&c.id, ARGS).await.unwrap_err();
+    assert!(
+        matches!(
+            early,
+            ConfirmError::WrongState {
+                state: ConfirmationState::Pending,
+                ..
+            }
+        ),
+        "{early}"
+    );
+    person.decide(&c.id, true, "someone", None).await.unwrap();
+    let changed = agent.consume(&c.id, "{}").await.unwrap_err();
+    assert!(
+        matches!(changed, ConfirmError::ArgumentsChanged(_)),
+        "{changed}"
+    );
+    assert_eq!(
+        agent.consume(&c.id, ARGS).await.unwrap().state,
+        ConfirmationState::Consumed
+    );
+    let again = agent.consume(&c.id, ARGS).await.unwrap_err();
+    assert!(
+        matches!(
+            again,
+            ConfirmError::WrongState {
+                state: ConfirmationState::Consumed,
+                ..
+            }
+        ),
+        "{again}"
+    );
+    assert_eq!(agent.get("conf-missing").await.unwrap(), None);
+    assert!(matches!(
+        agent.consume("conf-missing", ARGS).await.unwrap_err(),
+        ConfirmError::NotFound(_)
+    ));
+    server.stop().await;
+}

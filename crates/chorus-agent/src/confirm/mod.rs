@@ -3,12 +3,14 @@
 //! A confirmation is bound to one exact call (agent, tool, call id and a digest of the argument
 //! string) and approval is single-use: [`Confirmations::consume`] succeeds once.
 
+mod http;
 mod memory;
 mod rules;
 mod sqlite;
 #[cfg(test)]
 mod suite;
 
+pub use http::HttpConfirmations;
 pub use memory::MemoryConfirmations;
 pub use sqlite::SqliteConfirmations;
 
