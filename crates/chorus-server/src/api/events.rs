@@ -1,6 +1,7 @@
 //! A live stream of changes for the admin (the web UI re-renders on it): every request that
-//! changed something — a publish (or a refused one kept as a dead letter), an ack, a nack, a
-//! replay, a confirmation decision — is announced once it has been answered.
+//! changed something — a publish, an ack, a nack, a replay, a confirmation request or decision —
+//! is announced once it has been answered, and each open stream looks every second for new
+//! dead letters (a refused publish, an expired message, one past its last attempt).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -23,14 +24,14 @@ use crate::state::AppState;
 
 /// Changes kept for a slow reader before it is told to re-read everything.
 const BUFFER: usize = 256;
-/// How often an open stream looks for dead letters made without a request (a delivery past
-/// its expiry or its last attempt).
+/// How often an open stream looks for new dead letters.
 const DEAD_LETTER_CHECK: Duration = Duration::from_secs(1);
 
 /// The data of one `change` event.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Change {
-    /// published, dead_lettered, acked, nacked, replayed, confirmation or changed.
+    /// published, acked, nacked, replayed, confirmation, changed, or dead_lettered (the number
+    /// of dead letters moved).
     pub kind: String,
     /// The request path that made the change.
     pub path: String,
@@ -60,15 +61,11 @@ impl Live {
 /// What a writing request answered with `status` changed, if anything.
 fn kind_of(path: &str, status: u16) -> Option<&'static str> {
     let ok = (200..300).contains(&status);
-    if path == "/v1/messages" {
-        return match status {
-            201 => Some("published"),
-            422 => Some("dead_lettered"),
-            _ => None,
-        };
-    }
     if !ok {
         return None;
+    }
+    if path == "/v1/messages" {
+        return (status == 201).then_some("published");
     }
     Some(if path.starts_with("/v1/confirmations") {
         "confirmation"
@@ -178,7 +175,11 @@ mod tests {
             None,
             "a duplicate changes nothing"
         );
-        assert_eq!(kind_of("/v1/messages", 422), Some("dead_lettered"));
+        assert_eq!(
+            kind_of("/v1/messages", 422),
+            None,
+            "the dead letter watch tells"
+        );
         assert_eq!(kind_of("/v1/agents/bob/inbox/m1/ack", 204), Some("acked"));
         assert_eq!(kind_of("/v1/agents/bob/inbox/m1/nack", 204), Some("nacked"));
         assert_eq!(kind_of("/v1/agents/bob/inbox/m1/ack", 403), None);
