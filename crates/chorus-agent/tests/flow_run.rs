@@ -62,7 +62,7 @@ async fn support_desk_runs_the_escalation_chain_with_valid_packets() {
     }
     let last = report.outputs.last().unwrap();
     assert!(last.text().contains("Root cause"), "{}", last.text());
-    assert_eq!(last.recipients(), ["john.doe@example.com"]);
+    assert_eq!(last.recipients(), ["customer_john"]);
 }
 
 fn seen_task(seen: &[Item]) -> String {
@@ -339,7 +339,7 @@ async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
         report.outputs[0].text(),
         "Good news: your connection is fixed."
     );
-    assert_eq!(report.outputs[0].recipients(), ["john.doe@example.com"]);
+    assert_eq!(report.outputs[0].recipients(), ["customer_john"]);
     assert_eq!((report.usage.calls, report.usage.prompt_tokens), (7, 700));
     assert_eq!(fake.remaining(), 0);
 }

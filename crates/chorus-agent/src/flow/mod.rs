@@ -1,13 +1,16 @@
 //! Flows: a TOML file declares agents, tools, how they connect and the first message; [`Flow`]
 //! runs it on the embedded in-memory bus (chorus-bus `MemoryBus`, validating every message and
-//! handoff on publish) and reports every item sent, for transcripts and progress output.
+//! handoff on publish), or against a running `chorus serve` ([`Flow::run_remote`]), and reports
+//! every item sent, for transcripts and progress output.
 
 mod build;
 mod failure;
+mod remote;
 mod run;
 mod spec;
 
 pub use build::{ModelFactory, build_agents, env_model_factory};
 pub use failure::handle_with_strategy;
+pub use remote::{Remote, ServerSpec};
 pub use run::{Flow, FlowError, FlowReport};
 pub use spec::{AgentKind, AgentSpec, FlowSpec, InputSpec, Mode, SpecError};

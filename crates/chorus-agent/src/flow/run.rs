@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 
 use super::build::{ModelFactory, build_agents};
 use super::failure::handle_with_strategy;
+use super::remote::Remote;
 use super::spec::{FlowSpec, Mode, SpecError};
 use crate::agents::{BusAgent, FlowAgent, Item, Usage, new_message_id};
 use crate::confirm::{Confirmation, ConfirmationState, Confirmations};
@@ -105,10 +106,80 @@ impl Flow {
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<FlowReport, FlowError> {
         let first = self.first_message();
-        let mut report = match self.spec.mode {
+        let report = match self.spec.mode {
             Mode::Handoffs => self.run_handoffs(first, observe).await?,
             _ => self.run_in_process(first, observe).await?,
         };
+        self.finish(report).await
+    }
+
+    /// Runs a `handoffs` flow against the chorus server at `base` (e.g. `http://127.0.0.1:7700`)
+    /// instead of the embedded bus: each item is published with its sender's token from the
+    /// flow's `[server]` table, each agent reads its inbox as Server-Sent Events and acks what it
+    /// handled; the flow ends when no delivery arrives for `server.idle_ms`.
+    pub async fn run_remote(
+        &self,
+        base: &str,
+        observe: &mut (dyn FnMut(&Item) + Send),
+    ) -> Result<FlowReport, FlowError> {
+        if self.spec.mode != Mode::Handoffs {
+            return Err(FlowError::Spec(SpecError {
+                location: "mode".into(),
+                message: "only mode = \"handoffs\" flows run against a server".into(),
+            }));
+        }
+        let remote = Remote::new(base, &self.spec.server).map_err(|message| SpecError {
+            location: "server.tokens".into(),
+            message,
+        })?;
+        let names: Vec<String> = self.agents.keys().cloned().collect();
+        let (mut rx, tasks) = remote.listen(&names)?;
+        let _readers = AbortOnDrop(tasks);
+        let mut report = FlowReport::default();
+        self.send_remote(&remote, Item::Message(self.first_message()), &mut report, observe)
+            .await?;
+        let max_steps = self.spec.max_steps.unwrap_or(100);
+        while let Ok(Some(next)) = tokio::time::timeout(remote.idle(), rx.recv()).await {
+            let (name, message_id, document) = next?;
+            report.steps += 1;
+            if report.steps > max_steps {
+                return Err(FlowError::Failed(format!(
+                    "the flow did not end within max_steps = {max_steps} deliveries"
+                )));
+            }
+            let Some(agent) = self.agents.get(&name) else {
+                continue;
+            };
+            let input = Item::from_json(&document).map_err(FlowError::Failed)?;
+            let out = handle_with_strategy(agent.as_ref(), &input, &self.task_id)
+                .await
+                .map_err(|e| FlowError::Failed(e.to_string()))?;
+            for item in out {
+                self.send_remote(&remote, item, &mut report, observe).await?;
+            }
+            remote.ack(&name, &message_id).await?;
+        }
+        self.finish(report).await
+    }
+
+    async fn send_remote(
+        &self,
+        remote: &Remote,
+        item: Item,
+        report: &mut FlowReport,
+        observe: &mut (dyn FnMut(&Item) + Send),
+    ) -> Result<(), FlowError> {
+        observe(&item);
+        let sender = item.sender().unwrap_or_default().to_owned();
+        remote.publish(&sender, &item.to_json()).await?;
+        if !item.recipients().iter().any(|r| self.agents.contains_key(r)) {
+            report.outputs.push(item);
+        }
+        Ok(())
+    }
+
+    /// Adds usage and pending confirmations to a finished run's report.
+    async fn finish(&self, mut report: FlowReport) -> Result<FlowReport, FlowError> {
         for agent in self.agents.values() {
             report.usage.merge(&agent.usage());
         }
@@ -247,5 +318,16 @@ impl Flow {
         let replies = result.map_err(fail)?;
         report.outputs = replies.into_iter().map(Item::Message).collect();
         Ok(report)
+    }
+}
+
+/// Stops the inbox readers when the run ends.
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
     }
 }

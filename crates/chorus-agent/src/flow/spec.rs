@@ -53,6 +53,9 @@ pub struct FlowSpec {
     pub tools: Vec<ToolSpec>,
     /// The agents.
     pub agents: Vec<AgentSpec>,
+    /// Tokens and settings for running against a chorus server (`chorus run --server`).
+    #[serde(default)]
+    pub server: super::remote::ServerSpec,
 }
 
 /// The initial message.
