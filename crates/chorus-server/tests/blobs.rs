@@ -153,15 +153,27 @@ async fn oversized_media_is_refused_and_nothing_stored() {
     server.stop().await;
 }
 
-/// A local "bucket" that serves one image at a presigned-looking URL until it is stopped.
+const WAV: &[u8] = b"RIFF\x24\x00\x00\x00WAVEfmt fake clip";
+
+/// A local "bucket" that serves an image (at the URL returned), a WAV clip (`clip.wav`) and a
+/// PDF (`doc.pdf`) at presigned-looking URLs until it is stopped.
 async fn bucket(png: Vec<u8>) -> (String, tokio::task::JoinHandle<()>) {
-    let app = axum::Router::new().route(
-        "/bucket/cat.png",
-        axum::routing::get(move || {
-            let png = png.clone();
-            async move { ([(header::CONTENT_TYPE, "image/png")], png) }
-        }),
-    );
+    let app = axum::Router::new()
+        .route(
+            "/bucket/cat.png",
+            axum::routing::get(move || {
+                let png = png.clone();
+                async move { ([(header::CONTENT_TYPE, "image/png")], png) }
+            }),
+        )
+        .route(
+            "/bucket/clip.wav",
+            axum::routing::get(|| async { ([(header::CONTENT_TYPE, "audio/wav")], WAV) }),
+        )
+        .route(
+            "/bucket/doc.pdf",
+            axum::routing::get(|| async { ([(header::CONTENT_TYPE, "application/pdf")], "%PDF-") }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
@@ -184,6 +196,16 @@ async fn remote_media_outlives_its_expiring_url() {
     let (url, bucket_task) = bucket(png.clone()).await;
     let r = publish(&server, ALICE, &image_message("remote-1", &url)).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let files = json!({
+        "role": "user", "id": "remote-files", "name": "alice", "recipient": "bob",
+        "metadata": {"session_id": "conv-files"},
+        "content": [
+            {"type": "file", "file": {"url": url.replace("cat.png", "clip.wav"), "filename": "clip.wav"}},
+            {"type": "file", "file": {"url": url.replace("cat.png", "doc.pdf"), "filename": "doc.pdf"}}
+        ]
+    });
+    let r = publish(&server, ALICE, &files).await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
     bucket_task.abort();
     let _ = bucket_task.await;
     let gone = client().get(&url).send().await;
@@ -200,6 +222,32 @@ async fn remote_media_outlives_its_expiring_url() {
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()[header::CONTENT_TYPE], "image/png");
     assert_eq!(r.bytes().await.unwrap().as_ref(), png.as_slice());
+
+    let timeline: Value = client()
+        .get(server.url("/v1/conversations/conv-files/messages"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let content = &timeline[0]["message"]["content"];
+    let clip = content[0]["file"]["url"].as_str().unwrap();
+    assert_eq!(clip, expected_path(WAV, "wav"), "remote audio is kept");
+    let r = client()
+        .get(server.url(clip))
+        .bearer_auth(BOB)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()[header::CONTENT_TYPE], "audio/wav");
+    assert_eq!(r.bytes().await.unwrap().as_ref(), WAV);
+    assert_eq!(
+        content[1]["file"]["url"],
+        url.replace("cat.png", "doc.pdf"),
+        "a remote document that is not media stays as given"
+    );
 
     let r = publish(&server, ALICE, &image_message("remote-2", &url)).await;
     assert_eq!(

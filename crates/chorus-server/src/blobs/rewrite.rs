@@ -106,10 +106,19 @@ fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
                     }
                 }
                 Some("file") => {
-                    if let Some(file) = map.get("file").and_then(Value::as_object)
-                        && let Some(data) = file.get("file_data").and_then(Value::as_str)
-                    {
-                        jobs.extend(url_job(format!("{at}/file/file_data"), data, false, false));
+                    if let Some(file) = map.get("file").and_then(Value::as_object) {
+                        if let Some(data) = file.get("file_data").and_then(Value::as_str) {
+                            jobs.extend(url_job(
+                                format!("{at}/file/file_data"),
+                                data,
+                                false,
+                                false,
+                            ));
+                        }
+                        // Remote files are kept only when they turn out to be images or audio.
+                        if let Some(url) = file.get("url").and_then(Value::as_str) {
+                            jobs.extend(url_job(format!("{at}/file/url"), url, fetch, false));
+                        }
                     }
                 }
                 _ => {}
