@@ -117,6 +117,24 @@ async function detail(kind, id) {
     totals(messages), graph(messages), el("h3", {}, "Timeline"), timeline(messages));
 }
 
+/** Fills the page's `[data-blob]` images and audio with bytes fetched with the token (a plain
+ * `src` would carry none). */
+let objectUrls = [];
+
+async function loadMedia(root) {
+  for (const node of root.querySelectorAll("[data-blob]")) {
+    try {
+      const r = await fetch(node.dataset.blob, { headers: { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` } });
+      if (!r.ok) throw new Error(`${r.status}`);
+      const url = URL.createObjectURL(await r.blob());
+      objectUrls.push(url);
+      node.src = url;
+    } catch (e) {
+      node.replaceWith(el("span", { class: "error" }, `[media ${node.dataset.blob} not loaded: ${e.message}]`));
+    }
+  }
+}
+
 let rendering = Promise.resolve();
 
 /** Draws the page the address names (one drawing at a time). */
@@ -128,8 +146,9 @@ function render() {
       const view = kind ? await detail(kind, decodeURIComponent(id)) : await home();
       const open = [...document.querySelectorAll("details[open]")].map((d) => d.closest("[data-id]")?.dataset.id);
       main().replaceChildren(view);
+      for (const url of objectUrls.splice(0)) URL.revokeObjectURL(url);
       for (const d of main().querySelectorAll("details")) if (open.includes(d.closest("[data-id]")?.dataset.id)) d.open = true;
-      document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
+      loadMedia(view);
     } catch (e) {
       if (e.status === 401) tokenForm("That token was refused; enter the admin token.");
       else main().replaceChildren(el("p", { class: "error" }, e.message));

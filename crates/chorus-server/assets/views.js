@@ -45,6 +45,22 @@ function contentText(content) {
     .join("\n");
 }
 
+/** Images and audio kept by the server (`/v1/blobs/…`), as elements app.js fills with the
+ * token-fetched bytes; other media stay named in the text. */
+function media(content) {
+  if (!Array.isArray(content)) return [];
+  const kept = (u) => typeof u === "string" && u.startsWith("/v1/blobs/");
+  return content.flatMap((p) => {
+    if (p && p.type === "image_url" && kept(p.image_url && p.image_url.url)) {
+      return [el("img", { class: "media", alt: "image", "data-blob": p.image_url.url })];
+    }
+    if (p && p.type === "input_audio" && kept(p.input_audio && p.input_audio.data)) {
+      return [el("audio", { class: "media", controls: "", "data-blob": p.input_audio.data })];
+    }
+    return [];
+  });
+}
+
 /** Text with `[cit_xx]` anchors drawn as footnote marks; returns the node and the ids used. */
 function withAnchors(text, citations) {
   const out = el("div", { class: "text" });
@@ -146,9 +162,9 @@ function messageEntry(m, results) {
     " ", el("span", { class: "role" }, doc.role || ""), channel ? el("span", { class: "channel-name" }, channel) : "");
   let body;
   if (channel === "analysis") {
-    body = el("details", { class: "channel analysis" }, el("summary", {}, "analysis (reasoning, folded)"), text);
+    body = el("details", { class: "channel analysis" }, el("summary", {}, "analysis (reasoning, folded)"), text, media(doc.content));
   } else {
-    body = el("section", { class: `channel ${channel || "plain"}` }, channel ? el("h4", {}, channel) : "", text);
+    body = el("section", { class: `channel ${channel || "plain"}` }, channel ? el("h4", {}, channel) : "", text, media(doc.content));
   }
   const calls = Array.isArray(doc.tool_calls) ? doc.tool_calls : [];
   const callList = calls.length

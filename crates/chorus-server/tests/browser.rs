@@ -8,6 +8,9 @@ use common::*;
 use serde_json::{Value, json};
 use webdriver::Browser;
 
+/// A 1×1 PNG.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
 /// A chorus message of the conversation `conv-ui` from alice to bob.
 fn said(id: &str, extra: Value) -> Value {
     let mut m = json!({"role": "assistant", "id": id, "name": "alice", "recipient": "bob",
@@ -72,6 +75,12 @@ async fn publish_conversation(server: &TestServer) {
         said(
             "t1",
             json!({"role": "tool", "tool_call_id": "call_1", "content": "{\"temperature\": 22}"}),
+        ),
+        said(
+            "i1",
+            json!({"channel": "commentary", "content": [
+                {"type": "text", "text": "The radar picture:"},
+                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG_B64}")}}]}),
         ),
         said(
             "a3",
@@ -142,6 +151,25 @@ async fn a_conversation_shows_channels_tool_results_citations_and_totals() {
         "the result sits with its call"
     );
 
+    // An image the server kept is fetched with the token and shown.
+    browser
+        .shown(
+            "[data-id=i1] section.channel.commentary",
+            "The radar picture:",
+        )
+        .await;
+    let shown = "const i = document.querySelector('[data-id=i1] img.media'); \
+                 return i && i.complete ? [i.naturalWidth, i.src.slice(0, 5), i.dataset.blob.slice(0, 17)] : null";
+    let deadline = tokio::time::Instant::now() + webdriver::SHOW;
+    let image = loop {
+        let image = browser.run(shown).await;
+        if image.as_array().is_some_and(|a| a[0] != 0) || tokio::time::Instant::now() >= deadline {
+            break image;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(image, json!([1, "blob:", "/v1/blobs/sha256-"]));
+
     // The final answer with its citations as numbered footnotes.
     browser
         .shown(
@@ -171,9 +199,9 @@ async fn a_conversation_shows_channels_tool_results_citations_and_totals() {
     ] {
         assert!(card.contains(seen), "card lacks {seen:?}: {card}");
     }
-    browser.shown("p.totals", "6 messages · prompt 600 tokens · completion 170 tokens · cost $0.003 · latency 1500 ms").await;
+    browser.shown("p.totals", "7 messages · prompt 600 tokens · completion 170 tokens · cost $0.003 · latency 1500 ms").await;
     browser
-        .shown("ul.edges", "alice → bob ×6 (ESCALATION)")
+        .shown("ul.edges", "alice → bob ×7 (ESCALATION)")
         .await;
     assert_eq!(
         browser
@@ -358,8 +386,14 @@ async fn dead_letters_show_their_reason_and_replay_from_the_page() {
         assert_eq!(settle(&server, "bob", BOB, "hot-potato", "nack").await, 204);
     }
     let letter = browser.shown("article.dead-letter", "hot-potato").await;
-    for seen in ["from inbox bob", "max_deliver: delivered 5 times without an ack"] {
-        assert!(letter.contains(seen), "dead letter lacks {seen:?}: {letter}");
+    for seen in [
+        "from inbox bob",
+        "max_deliver: delivered 5 times without an ack",
+    ] {
+        assert!(
+            letter.contains(seen),
+            "dead letter lacks {seen:?}: {letter}"
+        );
     }
     let letters = browser
         .run("return [...document.querySelectorAll('article.dead-letter')].map(a => a.dataset.id)")

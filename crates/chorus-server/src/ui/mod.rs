@@ -9,8 +9,8 @@ use axum::routing::get;
 use crate::state::AppState;
 
 /// Only the page's own files run; nothing loads from elsewhere.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; \
+                   media-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// One embedded file with its media type, never cached stale across server versions.
 fn file(body: &'static str, media_type: &'static str) -> Response {
