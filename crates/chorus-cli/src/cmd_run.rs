@@ -14,7 +14,8 @@ use chorus_agent::flow::{Flow, FlowError, FlowSpec, env_model_factory};
 pub struct RunArgs {
     /// The flow file (TOML): agents, tools, how they connect, the first message.
     pub flow: PathBuf,
-    /// Run against a `chorus serve` at this URL instead of the embedded bus (not available yet).
+    /// Run against a `chorus serve` at this URL instead of the embedded bus (tokens per sender
+    /// in the flow file's `[server]` table).
     #[arg(long)]
     pub server: Option<String>,
     /// Write every message and handoff as chorus JSON lines to this file.
@@ -29,11 +30,6 @@ pub fn run(args: RunArgs) -> ExitCode {
         eprintln!("chorus run: {e}");
         ExitCode::from(2)
     };
-    if let Some(url) = &args.server {
-        return usage(&format!(
-            "--server {url}: running against a chorus server is not implemented yet; omit --server to use the embedded bus"
-        ));
-    }
     let text = match std::fs::read_to_string(&args.flow) {
         Ok(t) => t,
         Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
@@ -60,7 +56,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let progress = Progress::new();
     let mut write_error = None;
-    let result = runtime.block_on(flow.run(&mut |item: &Item| {
+    let mut observe = |item: &Item| {
         progress.step(item);
         if let Some((path, file)) = transcript.as_mut()
             && write_error.is_none()
@@ -70,7 +66,13 @@ pub fn run(args: RunArgs) -> ExitCode {
                 write_error = Some(format!("{}: {e}", path.display()));
             }
         }
-    }));
+    };
+    let result = runtime.block_on(async {
+        match &args.server {
+            Some(url) => flow.run_remote(url, &mut observe).await,
+            None => flow.run(&mut observe).await,
+        }
+    });
     progress.finish();
     if let Some((path, mut file)) = transcript
         && let Err(e) = file.flush()

@@ -66,7 +66,7 @@ fn support_desk_transcript_holds_the_escalation_chain_with_valid_packets() {
         "information provided on request travels on to level 3"
     );
     let last = lines.last().unwrap();
-    assert_eq!(last["recipient"], "john.doe@example.com");
+    assert_eq!(last["recipient"], "customer_john");
 }
 
 #[test]
@@ -121,4 +121,98 @@ data = { issue_category = "X", severity = "urgent" }
     let out = chorus(&["run", flow.to_str().unwrap()], "");
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(stderr(&out).contains("/payload/data"), "{}", stderr(&out));
+}
+
+#[test]
+fn support_desk_runs_against_a_chorus_server() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let senders = [
+        "customer_service",
+        "technical_support",
+        "level3_expert",
+        "customer_john",
+    ];
+    let mut config = String::new();
+    let mut tokens = String::from("\n[server]\nidle_ms = 1500\n[server.tokens]\n");
+    for (i, name) in senders.iter().enumerate() {
+        let token = format!("token-{i}-0123456789abcdef0123456789abcdef");
+        let hash = stdout(&chorus(&["serve", "--hash-token", &token], ""));
+        config.push_str(&format!(
+            "[agents.\"{name}\"]\ntoken_sha256 = \"{}\"\n",
+            hash.trim()
+        ));
+        tokens.push_str(&format!("\"{name}\" = \"{token}\"\n"));
+    }
+    std::fs::write(dir.path().join("chorus.toml"), config).unwrap();
+    let example =
+        std::fs::read_to_string(common::repo().join("examples/support-desk.toml")).unwrap();
+    let flow = dir.path().join("flow.toml");
+    std::fs::write(&flow, example + &tokens).unwrap();
+
+    let mut server = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory",
+            "--config",
+            "chorus.toml",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    // Keep reading the server's output: a closed pipe would end it at its next line.
+    std::thread::spawn(move || lines.for_each(drop));
+
+    let transcript = dir.path().join("t.jsonl");
+    let out = chorus(
+        &[
+            "run",
+            flow.to_str().unwrap(),
+            "--server",
+            &format!("http://{addr}"),
+            "--transcript",
+            transcript.to_str().unwrap(),
+        ],
+        "",
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("Root cause"), "{}", stdout(&out));
+    let types: Vec<String> = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v.pointer("/payload/handoff_type")
+                .map(|t| t.as_str().unwrap().to_owned())
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "ESCALATION",
+            "REQUEST_INFORMATION",
+            "STATUS_UPDATE",
+            "PROVIDE_INFORMATION",
+            "ESCALATION",
+            "STATUS_UPDATE",
+            "STATUS_UPDATE"
+        ]
+    );
 }

@@ -136,8 +136,13 @@ impl Flow {
         let (mut rx, tasks) = remote.listen(&names)?;
         let _readers = AbortOnDrop(tasks);
         let mut report = FlowReport::default();
-        self.send_remote(&remote, Item::Message(self.first_message()), &mut report, observe)
-            .await?;
+        self.send_remote(
+            &remote,
+            Item::Message(self.first_message()),
+            &mut report,
+            observe,
+        )
+        .await?;
         let max_steps = self.spec.max_steps.unwrap_or(100);
         while let Ok(Some(next)) = tokio::time::timeout(remote.idle(), rx.recv()).await {
             let (name, message_id, document) = next?;
@@ -155,7 +160,8 @@ impl Flow {
                 .await
                 .map_err(|e| FlowError::Failed(e.to_string()))?;
             for item in out {
-                self.send_remote(&remote, item, &mut report, observe).await?;
+                self.send_remote(&remote, item, &mut report, observe)
+                    .await?;
             }
             remote.ack(&name, &message_id).await?;
         }
@@ -172,7 +178,11 @@ impl Flow {
         observe(&item);
         let sender = item.sender().unwrap_or_default().to_owned();
         remote.publish(&sender, &item.to_json()).await?;
-        if !item.recipients().iter().any(|r| self.agents.contains_key(r)) {
+        if !item
+            .recipients()
+            .iter()
+            .any(|r| self.agents.contains_key(r))
+        {
             report.outputs.push(item);
         }
         Ok(())
