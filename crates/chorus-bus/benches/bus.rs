@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chorus_bus::bench::{BackendSpec, BenchOptions, BenchReport, Progress, run};
+use chorus_bus::StoreSpec;
+use chorus_bus::bench::{BenchOptions, BenchReport, Progress, run};
 use criterion::{Criterion, Throughput};
 
 type Results = Arc<Mutex<BTreeMap<&'static str, Vec<(f64, f64, f64)>>>>;
@@ -186,7 +187,7 @@ fn main() {
             ..base.clone()
         },
     );
-    let sqlite = |name: &str| BackendSpec::Sqlite(dir.path().join(name));
+    let sqlite = |name: &str| StoreSpec::Sqlite(dir.path().join(name));
     bench_backend(
         &mut c,
         &results,
@@ -215,7 +216,7 @@ fn main() {
             &results,
             "nats",
             BenchOptions {
-                backend: BackendSpec::Nats(url.clone()),
+                backend: StoreSpec::parse(&url).expect("CHORUS_TEST_NATS_URL is a nats:// address"),
                 messages: 20_000,
                 ..base.clone()
             },
@@ -245,7 +246,8 @@ fn main() {
             &results,
             "redis",
             BenchOptions {
-                backend: BackendSpec::Redis(url),
+                backend: StoreSpec::parse(&url)
+                    .expect("CHORUS_TEST_REDIS_URL is a redis:// address"),
                 messages: 20_000,
                 ..base.clone()
             },

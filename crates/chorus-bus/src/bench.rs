@@ -1,6 +1,5 @@
 //! The load generator behind `chorus bench bus`: producers publish, consumers receive and ack.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -9,83 +8,16 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde::Serialize;
 
-use crate::bus::Bus;
 use crate::config::BusConfig;
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
-use crate::memory::MemoryBus;
-use crate::sqlite::SqliteBus;
-
-/// Which backend to load.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BackendSpec {
-    /// The in-process bus.
-    Memory,
-    /// A SQLite file.
-    Sqlite(PathBuf),
-    /// A NATS server URL.
-    Nats(String),
-    /// A Redis server URL.
-    Redis(String),
-}
-
-impl BackendSpec {
-    /// Parses `memory`, `sqlite:PATH`, `nats://HOST:PORT` or `redis://HOST:PORT`.
-    pub fn parse(s: &str) -> BusResult<BackendSpec> {
-        let bad = |detail: &str| BusError::Config {
-            what: "--backend".into(),
-            detail: format!(
-                "{detail} (found {s:?}; expected memory, sqlite:PATH, nats://HOST:PORT or redis://HOST:PORT)"
-            ),
-        };
-        if s == "memory" {
-            return Ok(BackendSpec::Memory);
-        }
-        if let Some(path) = s.strip_prefix("sqlite:") {
-            return match path {
-                "" => Err(bad("the sqlite backend needs a file path")),
-                p => Ok(BackendSpec::Sqlite(PathBuf::from(p))),
-            };
-        }
-        if s.starts_with("nats://") {
-            return Ok(BackendSpec::Nats(s.to_owned()));
-        }
-        if s.starts_with("redis://") {
-            return Ok(BackendSpec::Redis(s.to_owned()));
-        }
-        Err(bad("unknown backend"))
-    }
-
-    /// Opens the backend with `config`; `max_batch` bounds a SQLite group commit.
-    pub async fn open(&self, config: BusConfig, max_batch: usize) -> BusResult<Arc<dyn Bus>> {
-        let ns = format!("chorus_bench_{}", std::process::id());
-        match self {
-            BackendSpec::Memory => Ok(Arc::new(MemoryBus::new(config))),
-            BackendSpec::Sqlite(path) => Ok(Arc::new(SqliteBus::open_with_batch(
-                path, config, max_batch,
-            )?)),
-            #[cfg(feature = "nats")]
-            BackendSpec::Nats(url) => Ok(Arc::new(
-                crate::nats::NatsBus::connect(url, &ns, config).await?,
-            )),
-            #[cfg(feature = "redis")]
-            BackendSpec::Redis(url) => Ok(Arc::new(
-                crate::redis::RedisBus::connect(url, &ns, config).await?,
-            )),
-            #[allow(unreachable_patterns)]
-            other => Err(BusError::Config {
-                what: "--backend".into(),
-                detail: format!("{other:?} needs chorus built with its cargo feature (ns {ns})"),
-            }),
-        }
-    }
-}
+use crate::open::StoreSpec;
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     /// The backend.
-    pub backend: BackendSpec,
+    pub backend: StoreSpec,
     /// Messages to publish in all.
     pub messages: usize,
     /// Publishing tasks.
@@ -105,7 +37,7 @@ pub struct BenchOptions {
 impl Default for BenchOptions {
     fn default() -> Self {
         BenchOptions {
-            backend: BackendSpec::Memory,
+            backend: StoreSpec::Memory,
             messages: 100_000,
             producers: 1,
             consumers: 4,
@@ -164,7 +96,12 @@ pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<Benc
         poll_interval: Duration::from_millis(20),
         ..BusConfig::default()
     };
-    let bus = opts.backend.open(config, opts.max_batch).await?;
+    // A namespace of its own, so that a run leaves a served hub's streams and keys alone.
+    let backend = opts
+        .backend
+        .clone()
+        .with_namespace(&format!("chorus_bench_{}", std::process::id()));
+    let bus = backend.open_with_batch(config, opts.max_batch).await?;
     let queue = format!("bench-{}-{}", std::process::id(), crate::config::now_ms());
     let total = opts.messages.max(1);
     let seen: Arc<Vec<AtomicU8>> = Arc::new((0..total).map(|_| AtomicU8::new(0)).collect());
@@ -335,22 +272,6 @@ pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<Benc
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backend_specs_parse_or_explain() {
-        assert_eq!(BackendSpec::parse("memory").unwrap(), BackendSpec::Memory);
-        assert_eq!(
-            BackendSpec::parse("sqlite:/tmp/x.db").unwrap(),
-            BackendSpec::Sqlite("/tmp/x.db".into())
-        );
-        assert_eq!(
-            BackendSpec::parse("nats://127.0.0.1:4222").unwrap(),
-            BackendSpec::Nats("nats://127.0.0.1:4222".into())
-        );
-        let err = BackendSpec::parse("kafka://x").unwrap_err().to_string();
-        assert!(err.contains("expected memory, sqlite:PATH"), "{err}");
-        assert!(BackendSpec::parse("sqlite:").is_err());
-    }
 
     #[test]
     fn payloads_are_json_of_the_asked_size() {

@@ -18,6 +18,7 @@ pub mod hub;
 pub mod memory;
 #[cfg(feature = "nats")]
 pub mod nats;
+pub mod open;
 pub mod pipeline;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -39,6 +40,7 @@ pub use error::{BusError, BusResult, Issue};
 pub use memory::MemoryBus;
 #[cfg(feature = "nats")]
 pub use nats::NatsBus;
+pub use open::{DEFAULT_NAMESPACE, ServerStore, StoreSpec};
 #[cfg(feature = "redis")]
 pub use redis::RedisBus;
 pub use routing::{Binding, Filter, RoutingRule};

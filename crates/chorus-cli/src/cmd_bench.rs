@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use chorus_bus::bench::{BackendSpec, BenchOptions, Progress, run as run_bench};
+use chorus_bus::StoreSpec;
+use chorus_bus::bench::{BenchOptions, Progress, run as run_bench};
 
 /// Arguments of `chorus bench`.
 #[derive(clap::Args, Debug)]
@@ -50,7 +51,7 @@ pub struct BusBenchArgs {
 /// Runs `chorus bench …`.
 pub fn run(args: BenchArgs) -> ExitCode {
     let BenchTarget::Bus(args) = args.target;
-    let backend = match BackendSpec::parse(&args.backend) {
+    let backend = match StoreSpec::parse(&args.backend) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("chorus bench bus: {e}");

@@ -11,7 +11,9 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:7700")]
     pub listen: String,
-    /// Where messages are kept: sqlite:PATH or memory.
+    /// Where messages are kept: sqlite:PATH, memory, nats://HOST:PORT or redis://HOST:PORT
+    /// (a server address may end in ?namespace=NAME; NATS and Redis need the cargo features
+    /// `nats` and `redis`).
     #[arg(long, default_value = "sqlite:./chorus.db")]
     pub store: String,
     /// Agents, tokens and limits (TOML); without it only a generated admin token is accepted.
@@ -50,7 +52,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     runtime.block_on(async {
-        let bus = match store.open(&config) {
+        let bus = match store.open(&config).await {
             Ok(b) => b,
             Err(e) => return fail(&e),
         };
@@ -71,10 +73,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             _ => None,
         };
         let scheme = if acceptor.is_some() { "https" } else { "http" };
-        println!(
-            "chorus serve: listening on {scheme}://{addr} (store {})",
-            args.store
-        );
+        println!("chorus serve: listening on {scheme}://{addr} (store {store})");
         if let Some(token) = server.generated_admin_token() {
             println!("chorus serve: admin token for this run: {token}");
         }

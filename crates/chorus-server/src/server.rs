@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use chorus_agent::confirm::{Confirmations, MemoryConfirmations, SqliteConfirmations};
-use chorus_bus::bench::BackendSpec;
-use chorus_bus::{Bus, BusConfig, BusError, MemoryBus, SqliteBus};
+use chorus_bus::{Bus, BusConfig, BusError, StoreSpec};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -23,64 +22,83 @@ use crate::rate::RateLimiter;
 use crate::redact::Redactor;
 use crate::state::AppState;
 
-/// Where messages are stored.
+/// Where messages are stored, and where the server keeps what lies beside them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Store {
-    /// In memory: lost when the server stops.
-    Memory,
-    /// One SQLite file (created when missing).
-    Sqlite(PathBuf),
+pub struct Store {
+    spec: StoreSpec,
 }
 
 impl Store {
-    /// Parses `memory` or `sqlite:PATH`.
+    /// Parses `memory`, `sqlite:PATH`, `nats://HOST:PORT` or `redis://HOST:PORT` (a server
+    /// address may end in `?namespace=NAME`).
     pub fn parse(s: &str) -> Result<Store, BusError> {
-        match BackendSpec::parse(s)? {
-            BackendSpec::Memory => Ok(Store::Memory),
-            BackendSpec::Sqlite(path) => Ok(Store::Sqlite(path)),
-            BackendSpec::Nats(_) | BackendSpec::Redis(_) => Err(BusError::Config {
-                what: "--store".into(),
-                detail: format!("{s:?}: chorus serve stores in memory or sqlite:PATH for now"),
-            }),
-        }
+        StoreSpec::parse(s).map(Store::from)
     }
 
-    /// Opens the store with the delivery settings of `config`.
-    pub fn open(&self, config: &ServerConfig) -> Result<Arc<dyn Bus>, BusError> {
+    /// In memory: lost when the server stops.
+    pub fn memory() -> Store {
+        Store::from(StoreSpec::Memory)
+    }
+
+    /// One SQLite file (created when missing).
+    pub fn sqlite(path: impl Into<PathBuf>) -> Store {
+        Store::from(StoreSpec::Sqlite(path.into()))
+    }
+
+    /// The parsed address.
+    pub fn spec(&self) -> &StoreSpec {
+        &self.spec
+    }
+
+    /// Opens the store with the delivery settings of `config` (connecting to a NATS or Redis
+    /// server; the backend's cargo feature must be on).
+    pub async fn open(&self, config: &ServerConfig) -> Result<Arc<dyn Bus>, BusError> {
         let bus_config = BusConfig {
             ack_wait: config.ack_wait(),
             dedupe_window: config.dedupe_window(),
             ..BusConfig::default()
         };
-        Ok(match self {
-            Store::Memory => Arc::new(MemoryBus::new(bus_config)),
-            Store::Sqlite(path) => Arc::new(SqliteBus::open(path, bus_config)?),
-        })
+        self.spec.open(bus_config).await
     }
 
-    /// Opens what the server keeps beside the messages: in memory for `memory`, and for
+    /// Opens what the server keeps beside the messages: in memory for `memory`; for
     /// `sqlite:DIR/NAME.db` the file `DIR/NAME-confirmations.db` and the folder
-    /// `DIR/NAME-blobs/`.
+    /// `DIR/NAME-blobs/`; for a NATS or Redis store, `NAMESPACE-confirmations.db` and
+    /// `NAMESPACE-blobs/` in the working directory.
     pub fn open_side(&self, config: &ServerConfig) -> Result<SideStores, BusError> {
-        match self {
-            Store::Memory => Ok(SideStores::in_memory(config)),
-            Store::Sqlite(path) => {
-                let beside = |suffix: &str| {
-                    let stem = path
-                        .file_stem()
-                        .map_or_else(|| "chorus".into(), |s| s.to_string_lossy().into_owned());
-                    path.with_file_name(format!("{stem}{suffix}"))
-                };
-                let confirmations = SqliteConfirmations::open(&beside("-confirmations.db"))
-                    .map_err(|e| BusError::Storage(e.to_string()))?;
-                let blobs = BlobStore::open(beside("-blobs"), config.media.clone())
-                    .map_err(|e| BusError::Storage(e.to_string()))?;
-                Ok(SideStores {
-                    confirmations: Arc::new(confirmations),
-                    blobs: Arc::new(blobs),
-                })
+        let base = match &self.spec {
+            StoreSpec::Memory => return Ok(SideStores::in_memory(config)),
+            StoreSpec::Sqlite(path) => path.clone(),
+            StoreSpec::Nats(server) | StoreSpec::Redis(server) => {
+                PathBuf::from(format!("{}.db", server.namespace))
             }
-        }
+        };
+        let beside = |suffix: &str| {
+            let stem = base
+                .file_stem()
+                .map_or_else(|| "chorus".into(), |s| s.to_string_lossy().into_owned());
+            base.with_file_name(format!("{stem}{suffix}"))
+        };
+        let confirmations = SqliteConfirmations::open(&beside("-confirmations.db"))
+            .map_err(|e| BusError::Storage(e.to_string()))?;
+        let blobs = BlobStore::open(beside("-blobs"), config.media.clone())
+            .map_err(|e| BusError::Storage(e.to_string()))?;
+        Ok(SideStores {
+            confirmations: Arc::new(confirmations),
+            blobs: Arc::new(blobs),
+        })
+    }
+}
+
+impl From<StoreSpec> for Store {
+    fn from(spec: StoreSpec) -> Store {
+        Store { spec }
+    }
+}
+
+impl std::fmt::Display for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.spec.fmt(f)
     }
 }
 

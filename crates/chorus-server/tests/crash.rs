@@ -80,7 +80,7 @@ fn main() {
 /// The server process: prints its address, then serves until killed.
 async fn child_server(db: String) {
     let config = child_config();
-    let bus = Store::Sqlite(db.into()).open(&config).expect("open store");
+    let bus = Store::sqlite(db).open(&config).await.expect("open store");
     let (listener, addr) = bind("127.0.0.1:0").await.expect("bind");
     println!("ADDR http://{addr}");
     Server::new(bus, &config)

@@ -20,8 +20,9 @@ fn fixture(name: &str) -> PathBuf {
 async fn serves_https_with_the_configured_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(30);
-    let bus = Store::Sqlite(dir.path().join("chorus.db"))
+    let bus = Store::sqlite(dir.path().join("chorus.db"))
         .open(&config)
+        .await
         .unwrap();
     let tls = acceptor(
         &fixture("test-only-cert.pem"),

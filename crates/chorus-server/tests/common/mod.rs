@@ -5,8 +5,10 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use chorus_bus::Bus;
 use chorus_server::{AgentEntry, Server, ServerConfig, Store, bind, hash_token};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -45,10 +47,18 @@ pub fn db(dir: &Path) -> PathBuf {
 
 impl TestServer {
     pub async fn start(db: &Path, config: &ServerConfig) -> TestServer {
-        let store = Store::Sqlite(db.to_owned());
-        let bus = store.open(config).expect("open store");
+        let store = Store::sqlite(db);
+        let bus = store.open(config).await.expect("open store");
         let side = store.open_side(config).expect("open the stores beside");
-        let server = Server::with_side(bus, side, config);
+        TestServer::serve(Server::with_side(bus, side, config)).await
+    }
+
+    /// A server over `bus`, keeping confirmations and media in memory.
+    pub async fn start_on(bus: Arc<dyn Bus>, config: &ServerConfig) -> TestServer {
+        TestServer::serve(Server::new(bus, config)).await
+    }
+
+    async fn serve(server: Server) -> TestServer {
         let (listener, addr): (_, SocketAddr) = bind("127.0.0.1:0").await.expect("bind");
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.serve(listener, async move {

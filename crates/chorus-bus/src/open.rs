@@ -1,0 +1,268 @@
+//! Store addresses (`memory`, `sqlite:PATH`, `nats://…`, `redis://…`) and opening them as a bus.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::bus::Bus;
+use crate::config::BusConfig;
+use crate::error::{BusError, BusResult};
+use crate::memory::MemoryBus;
+use crate::sqlite::{DEFAULT_MAX_BATCH, SqliteBus};
+
+/// The namespace (stream and key prefix) a server store uses when its address names none.
+pub const DEFAULT_NAMESPACE: &str = "chorus";
+
+/// What a store address accepts, for error messages.
+const EXPECTED: &str = "memory, sqlite:PATH, nats://HOST:PORT or redis://HOST:PORT, \
+                        optionally followed by ?namespace=NAME";
+
+/// A parsed store address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreSpec {
+    /// The in-process bus, lost when the process stops.
+    Memory,
+    /// One SQLite file, created when missing.
+    Sqlite(PathBuf),
+    /// A NATS JetStream server (cargo feature `nats`).
+    Nats(ServerStore),
+    /// A Redis server (cargo feature `redis`).
+    Redis(ServerStore),
+}
+
+/// The address of a store on a server, and the namespace its streams and keys live under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerStore {
+    /// The URL given to the client, without the `namespace` parameter.
+    pub url: String,
+    /// Prefix of the streams or keys: letters, digits, `_` and `-`.
+    pub namespace: String,
+}
+
+impl StoreSpec {
+    /// Parses `memory`, `sqlite:PATH`, `nats://HOST:PORT` or `redis://HOST:PORT`; a server address
+    /// may end in `?namespace=NAME` (default [`DEFAULT_NAMESPACE`]).
+    pub fn parse(s: &str) -> BusResult<StoreSpec> {
+        let bad = |detail: String| BusError::Config {
+            what: "store".into(),
+            detail: format!("{detail} (found {s:?}; expected {EXPECTED})"),
+        };
+        if s == "memory" {
+            return Ok(StoreSpec::Memory);
+        }
+        if let Some(path) = s.strip_prefix("sqlite:") {
+            return match path {
+                "" => Err(bad("the sqlite store needs a file path".into())),
+                p => Ok(StoreSpec::Sqlite(PathBuf::from(p))),
+            };
+        }
+        for (scheme, make) in [
+            ("nats://", StoreSpec::Nats as fn(ServerStore) -> StoreSpec),
+            ("redis://", StoreSpec::Redis),
+        ] {
+            if let Some(rest) = s.strip_prefix(scheme) {
+                return ServerStore::parse(scheme, rest).map(make).map_err(bad);
+            }
+        }
+        Err(bad("unknown backend".into()))
+    }
+
+    /// Opens the store with `config`.
+    pub async fn open(&self, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
+        self.open_with_batch(config, DEFAULT_MAX_BATCH).await
+    }
+
+    /// Opens the store with `config`; `max_batch` bounds a SQLite group commit.
+    pub async fn open_with_batch(
+        &self,
+        config: BusConfig,
+        max_batch: usize,
+    ) -> BusResult<Arc<dyn Bus>> {
+        match self {
+            StoreSpec::Memory => Ok(Arc::new(MemoryBus::new(config))),
+            StoreSpec::Sqlite(path) => Ok(Arc::new(SqliteBus::open_with_batch(
+                path, config, max_batch,
+            )?)),
+            StoreSpec::Nats(server) => open_nats(server, config).await,
+            StoreSpec::Redis(server) => open_redis(server, config).await,
+        }
+    }
+
+    /// The same address with `namespace` when it is a server store.
+    pub fn with_namespace(mut self, namespace: &str) -> StoreSpec {
+        if let StoreSpec::Nats(server) | StoreSpec::Redis(server) = &mut self {
+            server.namespace = namespace.to_owned();
+        }
+        self
+    }
+}
+
+impl ServerStore {
+    /// Splits `HOST:PORT[/…][?namespace=NAME&…]` (after `scheme`) into the URL and the namespace.
+    fn parse(scheme: &str, rest: &str) -> Result<ServerStore, String> {
+        let (address, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let host = address.split('/').next().unwrap_or_default();
+        if host.is_empty() {
+            return Err(format!("{scheme} needs a HOST:PORT"));
+        }
+        let mut namespace = DEFAULT_NAMESPACE.to_owned();
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.strip_prefix("namespace=") {
+                Some(ns) => namespace = ns.to_owned(),
+                None => kept.push(pair),
+            }
+        }
+        if namespace.is_empty()
+            || !namespace
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(format!(
+                "the namespace {namespace:?} must be non-empty letters, digits, '_' or '-'"
+            ));
+        }
+        let url = match kept.is_empty() {
+            true => format!("{scheme}{address}"),
+            false => format!("{scheme}{address}?{}", kept.join("&")),
+        };
+        Ok(ServerStore { url, namespace })
+    }
+}
+
+impl fmt::Display for StoreSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreSpec::Memory => f.write_str("memory"),
+            StoreSpec::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            StoreSpec::Nats(s) | StoreSpec::Redis(s) => {
+                let sep = if s.url.contains('?') { '&' } else { '?' };
+                write!(f, "{}{sep}namespace={}", s.url, s.namespace)
+            }
+        }
+    }
+}
+
+/// The error for a server store whose cargo feature is off.
+#[cfg(not(all(feature = "nats", feature = "redis")))]
+fn not_built(backend: &str, feature: &str) -> BusError {
+    BusError::Config {
+        what: "store".into(),
+        detail: format!(
+            "the {backend} store is not in this build (hint: build chorus with cargo feature \
+             `{feature}`, e.g. `cargo install chorus-cli --features {feature}`)"
+        ),
+    }
+}
+
+#[cfg(feature = "nats")]
+async fn open_nats(server: &ServerStore, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
+    let bus = crate::nats::NatsBus::connect(&server.url, &server.namespace, config).await?;
+    Ok(Arc::new(bus))
+}
+
+#[cfg(not(feature = "nats"))]
+async fn open_nats(_: &ServerStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
+    Err(not_built("NATS", "nats"))
+}
+
+#[cfg(feature = "redis")]
+async fn open_redis(server: &ServerStore, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
+    let bus = crate::redis::RedisBus::connect(&server.url, &server.namespace, config).await?;
+    Ok(Arc::new(bus))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn open_redis(_: &ServerStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
+    Err(not_built("Redis", "redis"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(url: &str, namespace: &str) -> ServerStore {
+        ServerStore {
+            url: url.into(),
+            namespace: namespace.into(),
+        }
+    }
+
+    #[test]
+    fn addresses_parse() {
+        assert_eq!(StoreSpec::parse("memory").unwrap(), StoreSpec::Memory);
+        assert_eq!(
+            StoreSpec::parse("sqlite:/tmp/x.db").unwrap(),
+            StoreSpec::Sqlite("/tmp/x.db".into())
+        );
+        assert_eq!(
+            StoreSpec::parse("nats://127.0.0.1:4222").unwrap(),
+            StoreSpec::Nats(server("nats://127.0.0.1:4222", "chorus"))
+        );
+        assert_eq!(
+            StoreSpec::parse("redis://127.0.0.1:6379/2?namespace=hub-1&protocol=resp3").unwrap(),
+            StoreSpec::Redis(server("redis://127.0.0.1:6379/2?protocol=resp3", "hub-1"))
+        );
+    }
+
+    #[test]
+    fn display_gives_back_a_parsable_address() {
+        for s in [
+            "memory",
+            "sqlite:./chorus.db",
+            "nats://127.0.0.1:4222?namespace=chorus",
+            "redis://127.0.0.1:6379/2?protocol=resp3&namespace=x_1",
+        ] {
+            let spec = StoreSpec::parse(s).unwrap();
+            assert_eq!(spec.to_string(), s);
+            assert_eq!(StoreSpec::parse(&spec.to_string()).unwrap(), spec);
+        }
+    }
+
+    #[test]
+    fn bad_addresses_are_explained() {
+        let err = StoreSpec::parse("kafka://x").unwrap_err().to_string();
+        assert!(err.contains("unknown backend"), "{err}");
+        assert!(err.contains("expected memory, sqlite:PATH"), "{err}");
+        let err = StoreSpec::parse("sqlite:").unwrap_err().to_string();
+        assert!(err.contains("needs a file path"), "{err}");
+        let err = StoreSpec::parse("nats://").unwrap_err().to_string();
+        assert!(err.contains("needs a HOST:PORT"), "{err}");
+        let err = StoreSpec::parse("redis://h:1?namespace=a.b")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"a.b\" must be non-empty letters"), "{err}");
+    }
+
+    #[test]
+    fn with_namespace_changes_only_server_stores() {
+        let nats = StoreSpec::parse("nats://h:1").unwrap().with_namespace("n2");
+        assert_eq!(nats, StoreSpec::Nats(server("nats://h:1", "n2")));
+        assert_eq!(StoreSpec::Memory.with_namespace("n2"), StoreSpec::Memory);
+    }
+
+    #[cfg(not(feature = "nats"))]
+    #[tokio::test]
+    async fn a_store_left_out_of_the_build_names_its_feature() {
+        let spec = StoreSpec::parse("nats://127.0.0.1:4222").unwrap();
+        let err = spec
+            .open(BusConfig::default())
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("cargo feature `nats`"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn memory_and_sqlite_open() {
+        let dir = tempfile::tempdir().unwrap();
+        for spec in [
+            StoreSpec::Memory,
+            StoreSpec::Sqlite(dir.path().join("s.db")),
+        ] {
+            let bus = spec.open(BusConfig::default()).await.unwrap();
+            assert_eq!(bus.depth("nobody").await.unwrap(), 0);
+        }
+    }
+}
