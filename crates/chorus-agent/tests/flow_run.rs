@@ -361,3 +361,43 @@ fn every_example_flow_parses() {
         "support-desk, support-desk-llm and tools-with-approval"
     );
 }
+
+#[tokio::test]
+async fn fan_out_and_hub_modes_run_the_bus_orchestrations() {
+    let agents = r#"
+[input]
+text = "topic"
+[[agents]]
+name = "optimist"
+kind = "rule"
+[[agents.rules]]
+[[agents.rules.then]]
+action = "reply"
+text = "${text} +"
+[[agents]]
+name = "pessimist"
+kind = "rule"
+[[agents.rules]]
+[[agents.rules.then]]
+action = "reply"
+text = "${text} -"
+"#;
+    let (result, _) = run(&format!("name = \"f\"\nmode = \"fan_out\"\n{agents}")).await;
+    let texts: Vec<String> = result.unwrap().outputs.iter().map(Item::text).collect();
+    assert_eq!(
+        texts,
+        ["topic +", "topic -"],
+        "each agent answers the input"
+    );
+    let (result, seen) = run(&format!(
+        "name = \"h\"\nmode = \"hub\"\nrounds = 2\n{agents}"
+    ))
+    .await;
+    let texts: Vec<String> = result.unwrap().outputs.iter().map(Item::text).collect();
+    assert_eq!(
+        texts,
+        ["topic + - + -"],
+        "agents speak in turn, each hearing the last reply"
+    );
+    assert_eq!(seen.len(), 5, "the input and four replies");
+}
