@@ -1,0 +1,176 @@
+//! `chorus serve --store nats://…` and `redis://…` through the real binary: built with the
+//! backend's cargo feature it prints the store, answers `/healthz` (which asks the store) and
+//! keeps confirmations and media beside the working directory; built without it, it refuses
+//! with exit code 2 and names the feature.
+
+use std::process::Command;
+
+/// Runs `chorus serve --store STORE` and returns its exit code and standard error.
+fn refused(store: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", store])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn refusals_name_the_cause() {
+    // 127.0.0.1:1 refuses connections; a binary without a backend's feature names the feature.
+    for (store, backend) in [
+        ("nats://127.0.0.1:1", "nats"),
+        ("redis://127.0.0.1:1", "redis"),
+    ] {
+        let built = match backend {
+            "nats" => cfg!(feature = "nats"),
+            _ => cfg!(feature = "redis"),
+        };
+        let expected = match built {
+            true => format!("backend {backend}: cannot connect"),
+            false => format!("cargo feature `{backend}`"),
+        };
+        let (code, err) = refused(store);
+        assert_eq!(code, Some(2), "{store}: {err}");
+        assert!(
+            err.contains(&expected),
+            "{store}: expected {expected:?} in {err}"
+        );
+    }
+}
+
+#[cfg(any(feature = "nats", feature = "redis"))]
+mod on_server {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// Says, past the harness's output capture, that a backend was not tested and why.
+    fn not_tested(backend: &str, why: &str) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** {backend} backend NOT tested: {why} ***\n"
+        );
+    }
+
+    /// The child process, killed when dropped (also when the test fails).
+    struct Serving(Child);
+
+    impl Drop for Serving {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Sends one HTTP/1.1 request and returns the whole answer.
+    fn http(addr: &str, request: &str) -> String {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    }
+
+    /// Serves on the store at `url` in a fresh namespace, checks the address line and `/healthz`,
+    /// stops with SIGTERM; returns the namespace (to delete).
+    fn serve_and_stop(url: &str) -> String {
+        let ns = format!(
+            "chorus_test_cli_{}_{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        );
+        let store = format!("{url}?namespace={ns}");
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Serving(
+            Command::new(env!("CARGO_BIN_EXE_chorus"))
+                .args(["serve", "--listen", "127.0.0.1:0", "--store", &store])
+                .current_dir(dir.path())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap(),
+        );
+        let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+        let first = lines
+            .next()
+            .expect("an address line (is the server reachable?)")
+            .unwrap();
+        assert!(first.ends_with(&format!("(store {store})")), "{first}");
+        let addr = first
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_owned();
+        let health = http(
+            &addr,
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+        for beside in ["-confirmations.db", "-blobs"] {
+            let path = dir.path().join(format!("{ns}{beside}"));
+            assert!(path.exists(), "{} is made", path.display());
+        }
+        assert!(!dir.path().join("chorus.db").exists(), "no SQLite store");
+
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "chorus serve did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "{status:?}");
+        ns
+    }
+
+    #[cfg(feature = "nats")]
+    #[test]
+    fn serves_on_nats() {
+        let Ok(url) = std::env::var("CHORUS_TEST_NATS_URL") else {
+            return not_tested("NATS", "CHORUS_TEST_NATS_URL not set");
+        };
+        let ns = serve_and_stop(&url);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let bus = chorus_bus::NatsBus::connect(&url, &ns, Default::default())
+                .await
+                .expect("reconnect");
+            bus.destroy().await.expect("delete the test namespace");
+        });
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn serves_on_redis() {
+        let Ok(url) = std::env::var("CHORUS_TEST_REDIS_URL") else {
+            return not_tested("Redis", "CHORUS_TEST_REDIS_URL not set");
+        };
+        let ns = serve_and_stop(&url);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let bus = chorus_bus::RedisBus::connect(&url, &ns, Default::default())
+                .await
+                .expect("reconnect");
+            bus.destroy().await.expect("delete the test namespace");
+        });
+    }
+}
