@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use chorus_agent::agents::Item;
+use chorus_agent::confirm::Confirmations;
 use chorus_agent::confirm::MemoryConfirmations;
-use chorus_agent::flow::{Flow, FlowError, FlowSpec, env_model_factory};
+use chorus_agent::flow::{
+    Flow, FlowError, FlowSpec, Remote, RemoteConfirmations, env_model_factory,
+};
 
 /// Arguments of `chorus run`.
 #[derive(clap::Args, Debug)]
@@ -50,7 +53,15 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let models = env_model_factory();
-    let flow = match Flow::new(spec, models.as_ref(), Arc::new(MemoryConfirmations::new())) {
+    // Against a server, confirmations live there (visible and decided in its UI); else in memory.
+    let confirmations: Arc<dyn Confirmations> = match &args.server {
+        Some(url) => match Remote::new(url, &spec.server) {
+            Ok(remote) => Arc::new(RemoteConfirmations::new(remote)),
+            Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
+        },
+        None => Arc::new(MemoryConfirmations::new()),
+    };
+    let flow = match Flow::new(spec, models.as_ref(), confirmations) {
         Ok(f) => f,
         Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
     };

@@ -216,3 +216,160 @@ fn support_desk_runs_against_a_chorus_server() {
         ]
     );
 }
+
+/// One HTTP/1.1 request to `addr`; returns the status code and the body.
+fn http(addr: &str, method: &str, path: &str, token: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (status, body)
+}
+
+#[test]
+fn a_confirmed_tool_waits_on_the_server_and_runs_once_after_approval() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let hash = |token: &str| {
+        stdout(&chorus(&["serve", "--hash-token", token], ""))
+            .trim()
+            .to_owned()
+    };
+    let admin = "admin-0123456789abcdef0123456789abcdef";
+    let (ops, operator) = (
+        "ops-0123456789abcdef0123456789abcdef",
+        "operator-0123456789abcdef0123456789",
+    );
+    std::fs::write(
+        dir.path().join("chorus.toml"),
+        format!(
+            "admin_token_sha256 = \"{}\"\n[agents.ops]\ntoken_sha256 = \"{}\"\n[agents.operator]\ntoken_sha256 = \"{}\"\n",
+            hash(admin), hash(ops), hash(operator)
+        ),
+    )
+    .unwrap();
+    let flow = dir.path().join("flow.toml");
+    std::fs::write(
+        &flow,
+        format!(
+            r#"name = "approval"
+task_id = "task-approval-1"
+[input]
+from = "operator"
+to = "ops"
+text = "restart the router"
+[[tools]]
+name = "restart"
+kind = "command"
+program = "echo"
+args = ["-n", "restarted {{host}}"]
+requires_confirmation = true
+parameters = {{ type = "object", properties = {{ host = {{ type = "string" }} }}, required = ["host"] }}
+[[agents]]
+name = "ops"
+kind = "rule"
+tools = ["restart"]
+[[agents.rules]]
+[[agents.rules.then]]
+action = "tool"
+tool = "restart"
+arguments = {{ host = "router-1" }}
+[[agents.rules.then]]
+action = "reply"
+text = "${{tools.restart.output}}"
+[server]
+idle_ms = 800
+[server.tokens]
+ops = "{ops}"
+operator = "{operator}"
+"#
+        ),
+    )
+    .unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory",
+            "--config",
+            "chorus.toml",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    std::thread::spawn(move || lines.for_each(drop));
+    let url = format!("http://{addr}");
+    let run = || chorus(&["run", flow.to_str().unwrap(), "--server", &url], "");
+
+    let halted = run();
+    let (status, pending) = http(&addr, "GET", "/v1/confirmations?state=pending", admin);
+    let approved_id = serde_json::from_str::<Value>(&pending)
+        .ok()
+        .and_then(|v| v[0]["id"].as_str().map(str::to_owned));
+    let approve = approved_id.as_ref().map(|id| {
+        http(
+            &addr,
+            "POST",
+            &format!("/v1/confirmations/{id}/approve"),
+            admin,
+        )
+        .0
+    });
+    let ran = run();
+    let again = run();
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    assert_eq!(code(&halted), 1, "{}", stderr(&halted));
+    assert!(
+        stderr(&halted).contains("human_confirmation_required"),
+        "{}",
+        stderr(&halted)
+    );
+    assert_eq!(status, 200, "{pending}");
+    let pending: Value = serde_json::from_str(&pending).unwrap();
+    assert_eq!(pending.as_array().unwrap().len(), 1, "{pending}");
+    assert_eq!(pending[0]["agent"], "ops");
+    assert_eq!(pending[0]["arguments"], r#"{"host":"router-1"}"#);
+    assert_eq!(approve, Some(200));
+    assert_eq!(code(&ran), 0, "{}", stderr(&ran));
+    assert_eq!(stdout(&ran).trim(), "operator: restarted router-1");
+    assert_eq!(
+        code(&again),
+        1,
+        "an approval runs the call once: {}",
+        stderr(&again)
+    );
+    assert!(
+        stderr(&again).contains("ConfirmationAlreadyUsed"),
+        "{}",
+        stderr(&again)
+    );
+}

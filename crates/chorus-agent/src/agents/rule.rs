@@ -169,8 +169,11 @@ impl RuleAgent {
             Action::Tool { tool, arguments } => {
                 let arguments =
                     fill(&Value::Object(arguments.clone()), scope).map_err(|e| self.fail(e))?;
-                let call =
-                    ToolCall::function(format!("call_{}", new_message_id()), tool, &arguments);
+                // The same call in the same task gets the same id, so an approval given for it
+                // (in a persistent confirmation store) is found again when the flow is re-run.
+                let key = format!("{}\u{0}{task_id}\u{0}{tool}\u{0}{arguments}", self.name);
+                let id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes());
+                let call = ToolCall::function(format!("call_{}", id.simple()), tool, &arguments);
                 let output = self.tools.invoke(&self.name, &call, Some(task_id)).await;
                 let result = match output.outcome {
                     ToolOutcome::Success(value) => value,

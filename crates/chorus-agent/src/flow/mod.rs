@@ -6,11 +6,13 @@
 mod build;
 mod failure;
 mod remote;
+mod remote_confirm;
 mod run;
 mod spec;
 
 pub use build::{ModelFactory, build_agents, env_model_factory};
 pub use failure::handle_with_strategy;
 pub use remote::{Remote, ServerSpec};
+pub use remote_confirm::RemoteConfirmations;
 pub use run::{Flow, FlowError, FlowReport};
 pub use spec::{AgentKind, AgentSpec, FlowSpec, InputSpec, Mode, SpecError};

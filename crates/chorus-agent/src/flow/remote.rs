@@ -25,6 +25,7 @@ pub struct ServerSpec {
 }
 
 /// A connection to a chorus server on behalf of a flow's agents.
+#[derive(Clone)]
 pub struct Remote {
     base: String,
     tokens: HashMap<String, String>,
@@ -67,7 +68,18 @@ impl Remote {
         self.idle
     }
 
-    fn token(&self, who: &str) -> Result<&str, FlowError> {
+    /// The server's base URL.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The HTTP client.
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// The token of `who`.
+    pub(crate) fn token(&self, who: &str) -> Result<&str, FlowError> {
         self.tokens.get(who).map(String::as_str).ok_or_else(|| {
             FlowError::Failed(format!(
                 "no token for `{who}`: add it to [server] tokens in the flow file"

@@ -156,9 +156,14 @@ impl Flow {
                 continue;
             };
             let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-            let out = handle_with_strategy(agent.as_ref(), &input, &self.task_id)
-                .await
-                .map_err(|e| FlowError::Failed(e.to_string()))?;
+            let out = match handle_with_strategy(agent.as_ref(), &input, &self.task_id).await {
+                Ok(out) => out,
+                Err(e) => {
+                    // The flow ends here; the delivery is settled so a re-run starts afresh.
+                    remote.ack(&name, &message_id).await?;
+                    return Err(FlowError::Failed(e.to_string()));
+                }
+            };
             for item in out {
                 self.send_remote(&remote, item, &mut report, observe)
                     .await?;
