@@ -289,10 +289,32 @@ impl Drop for Browser {
                 "DELETE /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             );
             if stream.write_all(request.as_bytes()).is_ok() {
-                let _ = stream.read_to_end(&mut Vec::new());
+                // chromedriver keeps the connection open: read up to the end of the answer.
+                let mut answer = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut chunk) {
+                    answer.extend_from_slice(&chunk[..n]);
+                    if answered(&answer) {
+                        break;
+                    }
+                }
             }
         }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
+}
+
+/// Whether `bytes` hold a whole HTTP answer (headers and a `Content-Length` body).
+fn answered(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return false;
+    };
+    let length = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("content-length")
+            .then(|| value.trim().parse::<usize>().ok())?
+    });
+    length.is_some_and(|n| body.len() >= n)
 }
