@@ -36,6 +36,9 @@ pub struct Remote {
 /// One inbox event: the agent, the message id to ack, the document.
 type Delivery = (String, String, Value);
 
+/// Deliveries from every inbox read, or the error that stopped a reader.
+pub type Inbox = mpsc::UnboundedReceiver<Result<Delivery, FlowError>>;
+
 #[derive(Deserialize)]
 struct InboxEvent {
     message_id: String,
@@ -133,17 +136,11 @@ impl Remote {
     }
 
     /// Starts reading the inboxes of `agents`; deliveries (or a reader's error) arrive on the
-    /// returned channel. The readers stop when the returned handles are dropped or aborted.
+    /// returned channel. The readers run until the returned handles are aborted.
     pub fn listen(
         &self,
         agents: &[String],
-    ) -> Result<
-        (
-            mpsc::UnboundedReceiver<Result<Delivery, FlowError>>,
-            Vec<tokio::task::JoinHandle<()>>,
-        ),
-        FlowError,
-    > {
+    ) -> Result<(Inbox, Vec<tokio::task::JoinHandle<()>>), FlowError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut tasks = Vec::new();
         for agent in agents {
