@@ -150,7 +150,7 @@ fn not_built(backend: &str, feature: &str) -> BusError {
         what: "store".into(),
         detail: format!(
             "the {backend} store is not in this build (hint: build chorus with cargo feature \
-             `{feature}`, e.g. `cargo install chorus-cli --features {feature}`)"
+             `{feature}`, e.g. `cargo build -p chorus-cli --features {feature}`)"
         ),
     }
 }
