@@ -7,6 +7,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use chorus_bus::{Bus, BusResult};
+
 type Labels = Vec<(&'static str, String)>;
 
 /// The server's metrics.
@@ -30,8 +35,10 @@ pub struct Metrics {
     pub publish_seconds: Histogram,
     /// Seconds from a delivery being sent to an agent to its ack.
     pub ack_seconds: Histogram,
-    /// Messages stored for an inbox through this server and not yet acknowledged, per inbox.
+    /// Messages stored for an inbox and not yet acknowledged, per inbox, read at each scrape.
     backlog: Family<Labels, Gauge>,
+    /// The inboxes messages were stored for through this server.
+    inboxes: Mutex<BTreeSet<String>>,
 }
 
 impl Default for Metrics {
@@ -86,7 +93,7 @@ impl Default for Metrics {
         let backlog = Family::<Labels, Gauge>::default();
         registry.register(
             "inbox_backlog",
-            "Messages stored for an inbox through this server and not yet acknowledged",
+            "Messages stored for an inbox and not yet acknowledged (waiting, delayed or being handled)",
             backlog.clone(),
         );
         Metrics {
@@ -101,16 +108,36 @@ impl Default for Metrics {
             publish_seconds,
             ack_seconds,
             backlog,
+            inboxes: Mutex::default(),
         }
     }
 }
 
 impl Metrics {
-    /// Adds `n` (may be negative) to the backlog of `inbox`.
-    pub fn add_backlog(&self, inbox: &str, n: i64) {
-        self.backlog
-            .get_or_create(&vec![("inbox", inbox.to_owned())])
-            .inc_by(n);
+    /// Notes that messages were stored for `inbox`: its backlog is reported from then on.
+    pub fn saw_inbox(&self, inbox: &str) {
+        let mut inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        if !inboxes.contains(inbox) {
+            inboxes.insert(inbox.to_owned());
+        }
+    }
+
+    /// Sets each backlog gauge to the store's depth of that inbox: the inboxes seen and those
+    /// of the bus's bindings.
+    pub async fn refresh_backlog(&self, bus: &dyn Bus) -> BusResult<()> {
+        let mut inboxes = self
+            .inboxes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        inboxes.extend(bus.bindings().await?.into_iter().map(|b| b.queue));
+        for inbox in inboxes {
+            let depth = bus.depth(&inbox).await?;
+            self.backlog
+                .get_or_create(&vec![("inbox", inbox)])
+                .set(i64::try_from(depth).unwrap_or(i64::MAX));
+        }
+        Ok(())
     }
 
     /// The text exposition of every metric.

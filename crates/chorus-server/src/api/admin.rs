@@ -142,7 +142,7 @@ pub async fn replay(
         other => ApiError::from(other),
     })?;
     for q in &receipt.queues {
-        app.metrics.add_backlog(q, 1);
+        app.metrics.saw_inbox(q);
     }
     Ok(Json(receipt.into()))
 }

@@ -199,7 +199,6 @@ pub async fn settle(
             app.bus.ack(&d).await?;
             app.metrics.acked.inc();
             app.metrics.ack_seconds.observe(held_for.as_secs_f64());
-            app.metrics.add_backlog(&d.queue, -1);
         }
         Settle::Nack => {
             app.bus.nack(&d, delay).await?;

@@ -52,6 +52,7 @@ pub async fn metrics(
     caller: Caller,
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require_admin("metrics")?;
+    app.metrics.refresh_backlog(app.bus.as_ref()).await?;
     let letters = app.bus.dead_letters().await?;
     app.metrics
         .dead_letters

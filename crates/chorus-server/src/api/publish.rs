@@ -212,7 +212,7 @@ async fn store(
                     .publish_seconds
                     .observe(started.elapsed().as_secs_f64());
                 for q in &receipt.queues {
-                    app.metrics.add_backlog(q, 1);
+                    app.metrics.saw_inbox(q);
                 }
                 StatusCode::CREATED
             };
