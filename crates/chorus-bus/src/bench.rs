@@ -106,7 +106,8 @@ pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<Benc
     let total = opts.messages.max(1);
     let seen: Arc<Vec<AtomicU8>> = Arc::new((0..total).map(|_| AtomicU8::new(0)).collect());
     let start = Instant::now();
-    let body = Arc::new(payload(opts.size));
+    // One body for every message: publishing hands the bus a reference, not a copy.
+    let body = bytes::Bytes::from(payload(opts.size));
     let producers_done = Arc::new(AtomicU64::new(0));
     let mut producers = Vec::new();
     for p in 0..opts.producers.max(1) {
@@ -136,7 +137,7 @@ pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<Benc
                 let env = Envelope::new(
                     format!("{i}-{sent_at}-{queue}"),
                     vec![queue.clone()],
-                    body.to_vec(),
+                    body.clone(),
                 );
                 let (bus, progress) = (&bus, &progress);
                 inflight.push(async move {

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use serde_json::Value;
 
 use crate::config::{BusConfig, now_ms};
@@ -127,6 +128,7 @@ pub trait Bus: Send + Sync {
     ///
     /// An invalid packet is refused with [`BusError::Invalid`] and kept as a dead letter.
     async fn publish(&self, bytes: Vec<u8>) -> BusResult<Receipt> {
+        let bytes = Bytes::from(bytes);
         let document: Value = match serde_json::from_slice(&bytes) {
             Ok(v) => v,
             Err(e) => {
@@ -169,21 +171,7 @@ pub trait Bus: Send + Sync {
     /// Publishes an envelope built by the caller; its bytes are validated when a validator
     /// or routing rules need the document.
     async fn publish_envelope(&self, env: Envelope) -> BusResult<Receipt> {
-        let config = self.config();
-        if config.validator.is_none() && config.rules.is_empty() {
-            return self.publish_routed(env, None).await;
-        }
-        let document: Option<Value> = serde_json::from_slice(&env.bytes).ok();
-        if let Some(v) = &config.validator {
-            let issues = match &document {
-                Some(doc) => v.validate(doc),
-                None => vec![Issue::new("", "a JSON document", "bytes that are not JSON")],
-            };
-            if !issues.is_empty() {
-                return Err(reject(self, &env.bytes, Some(&env.id), issues).await);
-            }
-        }
-        self.publish_routed(env, document.as_ref()).await
+        publish_checked(self, env).await
     }
 
     /// Routes an accepted envelope and stores it; used by `publish` and `publish_envelope`.
@@ -272,6 +260,26 @@ pub trait Bus: Send + Sync {
         self.remove_dead_letter(dead_letter_id).await?;
         Ok(receipt)
     }
+}
+
+/// What `publish_envelope` does unless a backend takes a shorter way: validates the bytes when
+/// a validator or routing rules need the document, then routes and stores.
+pub(crate) async fn publish_checked<B: Bus + ?Sized>(bus: &B, env: Envelope) -> BusResult<Receipt> {
+    let config = bus.config();
+    if config.validator.is_none() && config.rules.is_empty() {
+        return bus.publish_routed(env, None).await;
+    }
+    let document: Option<Value> = serde_json::from_slice(&env.bytes).ok();
+    if let Some(v) = &config.validator {
+        let issues = match &document {
+            Some(doc) => v.validate(doc),
+            None => vec![Issue::new("", "a JSON document", "bytes that are not JSON")],
+        };
+        if !issues.is_empty() {
+            return Err(reject(bus, &env.bytes, Some(&env.id), issues).await);
+        }
+    }
+    bus.publish_routed(env, document.as_ref()).await
 }
 
 async fn reject<B: Bus + ?Sized>(

@@ -1,5 +1,6 @@
 //! The bridge to chorus-core: envelopes from handoffs and messages, schema validation on publish.
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use chorus_core::Message;
@@ -25,7 +26,10 @@ impl Envelope {
     /// The routing keys of a typed seed-003 handoff; `bytes` is its published JSON.
     ///
     /// The conversation is the correlation id, else the task id.
-    pub fn from_handoff(msg: &HandoffMessage, bytes: Vec<u8>) -> Result<Envelope, Vec<Issue>> {
+    pub fn from_handoff(
+        msg: &HandoffMessage,
+        bytes: impl Into<Bytes>,
+    ) -> Result<Envelope, Vec<Issue>> {
         let meta = &msg.metadata;
         let expires_at_ms = match &meta.expiration_time {
             None => None,
@@ -59,13 +63,13 @@ impl Envelope {
                 .clone()
                 .or_else(|| Some(meta.task_id.clone())),
             sender: Some(meta.sender_id.clone()),
-            bytes,
+            bytes: bytes.into(),
         })
     }
 
     /// The routing keys of a chorus message: its `id`, its `recipient`, its `name` as sender
     /// and its `metadata.session_id` as conversation; MEDIUM priority.
-    pub fn from_message(msg: &Message, bytes: Vec<u8>) -> Result<Envelope, Vec<Issue>> {
+    pub fn from_message(msg: &Message, bytes: impl Into<Bytes>) -> Result<Envelope, Vec<Issue>> {
         let mut issues = Vec::new();
         if msg.id.as_deref().is_none_or(str::is_empty) {
             issues.push(Issue::new(
@@ -95,7 +99,10 @@ impl Envelope {
 
     /// Reads the routing keys of a published document: a chorus message (it has a `role`) or
     /// else a seed-003 handoff.
-    pub fn from_document(document: &Value, bytes: Vec<u8>) -> Result<Envelope, Vec<Issue>> {
+    pub fn from_document(
+        document: &Value,
+        bytes: impl Into<Bytes>,
+    ) -> Result<Envelope, Vec<Issue>> {
         if detect_kind(document).ok() == Some(Kind::Message) {
             let msg: Message = serde_json::from_value(document.clone()).map_err(|e| {
                 vec![Issue::new(

@@ -1,5 +1,6 @@
 //! The envelope: a message's routing keys next to its original JSON bytes.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -48,13 +49,19 @@ pub struct Envelope {
     pub conversation_id: Option<String>,
     /// The sending agent.
     pub sender: Option<String>,
-    /// The original JSON bytes, exactly as published.
-    pub bytes: Vec<u8>,
+    /// The original JSON bytes, exactly as published (shared, not copied, between the
+    /// publisher, the store and every delivery of the message).
+    #[serde(with = "body")]
+    pub bytes: Bytes,
 }
 
 impl Envelope {
     /// A MEDIUM-priority envelope with no optional keys set.
-    pub fn new(id: impl Into<String>, recipients: Vec<String>, bytes: Vec<u8>) -> Envelope {
+    pub fn new(
+        id: impl Into<String>,
+        recipients: Vec<String>,
+        bytes: impl Into<Bytes>,
+    ) -> Envelope {
         Envelope {
             id: id.into(),
             recipients,
@@ -65,7 +72,7 @@ impl Envelope {
             correlation_id: None,
             conversation_id: None,
             sender: None,
-            bytes,
+            bytes: bytes.into(),
         }
     }
 
@@ -73,7 +80,10 @@ impl Envelope {
     ///
     /// The conversation is `metadata.conversation_id` when present, else the correlation id,
     /// else the task id. Every problem found is reported with its JSON pointer.
-    pub fn from_handoff_json(value: &Value, bytes: Vec<u8>) -> Result<Envelope, Vec<Issue>> {
+    pub fn from_handoff_json(
+        value: &Value,
+        bytes: impl Into<Bytes>,
+    ) -> Result<Envelope, Vec<Issue>> {
         let mut issues = Vec::new();
         let meta = value.get("metadata");
         if !meta.is_some_and(Value::is_object) {
@@ -136,13 +146,27 @@ impl Envelope {
             correlation_id,
             conversation_id,
             sender,
-            bytes,
+            bytes: bytes.into(),
         })
     }
 
     /// True when the message has an expiration time at or before `now_ms`.
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.expires_at_ms.is_some_and(|t| t <= now_ms)
+    }
+}
+
+/// The body in the stored envelope JSON: an array of byte values, as a `Vec<u8>` was written.
+mod body {
+    use bytes::Bytes;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &Bytes, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(bytes.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        Vec::<u8>::deserialize(d).map(Bytes::from)
     }
 }
 
@@ -272,7 +296,7 @@ mod tests {
         assert_eq!(env.handoff_type.as_deref(), Some("ESCALATION"));
         assert_eq!(env.conversation_id.as_deref(), Some("flow-1"));
         assert_eq!(env.expires_at_ms, Some(1_698_408_000_000));
-        assert_eq!(env.bytes, b"raw");
+        assert_eq!(env.bytes, &b"raw"[..]);
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod stored;
 
 pub use agent::{Agent, AgentError};
 pub use bus::{Bus, handle_once};
+pub use bytes::Bytes;
 pub use config::{BusConfig, Validator, now_ms};
 pub use core::CoreValidator;
 pub use delivery::{

@@ -15,13 +15,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use crate::bus::Bus;
+use crate::bus::{Bus, publish_checked};
 use crate::config::{BusConfig, millis, now_ms};
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
+use crate::delivery::{
+    DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Receipt, TrackSummary,
+};
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
-use crate::routing::Binding;
+use crate::routing::{Binding, resolve};
 
 /// A hash map with foldhash (randomly seeded per map) instead of SipHash: ids and queue
 /// names are hashed on every publish, fetch and ack.
@@ -95,16 +97,16 @@ impl Track {
 }
 
 /// A message id in the dedupe window, with its hash computed once (growing the map rehashes
-/// without reading the id again).
+/// without reading the id again); the id is read from the logged envelope, not copied.
 #[derive(Clone)]
 struct SeenId {
     hash: u64,
-    id: Arc<str>,
+    env: Arc<Envelope>,
 }
 
 impl PartialEq for SeenId {
     fn eq(&self, other: &SeenId) -> bool {
-        self.hash == other.hash && self.id == other.id
+        self.hash == other.hash && self.env.id == other.env.id
     }
 }
 
@@ -220,6 +222,13 @@ impl MemoryBus {
         true
     }
 
+    /// Stores `env` now (see [`MemoryBus::store_locked`]).
+    fn store_now(&self, env: Envelope, queues: &[String], dedupe: bool) -> bool {
+        let env = Arc::new(env);
+        let mut log = lock(&self.log);
+        self.store_locked(&mut log, env, queues, dedupe, now_ms())
+    }
+
     /// Runs `f` on the queue holding delivery `d`, or reports the delivery as stale.
     fn with_held<T>(
         &self,
@@ -320,7 +329,7 @@ impl Log {
         }
         let id = SeenId {
             hash: self.ids.hash_one(env.id.as_str()),
-            id: Arc::from(env.id.as_str()),
+            env: env.clone(),
         };
         match self.seen.entry(id.clone()) {
             Slot::Occupied(_) if dedupe => return false,
@@ -409,14 +418,35 @@ impl Bus for MemoryBus {
     }
 
     async fn store_owned(&self, env: Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
-        let stored = {
-            let env = Arc::new(env);
-            let mut log = lock(&self.log);
-            self.store_locked(&mut log, env, queues, dedupe, now_ms())
-        };
+        let stored = self.store_now(env, queues, dedupe);
         // A publisher that never waits on anything else still lets the consumers it woke run.
         tokio::task::consume_budget().await;
         Ok(stored)
+    }
+
+    async fn publish_envelope(&self, mut env: Envelope) -> BusResult<Receipt> {
+        if self.config.validator.is_some() || !self.config.rules.is_empty() {
+            return publish_checked(self, env).await;
+        }
+        // Nothing to validate: route and store here, in one step (no further trait calls).
+        let queues = resolve(
+            &mut env,
+            None,
+            &[],
+            &self.bindings.read().unwrap_or_else(|p| p.into_inner()),
+        );
+        if queues.is_empty() {
+            // Dead-lettered as unroutable there.
+            return self.publish_routed(env, None).await;
+        }
+        let id = env.id.clone();
+        let stored = self.store_now(env, &queues, true);
+        tokio::task::consume_budget().await;
+        Ok(Receipt {
+            id,
+            duplicate: !stored,
+            queues,
+        })
     }
 
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
@@ -498,7 +528,7 @@ impl Bus for MemoryBus {
                 message_id: Some(d.envelope.id.clone()),
                 queue: Some(d.queue.clone()),
                 reason,
-                bytes: d.envelope.bytes.clone(),
+                bytes: d.envelope.bytes.to_vec(),
                 envelope: Some((*d.envelope).clone()),
             };
             dead.letters.push(letter);

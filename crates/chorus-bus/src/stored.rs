@@ -1,5 +1,6 @@
 //! Records the server backends (NATS, Redis) keep next to the messages themselves.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::DeadReason;
@@ -43,7 +44,7 @@ impl Committed {
 /// The envelope's routing keys as JSON, without the bytes.
 pub(crate) fn keys_json(env: &Envelope) -> BusResult<String> {
     let keys = Envelope {
-        bytes: Vec::new(),
+        bytes: Bytes::new(),
         ..env.clone()
     };
     serde_json::to_string(&keys)
@@ -51,10 +52,10 @@ pub(crate) fn keys_json(env: &Envelope) -> BusResult<String> {
 }
 
 /// Rebuilds an envelope from its routing-key JSON and its bytes.
-pub(crate) fn envelope_from_keys(json: &str, bytes: &[u8]) -> BusResult<Envelope> {
+pub(crate) fn envelope_from_keys(json: &str, bytes: impl Into<Bytes>) -> BusResult<Envelope> {
     let mut env: Envelope = serde_json::from_str(json)
         .map_err(|e| BusError::Corrupt(format!("stored routing keys do not parse: {e}")))?;
-    env.bytes = bytes.to_vec();
+    env.bytes = bytes.into();
     Ok(env)
 }
 
@@ -76,7 +77,7 @@ pub(crate) fn unpack(value: &[u8]) -> BusResult<Envelope> {
         .ok_or_else(|| BusError::Corrupt("a stored message has no key/bytes separator".into()))?;
     let keys = std::str::from_utf8(&value[..split])
         .map_err(|_| BusError::Corrupt("stored routing keys are not UTF-8".into()))?;
-    envelope_from_keys(keys, &value[split + 1..])
+    envelope_from_keys(keys, Bytes::copy_from_slice(&value[split + 1..]))
 }
 
 #[cfg(all(test, feature = "redis"))]

@@ -403,7 +403,7 @@ impl Bus for NatsBus {
         for q in queues {
             let subject = format!("{}.q.{}.{}", self.ns, hex(q), env.priority.rank());
             let mut publish = Publish::build()
-                .payload(env.bytes.clone().into())
+                .payload(env.bytes.clone())
                 .headers(headers.clone());
             if dedupe {
                 publish = publish.message_id(format!("{}:{}", env.id, hex(q)));
@@ -425,9 +425,7 @@ impl Bus for NatsBus {
             key_token(env.correlation_id.as_deref()),
             key_token(env.conversation_id.as_deref())
         );
-        let mut publish = Publish::build()
-            .payload(env.bytes.clone().into())
-            .headers(headers);
+        let mut publish = Publish::build().payload(env.bytes.clone()).headers(headers);
         if dedupe {
             publish = publish.message_id(env.id.clone());
         }
@@ -587,7 +585,7 @@ impl Bus for NatsBus {
             queue: Some(d.queue.clone()),
             reason,
             envelope: Some(Envelope {
-                bytes: Vec::new(),
+                bytes: bytes::Bytes::new(),
                 ..env
             }),
         };
@@ -621,7 +619,7 @@ impl Bus for NatsBus {
                 queue: info.queue,
                 reason: info.reason,
                 envelope: info.envelope.map(|e| Envelope {
-                    bytes: bytes.clone(),
+                    bytes: bytes.clone().into(),
                     ..e
                 }),
                 bytes,

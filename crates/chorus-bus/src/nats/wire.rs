@@ -1,6 +1,7 @@
 //! How the NATS backend names things and packs envelopes into JetStream messages.
 
 use async_nats::HeaderMap;
+use bytes::Bytes;
 
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
@@ -46,11 +47,11 @@ pub(crate) fn envelope_headers(env: &Envelope) -> BusResult<HeaderMap> {
 }
 
 /// Rebuilds an envelope from a JetStream message's headers and payload.
-pub(crate) fn envelope_from(headers: Option<&HeaderMap>, payload: &[u8]) -> BusResult<Envelope> {
+pub(crate) fn envelope_from(headers: Option<&HeaderMap>, payload: &Bytes) -> BusResult<Envelope> {
     let json = headers
         .and_then(|h| h.get(ENVELOPE_HEADER))
         .ok_or_else(|| BusError::Corrupt("a stream message lacks the envelope header".into()))?;
-    envelope_from_keys(json.as_str(), payload)
+    envelope_from_keys(json.as_str(), payload.clone())
 }
 
 #[cfg(test)]
@@ -75,7 +76,7 @@ mod tests {
         let headers = envelope_headers(&env).unwrap();
         assert_eq!(envelope_from(Some(&headers), &env.bytes).unwrap(), env);
         assert!(matches!(
-            envelope_from(None, b""),
+            envelope_from(None, &Bytes::new()),
             Err(BusError::Corrupt(_))
         ));
     }

@@ -422,7 +422,7 @@ impl Bus for RedisBus {
             queue: Some(d.queue.clone()),
             reason,
             envelope: Some(Envelope {
-                bytes: Vec::new(),
+                bytes: bytes::Bytes::new(),
                 ..env
             }),
         };
@@ -470,7 +470,7 @@ impl Bus for RedisBus {
                     queue: info.queue,
                     reason: info.reason,
                     envelope: info.envelope.map(|e| Envelope {
-                        bytes: bytes.clone(),
+                        bytes: bytes.clone().into(),
                         ..e
                     }),
                     bytes,

@@ -131,7 +131,7 @@ fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope> {
         correlation_id: row.get(i + 6)?,
         conversation_id: row.get(i + 7)?,
         sender: row.get(i + 8)?,
-        bytes: row.get(i + 9)?,
+        bytes: row.get::<_, Vec<u8>>(i + 9)?.into(),
     })
 }
 
@@ -180,7 +180,7 @@ pub(crate) fn store(
             env.conversation_id,
             conv_seq,
             env.sender,
-            env.bytes
+            &env.bytes[..]
         ])
     })
     .map_err(storage_error)?;
@@ -294,7 +294,7 @@ pub(crate) fn insert_dead(
     let envelope = envelope
         .map(|e| {
             let mut keys = e.clone();
-            keys.bytes = Vec::new();
+            keys.bytes = bytes::Bytes::new();
             serde_json::to_string(&keys)
         })
         .transpose()
@@ -335,7 +335,7 @@ pub(crate) fn dead_letters(conn: &Connection) -> BusResult<Vec<DeadLetter>> {
             .transpose()
             .map_err(json_error)?
             .map(|mut e| {
-                e.bytes = bytes.clone();
+                e.bytes = bytes.clone().into();
                 e
             });
         out.push(DeadLetter {
