@@ -228,3 +228,46 @@ impl FlowSpec {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "name = \"x\"\n[input]\ntext = \"hi\"\n";
+
+    fn error(body: &str) -> SpecError {
+        FlowSpec::parse(&format!("{HEAD}{body}")).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_the_line_or_the_toml_path() {
+        let e = error("[[agents]]\nname = \"a\"\nkind = \"rule\"\nmodle = \"x\"\n");
+        assert_eq!(e.location, "line 7, column 1");
+        assert!(e.message.contains("modle"), "{e}");
+        let e = error("[[agents]]\nname = \"a\"\nkind = \"llm\"\n");
+        assert_eq!(
+            (e.location.as_str(), e.message.as_str()),
+            ("agents[0].model", "an llm agent needs `model`")
+        );
+        let rule = "[[agents.rules]]\n";
+        let e = error(&format!(
+            "[[agents]]\nname = \"a\"\nkind = \"rule\"\nhandoffs = [\"b\"]\n{rule}"
+        ));
+        assert_eq!(e.location, "agents[0].handoffs[0]");
+        let twice = format!("[[agents]]\nname = \"a\"\nkind = \"rule\"\n{rule}");
+        assert_eq!(error(&twice.repeat(2)).location, "agents[1].name");
+        let e = FlowSpec::parse(&format!("order = [\"z\"]\n{HEAD}{twice}")).unwrap_err();
+        assert_eq!(e.location, "order[0]");
+    }
+
+    #[test]
+    fn defaults_fill_the_optional_parts() {
+        let spec = FlowSpec::parse(&format!(
+            "{HEAD}[[agents]]\nname = \"a\"\nkind = \"rule\"\n[[agents.rules]]\n"
+        ))
+        .unwrap();
+        assert_eq!(spec.mode, Mode::Handoffs);
+        assert_eq!(spec.input.from, "user");
+        assert!(spec.tools.is_empty() && spec.server.tokens.is_empty());
+    }
+}
