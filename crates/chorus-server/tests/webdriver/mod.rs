@@ -50,7 +50,9 @@ impl Browser {
                 panic!("CHORUS_TEST_BROWSER is set but {reason}")
             }
             Err(reason) => {
-                eprintln!("browser tests NOT run: {reason}");
+                // Straight to the process's stderr: the test harness would swallow eprintln!.
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "browser tests NOT run: {reason}");
                 return None;
             }
         };
