@@ -107,10 +107,24 @@ async function home() {
   return el("div", { id: "home" }, parts);
 }
 
+/** Most conversation pages (of 500) read for one drawing. */
+const MAX_PAGES = 20;
+
+/** A task's messages, or a conversation's read page by page. */
+async function messagesOf(kind, id) {
+  if (kind === "task") return api("GET", `/v1/tasks/${encodeURIComponent(id)}/messages`);
+  const all = [];
+  for (let i = 0; i < MAX_PAGES; i++) {
+    const after = all.length ? all[all.length - 1].seq : 0;
+    const page = await api("GET", `/v1/conversations/${encodeURIComponent(id)}/messages?after=${after}`);
+    all.push(...page);
+    if (page.length < 500) break;
+  }
+  return all;
+}
+
 async function detail(kind, id) {
-  const path = kind === "task" ? `/v1/tasks/${encodeURIComponent(id)}/messages`
-    : `/v1/conversations/${encodeURIComponent(id)}/messages`;
-  const messages = await api("GET", path);
+  const messages = await messagesOf(kind, id);
   return el("div", { id: "detail", class: kind },
     el("p", {}, el("a", { href: "#/" }, "← all tasks")),
     el("h2", {}, `${kind === "task" ? "Task" : "Conversation"} ${id}`),
@@ -136,18 +150,40 @@ async function loadMedia(root) {
 }
 
 let rendering = Promise.resolve();
+let queued = false;
 
-/** Draws the page the address names (one drawing at a time). */
+/** The id of the message, dead letter or confirmation a node belongs to. */
+const idOf = (node) => node.closest("[data-id]")?.dataset.id;
+
+/** What a person was doing on the page: open disclosures, notes being typed. */
+function keep() {
+  return {
+    open: [...document.querySelectorAll("details[open]")].map(idOf),
+    notes: new Map([...document.querySelectorAll("input.note")].filter((i) => i.value).map((i) => [idOf(i), i.value])),
+  };
+}
+
+/** Puts back what `keep` saw on the page drawn again. */
+function restore(kept) {
+  for (const d of main().querySelectorAll("details")) if (kept.open.includes(idOf(d))) d.open = true;
+  for (const i of main().querySelectorAll("input.note")) if (kept.notes.has(idOf(i))) i.value = kept.notes.get(idOf(i));
+}
+
+/** Draws the page the address names: one drawing at a time, and changes that come during a
+ * drawing make one more. */
 function render() {
+  if (queued) return rendering;
+  queued = true;
   rendering = rendering.then(async () => {
+    queued = false;
     if (!sessionStorage.getItem(TOKEN_KEY)) return tokenForm();
     const [, kind, id] = location.hash.match(/^#\/(task|conversation)\/(.+)$/) || [];
     try {
       const view = kind ? await detail(kind, decodeURIComponent(id)) : await home();
-      const open = [...document.querySelectorAll("details[open]")].map((d) => d.closest("[data-id]")?.dataset.id);
+      const kept = keep();
       main().replaceChildren(view);
       for (const url of objectUrls.splice(0)) URL.revokeObjectURL(url);
-      for (const d of main().querySelectorAll("details")) if (open.includes(d.closest("[data-id]")?.dataset.id)) d.open = true;
+      restore(kept);
       loadMedia(view);
     } catch (e) {
       if (e.status === 401) tokenForm("That token was refused; enter the admin token.");

@@ -494,6 +494,13 @@ async fn pending_confirmations_are_approved_and_rejected_from_the_page() {
         )
         .await;
 
+    // A note typed for the second survives the page being drawn again after the first.
+    browser
+        .type_in(
+            &format!("article.confirmation[data-id='{mail_id}'] input.note"),
+            "unknown recipient",
+        )
+        .await;
     browser
         .type_in(
             &format!("article.confirmation[data-id='{drop_id}'] input.note"),
@@ -531,7 +538,11 @@ async fn pending_confirmations_are_approved_and_rejected_from_the_page() {
     browser
         .shown("#confirmations", "Nothing waits for a person.")
         .await;
-    assert_eq!(confirmation(&server, &mail_id).await["state"], "rejected");
+    let record = confirmation(&server, &mail_id).await;
+    assert_eq!(
+        (record["state"].as_str(), record["note"].as_str()),
+        (Some("rejected"), Some("unknown recipient"))
+    );
     drop(browser);
     server.stop().await;
 }
