@@ -56,7 +56,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     // Against a server, confirmations live there (visible and decided in its UI); else in memory.
     let confirmations: Arc<dyn Confirmations> = match &args.server {
         Some(url) => match Remote::new(url, &spec.server) {
-            Ok(remote) => Arc::new(RemoteConfirmations::new(remote)),
+            Ok(remote) => Arc::new(RemoteConfirmations::new(&remote)),
             Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
         },
         None => Arc::new(MemoryConfirmations::new()),

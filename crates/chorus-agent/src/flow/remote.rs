@@ -25,7 +25,6 @@ pub struct ServerSpec {
 }
 
 /// A connection to a chorus server on behalf of a flow's agents.
-#[derive(Clone)]
 pub struct Remote {
     base: String,
     tokens: HashMap<String, String>,
@@ -76,9 +75,9 @@ impl Remote {
         &self.base
     }
 
-    /// The HTTP client.
-    pub(crate) fn http(&self) -> &reqwest::Client {
-        &self.http
+    /// Every sender and its token.
+    pub(crate) fn tokens(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.tokens.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// The token of `who`.

@@ -1,99 +1,67 @@
-//! Confirmations kept by a chorus server (`/v1/confirmations`), so that the calls a flow's agents
-//! wait on show in the server's UI and are approved there.
+//! Confirmations kept by a chorus server for a whole flow: one
+//! [`HttpConfirmations`](crate::confirm::HttpConfirmations) per agent token, so each call is
+//! requested and consumed as its own agent, shows in the server's UI and is approved there.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use serde_json::json;
 
 use super::remote::Remote;
-use crate::confirm::{ConfirmError, Confirmation, ConfirmationState, Confirmations};
+use crate::confirm::{
+    ConfirmError, Confirmation, ConfirmationState, Confirmations, HttpConfirmations,
+};
 
-/// The server's confirmation store, used with each agent's own token. Deciding is for people
+/// The server's confirmation store on behalf of every agent of a flow. Deciding is for people
 /// (the admin token, in the server's UI or API), so [`Confirmations::decide`] is refused here;
 /// [`Confirmations::list`] covers the confirmations this flow requested.
 pub struct RemoteConfirmations {
-    remote: Remote,
+    agents: HashMap<String, HttpConfirmations>,
     known: Mutex<Vec<(String, String)>>,
 }
 
 impl RemoteConfirmations {
-    /// The store of the server `remote` talks to.
-    pub fn new(remote: Remote) -> Self {
+    /// The store of the server `remote` talks to, used with each sender's token.
+    pub fn new(remote: &Remote) -> Self {
+        let agents = remote
+            .tokens()
+            .map(|(who, token)| (who.to_owned(), HttpConfirmations::new(remote.base(), token)))
+            .collect();
         RemoteConfirmations {
-            remote,
+            agents,
             known: Mutex::new(Vec::new()),
         }
     }
 
-    fn remember(&self, c: &Confirmation) {
-        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        if !known.iter().any(|(id, _)| id == &c.id) {
-            known.push((c.id.clone(), c.agent.clone()));
-        }
+    fn store(&self, agent: &str) -> Result<&HttpConfirmations, ConfirmError> {
+        self.agents.get(agent).ok_or_else(|| {
+            ConfirmError::Store(format!(
+                "no token for `{agent}`: add it to [server] tokens in the flow file"
+            ))
+        })
     }
 
     fn owner(&self, id: &str) -> Option<String> {
         let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         known.iter().find(|(k, _)| k == id).map(|(_, a)| a.clone())
     }
-
-    async fn send(
-        &self,
-        agent: &str,
-        request: reqwest::RequestBuilder,
-        id: &str,
-    ) -> Result<Confirmation, ConfirmError> {
-        let token = self
-            .remote
-            .token(agent)
-            .map_err(|e| ConfirmError::Store(e.to_string()))?;
-        let response = request
-            .bearer_auth(token)
-            .send()
-            .await
-            .map_err(|e| ConfirmError::Store(format!("confirmation server: {e}")))?;
-        let status = response.status();
-        let body = response.text().await.unwrap_or_default();
-        match status.as_u16() {
-            200 | 201 => serde_json::from_str(&body)
-                .map_err(|e| ConfirmError::Store(format!("unreadable confirmation: {e}"))),
-            404 => Err(ConfirmError::NotFound(id.to_owned())),
-            422 => Err(ConfirmError::ArgumentsChanged(id.to_owned())),
-            _ => Err(ConfirmError::Store(format!(
-                "the server answered {status}: {body}"
-            ))),
-        }
-    }
 }
 
 #[async_trait]
 impl Confirmations for RemoteConfirmations {
     async fn request(&self, pending: Confirmation) -> Result<Confirmation, ConfirmError> {
-        let url = format!("{}/v1/confirmations", self.remote.base());
-        let body = json!({
-            "agent": pending.agent, "tool": pending.tool, "call_id": pending.call_id,
-            "arguments": pending.arguments, "task_id": pending.task_id,
-        });
-        let request = self.remote.http().post(url).json(&body);
-        let stored = self.send(&pending.agent, request, &pending.id).await?;
-        self.remember(&stored);
+        let stored = self.store(&pending.agent)?.request(pending).await?;
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if !known.iter().any(|(id, _)| id == &stored.id) {
+            known.push((stored.id.clone(), stored.agent.clone()));
+        }
         Ok(stored)
     }
 
     async fn get(&self, id: &str) -> Result<Option<Confirmation>, ConfirmError> {
-        let Some(agent) = self.owner(id) else {
-            return Ok(None);
-        };
-        let url = format!(
-            "{}/v1/confirmations/{}",
-            self.remote.base(),
-            crate::tools::percent_encode(id)
-        );
-        match self.send(&agent, self.remote.http().get(url), id).await {
-            Ok(c) => Ok(Some(c)),
-            Err(ConfirmError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
+        match self.owner(id) {
+            Some(agent) => self.store(&agent)?.get(id).await,
+            None => Ok(None),
         }
     }
 
@@ -132,16 +100,6 @@ impl Confirmations for RemoteConfirmations {
         let agent = self
             .owner(id)
             .ok_or_else(|| ConfirmError::NotFound(id.to_owned()))?;
-        let url = format!(
-            "{}/v1/confirmations/{}/consume",
-            self.remote.base(),
-            crate::tools::percent_encode(id)
-        );
-        let request = self
-            .remote
-            .http()
-            .post(url)
-            .json(&json!({"arguments": arguments}));
-        self.send(&agent, request, id).await
+        self.store(&agent)?.consume(id, arguments).await
     }
 }
