@@ -126,7 +126,7 @@ async function messagesOf(kind, id) {
 async function detail(kind, id) {
   const messages = await messagesOf(kind, id);
   return el("div", { id: "detail", class: kind },
-    el("p", {}, el("a", { href: "#/" }, "← all tasks")),
+    el("p", {}, el("a", { href: "#/" }, "← home")),
     el("h2", {}, `${kind === "task" ? "Task" : "Conversation"} ${id}`),
     totals(messages), graph(messages), el("h3", {}, "Timeline"), timeline(messages));
 }

@@ -38,7 +38,8 @@ function contentText(content) {
   return content
     .map((p) => {
       if (p && p.type === "text") return p.text;
-      if (p && p.type === "image_url") return `[image: ${(p.image_url && p.image_url.url) || ""}]`;
+      const url = p && p.type === "image_url" && ((p.image_url && p.image_url.url) || "");
+      if (url !== false) return url.startsWith("/v1/blobs/") ? "" : `[image: ${url}]`;
       if (p && p.type === "input_audio") return "[audio]";
       return `[${(p && p.type) || "part"}]`;
     })
@@ -162,7 +163,7 @@ function messageEntry(m, results) {
     " ", el("span", { class: "role" }, doc.role || ""), channel ? el("span", { class: "channel-name" }, channel) : "");
   let body;
   if (channel === "analysis") {
-    body = el("details", { class: "channel analysis" }, el("summary", {}, "analysis (reasoning, folded)"), text, media(doc.content));
+    body = el("details", { class: "channel analysis" }, el("summary", {}, "analysis (reasoning)"), text, media(doc.content));
   } else {
     body = el("section", { class: `channel ${channel || "plain"}` }, channel ? el("h4", {}, channel) : "", text, media(doc.content));
   }
@@ -217,24 +218,33 @@ function edges(messages) {
 function graph(messages) {
   const es = edges(messages);
   const names = [...new Set(es.flatMap((e) => [e.from, e.to]))];
-  const size = 360, r = 130, c = size / 2;
+  // Wider than high: room for the names beside the agents on the left and right.
+  const w = 640, h = 360, r = 130, cx = w / 2, cy = h / 2;
   const pos = new Map(names.map((n, i) => {
     const a = (2 * Math.PI * i) / Math.max(names.length, 1) - Math.PI / 2;
-    return [n, [c + r * Math.cos(a), c + r * Math.sin(a)]];
+    return [n, [cx + r * Math.cos(a), cy + r * Math.sin(a)]];
   }));
-  const pic = svg("svg", { class: "graph", viewBox: `0 0 ${size} ${size}`, width: size, height: size, role: "img" },
+  const pic = svg("svg", { class: "graph", viewBox: `0 0 ${w} ${h}`, width: w, height: h, role: "img" },
     svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto" },
       svg("path", { d: "M0,0 L10,5 L0,10 z" }))));
+  const pairs = new Set(es.map((e) => JSON.stringify([e.from, e.to])));
   for (const e of es) {
     const [x1, y1] = pos.get(e.from), [x2, y2] = pos.get(e.to);
     const d = Math.hypot(x2 - x1, y2 - y1) || 1, k = 22 / d;
+    // Both directions drawn: each arrow moves aside, to its own right.
+    const side = pairs.has(JSON.stringify([e.to, e.from])) ? 6 : 0;
+    const ox = (-(y2 - y1) / d) * side, oy = ((x2 - x1) / d) * side;
     pic.append(svg("g", { class: "edge", "data-from": e.from, "data-to": e.to },
       svg("title", {}, `${e.from} → ${e.to}`),
-      svg("line", { x1: x1 + (x2 - x1) * k, y1: y1 + (y2 - y1) * k, x2: x2 - (x2 - x1) * k, y2: y2 - (y2 - y1) * k, "marker-end": "url(#arrow)" })));
+      svg("line", { x1: x1 + (x2 - x1) * k + ox, y1: y1 + (y2 - y1) * k + oy, x2: x2 - (x2 - x1) * k + ox,
+        y2: y2 - (y2 - y1) * k + oy, "marker-end": "url(#arrow)" })));
   }
   for (const n of names) {
     const [x, y] = pos.get(n);
-    pic.append(svg("g", { class: "node" }, svg("circle", { cx: x, cy: y, r: 20 }), svg("text", { x, y: y + 36, "text-anchor": "middle" }, n)));
+    // The name sits outside the circle, away from the middle where the arrows run.
+    const out = Math.hypot(x - cx, y - cy) || 1, lx = x + ((x - cx) / out) * 34, ly = y + ((y - cy) / out) * 34 + 4;
+    pic.append(svg("g", { class: "node" }, svg("circle", { cx: x, cy: y, r: 20 }),
+      svg("text", { x: names.length > 1 ? lx : x, y: names.length > 1 ? ly : y + 36, "text-anchor": "middle" }, n)));
   }
   const list = el("ul", { class: "edges" }, es.map((e) =>
     el("li", { class: "edge-item" }, `${e.from} → ${e.to} ×${e.count}${e.types.size ? ` (${[...e.types].join(", ")})` : ""}`)));
