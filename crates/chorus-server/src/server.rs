@@ -21,6 +21,7 @@ use crate::policy::Policy;
 use crate::rate::RateLimiter;
 use crate::redact::Redactor;
 use crate::state::AppState;
+use crate::telemetry::Traces;
 
 /// Where messages are stored, and where the server keeps what lies beside them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,30 +63,46 @@ impl Store {
     }
 
     /// Opens what the server keeps beside the messages: in memory for `memory`; for
-    /// `sqlite:DIR/NAME.db` the file `DIR/NAME-confirmations.db` and the folder
-    /// `DIR/NAME-blobs/`; for a NATS or Redis store, `NAMESPACE-confirmations.db` and
-    /// `NAMESPACE-blobs/` in the working directory.
+    /// `sqlite:DIR/NAME.db` the file `DIR/NAME-confirmations.db` (confirmations and the trace
+    /// contexts of handoffs) and the folder `DIR/NAME-blobs/`; for a NATS or Redis store,
+    /// `NAMESPACE-confirmations.db` and `NAMESPACE-blobs/` in the working directory.
     pub fn open_side(&self, config: &ServerConfig) -> Result<SideStores, BusError> {
-        let base = match &self.spec {
-            StoreSpec::Memory => return Ok(SideStores::in_memory(config)),
-            StoreSpec::Sqlite(path) => path.clone(),
-            StoreSpec::Nats(server) | StoreSpec::Redis(server) => {
-                PathBuf::from(format!("{}.db", server.namespace))
-            }
-        };
-        let beside = |suffix: &str| {
-            let stem = base
-                .file_stem()
-                .map_or_else(|| "chorus".into(), |s| s.to_string_lossy().into_owned());
-            base.with_file_name(format!("{stem}{suffix}"))
+        let Some(beside) = self.beside() else {
+            return Ok(SideStores::in_memory(config));
         };
         let confirmations = SqliteConfirmations::open(&beside("-confirmations.db"))
             .map_err(|e| BusError::Storage(e.to_string()))?;
+        let traces = Traces::open(&beside("-confirmations.db")).map_err(BusError::Storage)?;
         let blobs = BlobStore::open(beside("-blobs"), config.media.clone())
             .map_err(|e| BusError::Storage(e.to_string()))?;
         Ok(SideStores {
             confirmations: Arc::new(confirmations),
             blobs: Arc::new(blobs),
+            traces: Arc::new(traces),
+        })
+    }
+}
+
+impl Store {
+    /// The file where [`Store::open_side`] keeps confirmations; none for `memory`.
+    pub fn confirmations_path(&self) -> Option<PathBuf> {
+        self.beside().map(|beside| beside("-confirmations.db"))
+    }
+
+    /// Names a file beside the store (`DIR/NAME` + suffix); none for `memory`.
+    fn beside(&self) -> Option<impl Fn(&str) -> PathBuf + use<>> {
+        let base = match &self.spec {
+            StoreSpec::Memory => return None,
+            StoreSpec::Sqlite(path) => path.clone(),
+            StoreSpec::Nats(server) | StoreSpec::Redis(server) => {
+                PathBuf::from(format!("{}.db", server.namespace))
+            }
+        };
+        Some(move |suffix: &str| {
+            let stem = base
+                .file_stem()
+                .map_or_else(|| "chorus".into(), |s| s.to_string_lossy().into_owned());
+            base.with_file_name(format!("{stem}{suffix}"))
         })
     }
 }
@@ -108,6 +125,8 @@ pub struct SideStores {
     pub confirmations: Arc<dyn Confirmations>,
     /// Images and audio taken out of messages.
     pub blobs: Arc<BlobStore>,
+    /// Trace contexts of messages that cannot carry one (in the confirmations file).
+    pub traces: Arc<Traces>,
 }
 
 impl SideStores {
@@ -116,6 +135,7 @@ impl SideStores {
         SideStores {
             confirmations: Arc::new(MemoryConfirmations::new()),
             blobs: Arc::new(BlobStore::in_memory(config.media.clone())),
+            traces: Arc::new(Traces::in_memory()),
         }
     }
 }
@@ -160,6 +180,7 @@ impl Server {
             metrics: Arc::new(Metrics::default()),
             confirmations: side.confirmations,
             blobs: side.blobs,
+            traces: side.traces,
             max_body_bytes: config.max_body_bytes,
             stopping,
         };

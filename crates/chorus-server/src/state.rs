@@ -13,6 +13,7 @@ use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::rate::RateLimiter;
 use crate::redact::Redactor;
+use crate::telemetry::Traces;
 
 /// Shared state of one running server (cheap to clone).
 #[derive(Clone)]
@@ -35,6 +36,8 @@ pub struct AppState {
     pub confirmations: Arc<dyn Confirmations>,
     /// Images and audio taken out of stored messages.
     pub blobs: Arc<BlobStore>,
+    /// Trace contexts kept by message id, for documents whose metadata cannot carry one.
+    pub traces: Arc<Traces>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
     /// Turns true when the server shuts down; open event streams end then.

@@ -88,6 +88,110 @@ async fn traceparent_travels_with_the_message() {
     server.stop().await;
 }
 
+/// A seed-003 handoff from alice to bob (its metadata allows no `traceparent`).
+fn handoff(n: u32, correlation: &str) -> Value {
+    let path = format!(
+        "{}/../../examples/seeds/003-python-valid-escalation.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut h: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let md = &mut h["metadata"];
+    md["message_id"] = format!("00000000-0000-4000-8000-{n:012}").into();
+    md["sender_id"] = "alice".into();
+    md["recipient_id"] = "bob".into();
+    md["correlation_id"] = correlation.into();
+    md["expiration_time"] = "2099-01-01T00:00:00.000Z".into();
+    h
+}
+
+async fn publish_handoff(server: &common::TestServer, body: &Value, traceparent: Option<&str>) {
+    let mut r = client()
+        .post(server.url("/v1/messages"))
+        .bearer_auth(ALICE)
+        .json(body);
+    if let Some(tp) = traceparent {
+        r = r.header("traceparent", tp);
+    }
+    let r = r.send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+}
+
+/// The next event of `inbox`: its message id and its `traceparent` field; acked.
+async fn next_traced(
+    server: &common::TestServer,
+    inbox: &mut SseReader,
+) -> (String, Option<String>) {
+    let event = inbox.next().await;
+    let data = event.json();
+    assert!(
+        data["message"]["metadata"].get("traceparent").is_none(),
+        "the handoff document is delivered unchanged: {data}"
+    );
+    let (id, _) = delivered(&event);
+    assert_eq!(settle(server, "bob", BOB, &id, "ack").await, 204);
+    let tp = data.get("traceparent").map(|t| {
+        let t = t.as_str().expect("traceparent is a string").to_owned();
+        assert_eq!(t.len(), 55, "{t}");
+        t
+    });
+    (id, tp)
+}
+
+fn trace_id(tp: &str) -> &str {
+    tp.split('-').nth(1).unwrap()
+}
+
+#[tokio::test]
+async fn a_handoffs_trace_is_kept_beside_it_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::db(dir.path());
+    let config = common::config(30);
+    let server = common::TestServer::start(&db, &config).await;
+    publish_handoff(&server, &handoff(1, "conv-h"), Some(TRACEPARENT)).await;
+    server.stop().await;
+
+    let server = common::TestServer::start(&db, &config).await;
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let (id, tp) = next_traced(&server, &mut inbox).await;
+    assert_eq!(id, "00000000-0000-4000-8000-000000000001");
+    let tp = tp.expect("the event carries the handoff's trace after a restart");
+    assert_eq!(trace_id(&tp), TRACE_ID);
+    if !cfg!(feature = "otlp") {
+        assert_eq!(tp, TRACEPARENT);
+    }
+
+    // No header: the handoff joins the trace its correlation id had.
+    publish_handoff(&server, &handoff(2, "conv-h"), None).await;
+    let (id, tp) = next_traced(&server, &mut inbox).await;
+    assert_eq!(id, "00000000-0000-4000-8000-000000000002");
+    assert_eq!(trace_id(&tp.expect("the correlation's trace")), TRACE_ID);
+
+    // A malformed header is ignored, as for chorus messages: published, in no known trace.
+    let mut other = handoff(3, "conv-other");
+    other["metadata"]["task_id"] = "task-other".into();
+    publish_handoff(&server, &other, Some("00-not-a-trace-01")).await;
+    let (id, tp) = next_traced(&server, &mut inbox).await;
+    assert_eq!(id, "00000000-0000-4000-8000-000000000003");
+    match tp {
+        // Exported spans start a trace at the hub for a message that carries none.
+        Some(tp) if cfg!(feature = "otlp") => assert_ne!(trace_id(&tp), TRACE_ID),
+        other => assert_eq!(other, None),
+    }
+    drop(inbox);
+
+    let doc: Value = client()
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let field = &doc["components"]["schemas"]["InboxEvent"]["properties"]["traceparent"];
+    assert!(field.is_object(), "InboxEvent documents traceparent: {doc}");
+    server.stop().await;
+}
+
 #[cfg(feature = "otlp")]
 mod otlp {
     use std::io::{BufRead, BufReader, Read, Write};

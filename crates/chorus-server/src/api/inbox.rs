@@ -38,6 +38,13 @@ pub struct InboxEvent {
     /// The document exactly as published.
     #[schema(value_type = Object)]
     pub message: Value,
+    /// The W3C trace context the message travels in, when known: the one in its metadata, or
+    /// the one kept by the server for it (a handoff published with a `traceparent` header, or
+    /// without one under a correlation id that had one). Pass it on as the `traceparent`
+    /// header of what you publish in answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")]
+    pub traceparent: Option<String>,
 }
 
 /// Body of a nack.
@@ -49,11 +56,12 @@ pub struct NackBody {
     pub delay_ms: u64,
 }
 
-fn event(app: &AppState, seq: u64, d: &Delivery) -> Event {
+fn event(app: &AppState, seq: u64, d: &Delivery, traceparent: Option<String>) -> Event {
     let data = InboxEvent {
         message_id: d.envelope.id.clone(),
         attempt: d.attempt,
         message: document(&d.envelope.bytes),
+        traceparent,
     };
     Event::default()
         .id(app.inboxes.event_id(seq))
@@ -71,14 +79,17 @@ fn events(app: AppState, agent: String, after: u64) -> impl Stream<Item = Event>
         loop {
             if let Some((seq, d)) = app.inboxes.next_after(&agent, after) {
                 after = seq;
-                let e = event(&app, seq, &d);
+                let traceparent = telemetry::of_delivery(&app.traces, &d).await;
+                let e = event(&app, seq, &d, traceparent);
                 return Some((e, Some((app, agent, after))));
             }
             match app.bus.receive(&agent, BATCH, WAIT).await {
                 Ok(deliveries) => {
                     for d in deliveries {
                         app.metrics.delivered.inc();
-                        let span = telemetry::span_for("deliver", "receive", &agent, &d);
+                        let tp = telemetry::of_delivery(&app.traces, &d).await;
+                        let span =
+                            telemetry::span_for("deliver", "receive", &agent, &d, tp.as_deref());
                         tracing::info!(
                             parent: &span,
                             %agent,
@@ -206,11 +217,13 @@ pub async fn settle(
         }
     }
     app.inboxes.settle(&agent, &d);
+    let tp = telemetry::of_delivery(&app.traces, &d).await;
     let span = telemetry::span_for(
         "settle",
         if action == Settle::Ack { "ack" } else { "nack" },
         &agent,
         &d,
+        tp.as_deref(),
     );
     tracing::info!(parent: &span, %agent, %message_id, action = ?action, "settled");
     Ok(StatusCode::NO_CONTENT)

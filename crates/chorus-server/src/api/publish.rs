@@ -193,7 +193,7 @@ async fn store(
     admit(&app.policy, agent, &document)?;
     let kept = app.blobs.keep_media(&mut document).await?;
     let redacted = app.redactor.apply(&mut document);
-    let traced = trace(&mut document, incoming);
+    let traced = trace(app, &mut document, incoming).await;
     let bytes = if kept || redacted || traced {
         serde_json::to_vec(&document).map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
@@ -228,18 +228,42 @@ async fn store(
     }
 }
 
-/// Links the current span to the trace the message carries and stores the context to pass on
-/// in the message's metadata; true when the document changed.
-fn trace(document: &mut Value, incoming: Option<String>) -> bool {
+/// Links the current span to the trace the message carries (the header, its metadata, or else
+/// the latest trace of its correlation id) and stores the context to pass on: in the message's
+/// metadata, and by message id beside it (for handoffs, whose metadata cannot take it); true
+/// when the document changed.
+async fn trace(app: &AppState, document: &mut Value, incoming: Option<String>) -> bool {
     let span = tracing::Span::current();
-    let carried = incoming.or_else(|| {
+    let correlation = document
+        .pointer("/metadata/correlation_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut carried = incoming.or_else(|| {
         let tp = document.pointer("/metadata/traceparent")?.as_str()?;
-        let tp = telemetry::is_traceparent(tp).then(|| tp.to_ascii_lowercase())?;
-        // The header's context was linked when the span was made; this one is new.
-        telemetry::link(&span, Some(&tp));
-        Some(tp)
+        telemetry::is_traceparent(tp).then(|| tp.to_ascii_lowercase())
     });
-    telemetry::outgoing(&span, carried).is_some_and(|tp| telemetry::stamp(document, &tp))
+    if carried.is_none()
+        && let Some(c) = &correlation
+    {
+        carried = app.traces.of_correlation(c).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "trace context of the correlation not read");
+            None
+        });
+    }
+    // The header's context was linked when the span was made; linking again changes nothing.
+    telemetry::link(&span, carried.as_deref());
+    let Some(tp) = telemetry::outgoing(&span, carried) else {
+        return false;
+    };
+    let id = document
+        .pointer(pointers(document).id)
+        .and_then(Value::as_str);
+    if let Some(id) = id
+        && let Err(e) = app.traces.keep(id, correlation.as_deref(), &tp).await
+    {
+        tracing::warn!(error = %e, "trace context not kept");
+    }
+    telemetry::stamp(document, &tp)
 }
 
 /// Records the document's ids (never its contents) on the current span.

@@ -3,6 +3,9 @@
 
 #[cfg(feature = "otlp")]
 mod otlp;
+mod traces;
+
+pub use traces::Traces;
 
 use chorus_bus::Delivery;
 use serde::Deserialize;
@@ -98,9 +101,28 @@ pub fn outgoing(span: &Span, incoming: Option<String>) -> Option<String> {
     incoming
 }
 
+/// The trace context of delivery `d`: the `traceparent` in its metadata, else the one kept
+/// for its id in `traces` (a handoff's).
+pub async fn of_delivery(traces: &Traces, d: &Delivery) -> Option<String> {
+    if let Some(tp) = traceparent_in(&d.envelope.bytes) {
+        return Some(tp);
+    }
+    traces.of_message(&d.envelope.id).await.unwrap_or_else(|e| {
+        tracing::warn!(message_id = %d.envelope.id, error = %e, "trace context not read");
+        None
+    })
+}
+
 /// A span for handing out (`deliver`, operation `receive`) or settling (`settle`, operation
-/// `ack` or `nack`) delivery `d` of `agent`'s inbox, child of the trace the message carries.
-pub fn span_for(name: &'static str, operation: &'static str, agent: &str, d: &Delivery) -> Span {
+/// `ack` or `nack`) delivery `d` of `agent`'s inbox, child of `traceparent` (see
+/// [`of_delivery`]).
+pub fn span_for(
+    name: &'static str,
+    operation: &'static str,
+    agent: &str,
+    d: &Delivery,
+    traceparent: Option<&str>,
+) -> Span {
     let kind = if name == "settle" {
         "settle"
     } else {
@@ -117,7 +139,7 @@ pub fn span_for(name: &'static str, operation: &'static str, agent: &str, d: &De
         messaging.message.id = %d.envelope.id,
         messaging.message.delivery_count = d.attempt,
     );
-    link(&span, traceparent_in(&d.envelope.bytes).as_deref());
+    link(&span, traceparent);
     span
 }
 
