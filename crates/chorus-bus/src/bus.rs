@@ -213,17 +213,21 @@ pub trait Bus: Send + Sync {
         let deadline = Instant::now() + wait;
         loop {
             let now = now_ms();
-            let mut out = Vec::new();
-            for d in self.fetch(queue, max).await? {
+            // Filtered in place: the fetched batch is what the caller gets.
+            let mut out = self.fetch(queue, max).await?;
+            let mut i = 0;
+            while let Some(d) = out.get(i) {
                 if let Some(t) = d.envelope.expires_at_ms.filter(|&t| t <= now) {
-                    self.dead_letter(&d, DeadReason::Expired { expired_at_ms: t })
+                    self.dead_letter(d, DeadReason::Expired { expired_at_ms: t })
                         .await?;
+                    out.remove(i);
                 } else if d.attempt > self.config().max_deliver {
                     let attempts = d.attempt - 1;
-                    self.dead_letter(&d, DeadReason::MaxDeliver { attempts })
+                    self.dead_letter(d, DeadReason::MaxDeliver { attempts })
                         .await?;
+                    out.remove(i);
                 } else {
-                    out.push(d);
+                    i += 1;
                 }
             }
             let left = deadline.saturating_duration_since(Instant::now());

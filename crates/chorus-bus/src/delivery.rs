@@ -12,8 +12,8 @@ use crate::error::Issue;
 pub struct Delivery {
     /// The message.
     pub envelope: Arc<Envelope>,
-    /// The queue it was taken from.
-    pub queue: String,
+    /// The queue it was taken from (shared by the deliveries of one fetch).
+    pub queue: Arc<str>,
     /// 1 on first delivery, 2 on the first redelivery, …
     pub attempt: u32,
     /// Backend-specific handle identifying this delivery attempt.

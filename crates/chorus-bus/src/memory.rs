@@ -39,8 +39,10 @@ pub struct MemoryBus {
     bindings: RwLock<Vec<Binding>>,
 }
 
-/// One queue: its state behind its own lock, and a wake-up for its waiting consumers.
+/// One queue: its name (shared by its deliveries), its state behind its own lock, and a
+/// wake-up for its waiting consumers.
 struct QueueCell {
+    name: Arc<str>,
     state: Mutex<Queue>,
     arrived: Notify,
 }
@@ -170,6 +172,7 @@ impl MemoryBus {
         all.entry(name.to_owned())
             .or_insert_with(|| {
                 Arc::new(QueueCell {
+                    name: Arc::from(name),
                     state: Mutex::new(Queue {
                         scheduler: FairScheduler::new(self.config.weights),
                         ..Queue::default()
@@ -286,7 +289,7 @@ impl Queue {
     }
 
     /// Claims up to `max` ready entries in fair priority order.
-    fn claim(&mut self, queue: &str, max: usize, now: i64, deadline: i64) -> Vec<Delivery> {
+    fn claim(&mut self, queue: &Arc<str>, max: usize, now: i64, deadline: i64) -> Vec<Delivery> {
         self.release_due(now);
         let waiting = self.ready.each_ref().map(VecDeque::len);
         let plan = self.scheduler.plan(waiting, max);
@@ -300,7 +303,7 @@ impl Queue {
             let token = self.next_token;
             out.push(Delivery {
                 envelope: entry.env.clone(),
-                queue: queue.to_owned(),
+                queue: queue.clone(),
                 attempt: entry.attempts,
                 token: token.to_string(),
             });
@@ -457,7 +460,7 @@ impl Bus for MemoryBus {
         let deadline = now + millis(self.config.ack_wait);
         let (out, more) = {
             let mut q = lock(&cell.state);
-            let out = q.claim(queue, max, now, deadline);
+            let out = q.claim(&cell.name, max, now, deadline);
             (out, q.has_ready())
         };
         if more {
@@ -526,7 +529,7 @@ impl Bus for MemoryBus {
             let letter = DeadLetter {
                 id: dead.next.to_string(),
                 message_id: Some(d.envelope.id.clone()),
-                queue: Some(d.queue.clone()),
+                queue: Some(d.queue.to_string()),
                 reason,
                 bytes: d.envelope.bytes.to_vec(),
                 envelope: Some((*d.envelope).clone()),

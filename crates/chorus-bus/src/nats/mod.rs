@@ -531,6 +531,7 @@ impl Bus for NatsBus {
             // More is waiting: let another consumer of this process fetch it.
             self.arrived.notify_one();
         }
+        let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
         let mut out = Vec::with_capacity(plan.len());
         for p in plan {
             let Some(m) = levels[p.rank() as usize].pop_front() else {
@@ -540,7 +541,7 @@ impl Bus for NatsBus {
             let attempt = m.info().map_err(nats_error)?.delivered;
             out.push(Delivery {
                 envelope: std::sync::Arc::new(envelope_from(m.headers.as_ref(), &m.payload)?),
-                queue: queue.to_owned(),
+                queue: name.clone(),
                 attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
                 token: reply
                     .ok_or_else(|| BusError::Corrupt("a delivery has no ack subject".into()))?,
@@ -582,7 +583,7 @@ impl Bus for NatsBus {
         let env = (*d.envelope).clone();
         let info = DeadInfo {
             message_id: Some(env.id.clone()),
-            queue: Some(d.queue.clone()),
+            queue: Some(d.queue.to_string()),
             reason,
             envelope: Some(Envelope {
                 bytes: bytes::Bytes::new(),

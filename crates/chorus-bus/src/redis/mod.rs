@@ -373,6 +373,7 @@ impl Bus for RedisBus {
             };
             levels.push(got.into());
         }
+        let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
         let mut out = Vec::with_capacity(plan.len());
         for p in plan {
             let Some((id, attempt, value)) = levels[p.rank() as usize].pop_front() else {
@@ -380,7 +381,7 @@ impl Bus for RedisBus {
             };
             out.push(Delivery {
                 envelope: std::sync::Arc::new(unpack(&value)?),
-                queue: queue.to_owned(),
+                queue: name.clone(),
                 attempt,
                 token: format!("{}|{id}", p.rank()),
             });
@@ -419,7 +420,7 @@ impl Bus for RedisBus {
         let env = (*d.envelope).clone();
         let info = DeadInfo {
             message_id: Some(env.id.clone()),
-            queue: Some(d.queue.clone()),
+            queue: Some(d.queue.to_string()),
             reason,
             envelope: Some(Envelope {
                 bytes: bytes::Bytes::new(),

@@ -227,6 +227,7 @@ pub(crate) fn fetch(
     let mut claim = conn
         .prepare_cached("UPDATE deliveries SET attempts = ?1, visible_ms = ?2 WHERE token = ?3")
         .map_err(storage_error)?;
+    let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
     let mut out = Vec::with_capacity(plan.len());
     for p in plan {
         let Some((token, attempts, env)) = levels[p.rank() as usize].pop_front() else {
@@ -238,7 +239,7 @@ pub(crate) fn fetch(
             .map_err(storage_error)?;
         out.push(Delivery {
             envelope: std::sync::Arc::new(env),
-            queue: queue.to_owned(),
+            queue: name.clone(),
             attempt,
             token: format!("{token}:{attempt}"),
         });
