@@ -1,6 +1,9 @@
 //! A small W3C WebDriver client over reqwest: chromedriver on a free 127.0.0.1 port driving a
 //! headless Debian chromium with a fresh profile. Every wait is bounded.
 
+// Each browser test file uses a part of these.
+#![allow(dead_code)]
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
