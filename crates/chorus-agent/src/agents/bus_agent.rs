@@ -9,11 +9,14 @@ use chorus_core::Message;
 use super::{FlowAgent, Item};
 
 /// Adapts a flow agent to the bus's hub and pipeline interface: the reply is the last message
-/// the agent sends (handoffs it makes are kept for the transcript).
+/// the agent sends (handoffs it makes are kept for the transcript). Messages a hub broadcasts
+/// are kept until the agent's next turn, then given to [`FlowAgent::observe`] in order, except
+/// the one it is asked to reply to (which it gets as its input).
 pub struct BusAgent {
     inner: Arc<dyn FlowAgent>,
     task_id: String,
     sent: std::sync::Mutex<Vec<Item>>,
+    heard: std::sync::Mutex<Vec<Message>>,
 }
 
 impl BusAgent {
@@ -23,6 +26,7 @@ impl BusAgent {
             inner,
             task_id: task_id.into(),
             sent: std::sync::Mutex::new(Vec::new()),
+            heard: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -39,6 +43,12 @@ impl Agent<Message> for BusAgent {
     }
 
     async fn reply(&self, msg: Message) -> Result<Message, AgentError> {
+        let heard = std::mem::take(&mut *self.heard.lock().unwrap_or_else(|e| e.into_inner()));
+        for m in heard {
+            if m.id.is_none() || m.id != msg.id {
+                self.inner.observe(&Item::Message(m), &self.task_id).await;
+            }
+        }
         let out = self
             .inner
             .handle(&Item::Message(msg), &self.task_id)
@@ -52,5 +62,12 @@ impl Agent<Message> for BusAgent {
             .unwrap_or_else(|e| e.into_inner())
             .extend(out);
         reply.ok_or_else(|| AgentError::new(self.inner.name(), "sent no message in reply"))
+    }
+
+    async fn observe(&self, msg: Message) {
+        self.heard
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(msg);
     }
 }

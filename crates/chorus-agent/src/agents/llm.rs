@@ -1,7 +1,7 @@
 //! The LLM agent: a personality, a model, tools and handoffs offered as tools, run in a
 //! tool-call loop with a step limit under a context budget.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -73,6 +73,7 @@ pub struct LlmAgent {
     counter: TokenCounter,
     histories: Mutex<HashMap<String, Vec<Message>>>,
     origins: Mutex<HashMap<String, Item>>,
+    refusals_told: Mutex<HashSet<String>>,
     usage: Mutex<Usage>,
 }
 
@@ -99,6 +100,7 @@ impl LlmAgent {
             counter,
             histories: Mutex::new(HashMap::new()),
             origins: Mutex::new(HashMap::new()),
+            refusals_told: Mutex::new(HashSet::new()),
             usage: Mutex::new(Usage::default()),
         })
     }
@@ -177,7 +179,8 @@ impl LlmAgent {
         }
     }
 
-    /// Runs the calls of approved confirmations of this agent and task (the exact halted calls).
+    /// Runs the calls of approved confirmations of this agent and task (the exact halted calls),
+    /// and gives the model the refusal result of rejected ones (once each).
     async fn resume_approved(
         &self,
         task_id: &str,
@@ -186,14 +189,23 @@ impl LlmAgent {
         let Some(store) = self.tools.confirmations() else {
             return Ok(());
         };
-        let approved = store
-            .list(Some(ConfirmationState::Approved))
+        let decided = store
+            .list(None)
             .await
             .map_err(|e| self.fail(e.to_string()))?;
-        for c in approved
-            .into_iter()
-            .filter(|c| c.agent == self.config.name && c.task_id.as_deref() == Some(task_id))
-        {
+        for c in decided.into_iter().filter(|c| {
+            c.agent == self.config.name
+                && c.task_id.as_deref() == Some(task_id)
+                && match c.state {
+                    ConfirmationState::Approved => true,
+                    ConfirmationState::Rejected => self
+                        .refusals_told
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(c.id.clone()),
+                    _ => false,
+                }
+        }) {
             let call = ToolCall::function(&c.call_id, &c.tool, &Value::Null);
             let call = ToolCall {
                 function: chorus_core::FunctionCall {
@@ -424,6 +436,14 @@ impl FlowAgent for LlmAgent {
             .unwrap_or_else(|e| e.into_inner())
             .insert(task_id.to_owned(), history);
         result
+    }
+
+    async fn observe(&self, item: &Item, task_id: &str) {
+        let mut histories = self.histories.lock().unwrap_or_else(|e| e.into_inner());
+        histories
+            .entry(task_id.to_owned())
+            .or_insert_with(|| vec![Message::new(Role::System, self.system_prompt())])
+            .push(Self::input_message(item));
     }
 
     fn usage(&self) -> Usage {

@@ -35,6 +35,10 @@ pub trait FlowAgent: Send + Sync {
     /// Handles `input` for task `task_id`; returns the messages and handoffs to send.
     async fn handle(&self, input: &Item, task_id: &str) -> Result<Vec<Item>, AgentError>;
 
+    /// Takes in `item` sent by another participant of a hub (seed 001 MsgHub broadcast) as
+    /// context for task `task_id`, without answering it. Default: ignored.
+    async fn observe(&self, _item: &Item, _task_id: &str) {}
+
     /// Token usage, cost and latency of the model calls so far (zero for agents without a model).
     fn usage(&self) -> Usage {
         Usage::default()

@@ -3,6 +3,7 @@
 //! handoff on publish), or against a running `chorus serve` ([`Flow::run_remote`]), and reports
 //! every item sent, for transcripts and progress output.
 
+mod approval;
 mod build;
 mod failure;
 mod remote;
@@ -10,6 +11,7 @@ mod remote_confirm;
 mod run;
 mod spec;
 
+pub use approval::{ApprovalWait, WaitNotice};
 pub use build::{ModelFactory, build_agents, env_model_factory};
 pub use failure::handle_with_strategy;
 pub use remote::{Remote, ServerSpec};

@@ -9,12 +9,13 @@ use chorus_bus::{Bus, BusConfig, BusError, MemoryBus};
 use chorus_core::{Message, Role};
 use indexmap::IndexMap;
 
+use super::approval::{ApprovalWait, Delivery, pending};
 use super::build::{ModelFactory, build_agents};
 use super::failure::handle_with_strategy;
 use super::remote::Remote;
 use super::spec::{FlowSpec, Mode, SpecError};
 use crate::agents::{BusAgent, FlowAgent, Item, Usage, new_message_id};
-use crate::confirm::{Confirmation, ConfirmationState, Confirmations};
+use crate::confirm::{Confirmation, Confirmations};
 
 /// A flow ready to run.
 pub struct Flow {
@@ -22,6 +23,7 @@ pub struct Flow {
     agents: IndexMap<String, Arc<dyn FlowAgent>>,
     confirmations: Arc<dyn Confirmations>,
     task_id: String,
+    approval: Option<ApprovalWait>,
 }
 
 /// How a flow ended normally.
@@ -33,7 +35,7 @@ pub struct FlowReport {
     pub outputs: Vec<Item>,
     /// Model usage summed over the agents.
     pub usage: Usage,
-    /// Tool calls still waiting for a person.
+    /// Tool calls of this flow's task still waiting for a person.
     pub pending_confirmations: Vec<Confirmation>,
 }
 
@@ -65,7 +67,34 @@ impl Flow {
             agents,
             confirmations,
             task_id,
+            approval: None,
         })
+    }
+
+    /// The same flow waiting for a person's decision whenever an agent halts on a confirmation
+    /// (`handoffs` flows, embedded or against a server), then re-delivering to that agent.
+    pub fn await_approval(mut self, wait: ApprovalWait) -> Flow {
+        self.approval = Some(wait);
+        self
+    }
+
+    /// Handles one delivery, waiting for approvals when configured.
+    async fn deliver(&self, agent: &dyn FlowAgent, input: &Item) -> Result<Vec<Item>, FlowError> {
+        match &self.approval {
+            Some(wait) => {
+                wait.handle(Delivery {
+                    agent,
+                    input,
+                    task_id: &self.task_id,
+                    person: &self.spec.input.from,
+                    store: self.confirmations.as_ref(),
+                })
+                .await
+            }
+            None => handle_with_strategy(agent, input, &self.task_id)
+                .await
+                .map_err(|e| FlowError::Failed(e.to_string())),
+        }
     }
 
     /// The task id every handoff of this run carries.
@@ -156,12 +185,12 @@ impl Flow {
                 continue;
             };
             let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-            let out = match handle_with_strategy(agent.as_ref(), &input, &self.task_id).await {
+            let out = match self.deliver(agent.as_ref(), &input).await {
                 Ok(out) => out,
                 Err(e) => {
                     // The flow ends here; the delivery is settled so a re-run starts afresh.
                     remote.ack(&name, &message_id).await?;
-                    return Err(FlowError::Failed(e.to_string()));
+                    return Err(e);
                 }
             };
             for item in out {
@@ -198,11 +227,7 @@ impl Flow {
         for agent in self.agents.values() {
             report.usage.merge(&agent.usage());
         }
-        report.pending_confirmations = self
-            .confirmations
-            .list(Some(ConfirmationState::Pending))
-            .await
-            .map_err(|e| FlowError::Failed(e.to_string()))?;
+        report.pending_confirmations = pending(self.confirmations.as_ref(), &self.task_id).await?;
         Ok(report)
     }
 
@@ -235,9 +260,7 @@ impl Flow {
                         serde_json::from_slice(&delivery.envelope.bytes)
                             .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
                     let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-                    let out = handle_with_strategy(agent.as_ref(), &input, &self.task_id)
-                        .await
-                        .map_err(|e| FlowError::Failed(e.to_string()))?;
+                    let out = self.deliver(agent.as_ref(), &input).await?;
                     for item in out {
                         self.publish(&bus, item, &mut report, observe).await?;
                     }
