@@ -1,6 +1,7 @@
 //! The `chorus` command: thin commands over the chorus crates.
 
 mod cmd_bench;
+mod cmd_confirm;
 mod cmd_convert;
 mod cmd_count;
 mod cmd_formats;
@@ -49,6 +50,8 @@ enum Command {
     Serve(cmd_serve::ServeArgs),
     /// Run a flow of agents from a TOML file and write its transcript.
     Run(cmd_run::RunArgs),
+    /// List, approve and reject tool calls waiting for a person's confirmation.
+    Confirm(cmd_confirm::ConfirmArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,5 +67,6 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd_bench::run(args),
         Command::Serve(args) => cmd_serve::run(args),
         Command::Run(args) => cmd_run::run(args),
+        Command::Confirm(args) => cmd_confirm::run(args),
     }
 }
