@@ -94,18 +94,20 @@ pub async fn observe(Extension(live): Extension<Arc<Live>>, req: Request, next: 
     response
 }
 
-/// Announces `dead_lettered` whenever the number of dead letters moved since the last look.
-fn dead_letter_watch(app: AppState) -> impl futures::Stream<Item = Change> + Send {
-    let ticks = tokio::time::interval(DEAD_LETTER_CHECK);
+/// Announces `dead_lettered` whenever the number of dead letters moved from `seen` (the
+/// number when the stream opened) or from the last look.
+fn dead_letter_watch(app: AppState, seen: usize) -> impl futures::Stream<Item = Change> + Send {
+    let mut ticks = tokio::time::interval(DEAD_LETTER_CHECK);
+    ticks.reset();
     stream::unfold(
-        (app, ticks, None::<usize>),
+        (app, ticks, seen),
         |(app, mut ticks, mut seen)| async move {
             loop {
                 ticks.tick().await;
                 let Ok(now) = app.bus.dead_letters().await.map(|d| d.len()) else {
                     continue;
                 };
-                if seen.replace(now).is_some_and(|before| before != now) {
+                if std::mem::replace(&mut seen, now) != now {
                     let change = Change {
                         kind: "dead_lettered".into(),
                         path: "/v1/dead-letters".into(),
@@ -150,7 +152,8 @@ pub async fn events(
         };
         Some((Ok::<_, Infallible>(event), rx))
     });
-    let watched = dead_letter_watch(app.clone()).map(|change| {
+    let seen = app.bus.dead_letters().await?.len();
+    let watched = dead_letter_watch(app.clone(), seen).map(|change| {
         Ok(Event::default()
             .event("change")
             .json_data(&change)
