@@ -5,12 +5,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use chorus_agent::agents::Item;
-use chorus_agent::confirm::Confirmations;
-use chorus_agent::confirm::MemoryConfirmations;
-use chorus_agent::flow::{
-    Flow, FlowError, FlowSpec, Remote, RemoteConfirmations, env_model_factory,
+use chorus_agent::confirm::{
+    Confirmation, Confirmations, MemoryConfirmations, SqliteConfirmations,
 };
+use chorus_agent::flow::{
+    ApprovalWait, Flow, FlowError, FlowSpec, Remote, RemoteConfirmations, env_model_factory,
+};
+use chorus_server::Store;
+
+/// How often a waiting flow reads the confirmation store.
+const POLL: Duration = Duration::from_millis(500);
 
 /// Arguments of `chorus run`.
 #[derive(clap::Args, Debug)]
@@ -24,6 +31,16 @@ pub struct RunArgs {
     /// Write every message and handoff as chorus JSON lines to this file.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
+    /// Where an embedded flow keeps confirmations, named as for `chorus confirm --store`:
+    /// sqlite:DIR/NAME.db keeps them in DIR/NAME-confirmations.db (opened only when a tool
+    /// requires confirmation); `memory` keeps them in this process.
+    #[arg(long, value_name = "STORE", default_value = "sqlite:chorus.db")]
+    pub confirmations: String,
+    /// When an agent halts on a confirmation, wait this many seconds for a person to decide,
+    /// then resume it (0: do not wait). Default: wait without limit when standard error is a
+    /// terminal, else do not wait.
+    #[arg(long, value_name = "SECS")]
+    pub await_approval: Option<u64>,
 }
 
 /// Runs `chorus run`: exit 0 when the flow ends normally, 1 when it fails, 2 on usage or I/O
@@ -53,19 +70,38 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let models = env_model_factory();
-    // Against a server, confirmations live there (visible and decided in its UI); else in memory.
-    let confirmations: Arc<dyn Confirmations> = match &args.server {
-        Some(url) => match Remote::new(url, &spec.server) {
-            Ok(remote) => Arc::new(RemoteConfirmations::new(&remote)),
-            Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
-        },
-        None => Arc::new(MemoryConfirmations::new()),
+    let confirmations = match open_confirmations(&args, &spec) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
     };
-    let flow = match Flow::new(spec, models.as_ref(), confirmations) {
+    let flow = match Flow::new(spec, models.as_ref(), confirmations.store) {
         Ok(f) => f,
         Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
     };
     let progress = Progress::new();
+    let flow = match (
+        wait_limit(args.await_approval),
+        confirmations.decide_with.clone(),
+    ) {
+        (Some(timeout), Some(hint)) => {
+            let bar = progress.bar.clone();
+            flow.await_approval(ApprovalWait {
+                timeout,
+                poll: POLL,
+                notice: Arc::new(move |c: &Confirmation| {
+                    let line = format!(
+                        "waiting for approval of {}({}) — id {}; approve with: chorus confirm approve {} {hint}",
+                        c.tool, c.arguments, c.id, c.id
+                    );
+                    match &bar {
+                        Some(bar) => bar.println(line),
+                        None => eprintln!("{line}"),
+                    }
+                }),
+            })
+        }
+        _ => flow,
+    };
     let mut write_error = None;
     let mut observe = |item: &Item| {
         progress.step(item);
@@ -104,6 +140,12 @@ pub fn run(args: RunArgs) -> ExitCode {
                     c.id, c.agent, c.tool, c.arguments
                 );
             }
+            if let (Some(c), Some(hint)) = (
+                report.pending_confirmations.first(),
+                confirmations.decide_with.as_deref(),
+            ) {
+                eprintln!("approve with: chorus confirm approve {} {hint}", c.id);
+            }
             if report.usage.calls > 0 {
                 eprintln!(
                     "model calls: {}, tokens: {} prompt + {} completion, cost: ${:.6}",
@@ -125,6 +167,58 @@ pub fn run(args: RunArgs) -> ExitCode {
             eprintln!("chorus run: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// The confirmation store of a run, and the `chorus confirm` options that reach it (none when
+/// only this process can see it).
+struct ConfirmationStore {
+    store: Arc<dyn Confirmations>,
+    decide_with: Option<String>,
+}
+
+/// Against a server, confirmations live there (shown and decided in its UI); an embedded flow
+/// with a tool that requires confirmation keeps them in the SQLite file `--confirmations`
+/// names (said on standard error), else in memory.
+fn open_confirmations(args: &RunArgs, spec: &FlowSpec) -> Result<ConfirmationStore, String> {
+    let flow = args.flow.display();
+    if let Some(url) = &args.server {
+        let remote = Remote::new(url, &spec.server).map_err(|e| format!("{flow}: {e}"))?;
+        return Ok(ConfirmationStore {
+            store: Arc::new(RemoteConfirmations::new(&remote)),
+            decide_with: Some(format!("--server {url} (or in the server's UI)")),
+        });
+    }
+    let memory = || ConfirmationStore {
+        store: Arc::new(MemoryConfirmations::new()),
+        decide_with: None,
+    };
+    if !spec.tools.iter().any(|t| t.requires_confirmation) {
+        return Ok(memory());
+    }
+    let store = Store::parse(&args.confirmations)
+        .map_err(|e| format!("--confirmations {}: {e}", args.confirmations))?;
+    let Some(path) = store.confirmations_path() else {
+        return Ok(memory());
+    };
+    let sqlite = SqliteConfirmations::open(&path).map_err(|e| format!("--confirmations: {e}"))?;
+    eprintln!(
+        "confirmations of this flow are kept in {} (chorus confirm list --store {})",
+        path.display(),
+        args.confirmations
+    );
+    Ok(ConfirmationStore {
+        store: Arc::new(sqlite),
+        decide_with: Some(format!("--store {}", args.confirmations)),
+    })
+}
+
+/// How long to wait for a decision: `--await-approval`, or without limit on a terminal.
+fn wait_limit(secs: Option<u64>) -> Option<Duration> {
+    match secs {
+        Some(0) => None,
+        Some(s) => Some(Duration::from_secs(s)),
+        None => std::io::stderr().is_terminal().then_some(Duration::MAX),
     }
 }
 

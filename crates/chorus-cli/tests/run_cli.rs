@@ -373,3 +373,111 @@ operator = "{operator}"
         stderr(&again)
     );
 }
+
+/// A rule agent whose tool needs confirmation, appending the host to `log` when it runs.
+fn confirmed_flow(dir: &std::path::Path, log: &std::path::Path) -> std::path::PathBuf {
+    let flow = dir.join("flow.toml");
+    std::fs::write(
+        &flow,
+        format!(
+            r#"name = "approval"
+[input]
+from = "operator"
+to = "ops"
+text = "restart the router"
+[[tools]]
+name = "restart"
+kind = "command"
+program = "sh"
+args = ["-c", "printf 'restarted {{host}}'; echo {{host}} >> {log}"]
+requires_confirmation = true
+parameters = {{ type = "object", properties = {{ host = {{ type = "string" }} }}, required = ["host"] }}
+[[agents]]
+name = "ops"
+kind = "rule"
+tools = ["restart"]
+[[agents.rules]]
+[[agents.rules.then]]
+action = "tool"
+tool = "restart"
+arguments = {{ host = "router-1" }}
+[[agents.rules.then]]
+action = "reply"
+text = "${{tools.restart.output}}"
+"#,
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    flow
+}
+
+#[test]
+fn an_embedded_flow_waits_for_an_approval_given_with_chorus_confirm_and_runs_the_call_once() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let flow = confirmed_flow(dir.path(), &log);
+    let store = format!("sqlite:{}", dir.path().join("approvals.db").display());
+    let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["run", flow.to_str().unwrap(), "--confirmations", &store])
+        .args(["--await-approval", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
+    let mut before = Vec::new();
+    let hint = loop {
+        let Some(Ok(line)) = stderr_lines.next() else {
+            panic!("the flow ended without waiting: {before:?}");
+        };
+        if line.starts_with("waiting for approval of restart(") {
+            break line;
+        }
+        before.push(line);
+    };
+    assert!(
+        before.iter().any(|l| l.contains(
+            &*dir
+                .path()
+                .join("approvals-confirmations.db")
+                .to_string_lossy()
+        )),
+        "says where confirmations are kept: {before:?}"
+    );
+    assert!(!log.exists(), "nothing ran before the approval");
+    let command = hint.split("approve with: ").nth(1).unwrap();
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(&words[..3], ["chorus", "confirm", "approve"], "{hint}");
+    let approve = chorus(&words[1..], "");
+    let rest: Vec<String> = stderr_lines.map_while(Result::ok).collect();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(code(&approve), 0, "{}", stderr(&approve));
+    assert_eq!(out.status.code(), Some(0), "{rest:?}");
+    assert_eq!(stdout(&out).trim(), "operator: restarted router-1");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "router-1\n");
+}
+
+#[test]
+fn without_waiting_an_embedded_flow_keeps_the_pending_call_in_chorus_confirmations_db() {
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let flow = confirmed_flow(dir.path(), &log);
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["run", flow.to_str().unwrap()])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("chorus-confirmations.db"), "{err}");
+    assert!(err.contains("human_confirmation_required"), "{err}");
+    assert!(dir.path().join("chorus-confirmations.db").is_file());
+    assert!(!log.exists());
+}
