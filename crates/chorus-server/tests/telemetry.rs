@@ -100,6 +100,7 @@ fn handoff(n: u32, correlation: &str) -> Value {
     md["sender_id"] = "alice".into();
     md["recipient_id"] = "bob".into();
     md["correlation_id"] = correlation.into();
+    md["task_id"] = correlation.into();
     md["expiration_time"] = "2099-01-01T00:00:00.000Z".into();
     h
 }
@@ -167,8 +168,7 @@ async fn a_handoffs_trace_is_kept_beside_it_across_restarts() {
     assert_eq!(trace_id(&tp.expect("the correlation's trace")), TRACE_ID);
 
     // A malformed header is ignored, as for chorus messages: published, in no known trace.
-    let mut other = handoff(3, "conv-other");
-    other["metadata"]["task_id"] = "task-other".into();
+    let other = handoff(3, "conv-other");
     publish_handoff(&server, &other, Some("00-not-a-trace-01")).await;
     let (id, tp) = next_traced(&server, &mut inbox).await;
     assert_eq!(id, "00000000-0000-4000-8000-000000000003");
@@ -178,6 +178,29 @@ async fn a_handoffs_trace_is_kept_beside_it_across_restarts() {
         other => assert_eq!(other, None),
     }
     drop(inbox);
+
+    let timeline: Value = client()
+        .get(server.url("/v1/tasks/conv-h/messages"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let traces: Vec<&str> = timeline
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            trace_id(
+                m["traceparent"]
+                    .as_str()
+                    .expect("the timeline shows the trace"),
+            )
+        })
+        .collect();
+    assert_eq!(traces, [TRACE_ID, TRACE_ID], "{timeline}");
 
     let doc: Value = client()
         .get(server.url("/openapi.json"))
@@ -203,6 +226,8 @@ mod otlp {
 
     const OTLP_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
     const OTLP_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const HANDOFF_TRACE: &str = "5b8aa5a2d2c872e8321cf37308d69df2";
+    const HANDOFF_PARENT: &str = "00-5b8aa5a2d2c872e8321cf37308d69df2-051581bf3cb55c13-01";
 
     /// A one-thread OTLP/HTTP collector on 127.0.0.1 keeping every request body.
     fn collector() -> (String, Arc<Mutex<Vec<u8>>>) {
@@ -279,12 +304,20 @@ mod otlp {
         );
         let (id, _) = delivered(&event);
         assert_eq!(settle(&server, "bob", BOB, &id, "ack").await, 204);
+        // A handoff: its trace context is kept beside it, and its spans join the caller's trace.
+        publish_handoff(&server, &handoff(40, "conv-otlp"), Some(HANDOFF_PARENT)).await;
+        let (_, tp) = next_traced(&server, &mut inbox).await;
+        assert_eq!(trace_id(&tp.expect("the handoff's trace")), HANDOFF_TRACE);
         drop(inbox);
         server.stop().await;
 
-        let trace_bytes: Vec<u8> = (0..16)
-            .map(|i| u8::from_str_radix(&OTLP_TRACE[2 * i..2 * i + 2], 16).unwrap())
-            .collect();
+        let bytes_of = |hex: &str| -> Vec<u8> {
+            (0..16)
+                .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+                .collect()
+        };
+        let trace_bytes = bytes_of(OTLP_TRACE);
+        let handoff_bytes = bytes_of(HANDOFF_TRACE);
         // A span's name is field 5 of the protobuf Span: tag 0x2a, then the length.
         let named = |n: &str| [&[0x2a, n.len() as u8][..], n.as_bytes()].concat();
         let (publish, deliver, settle) = (named("publish"), named("deliver"), named("settle"));
@@ -308,17 +341,15 @@ mod otlp {
                 .filter(|n| !contains(&seen, n))
                 .map(|n| String::from_utf8_lossy(n).into_owned())
                 .collect();
-            let in_trace = seen
-                .windows(trace_bytes.len())
-                .filter(|w| *w == trace_bytes.as_slice())
-                .count();
+            let count = |t: &[u8]| seen.windows(t.len()).filter(|w| *w == t).count();
+            let (in_trace, in_handoff) = (count(&trace_bytes), count(&handoff_bytes));
             // publish, deliver and settle all belong to the caller's trace.
-            if missing.is_empty() && in_trace >= 3 {
+            if missing.is_empty() && in_trace >= 3 && in_handoff >= 3 {
                 break;
             }
             assert!(
                 Instant::now() < deadline,
-                "the collector did not receive {missing:?}, or the trace in {in_trace} span(s) only ({} bytes seen)",
+                "the collector did not receive {missing:?}, or the traces in {in_trace} and {in_handoff} span(s) only ({} bytes seen)",
                 seen.len()
             );
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -15,6 +15,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
 use crate::state::AppState;
+use crate::telemetry;
 
 /// Most conversation entries returned at once.
 const PAGE: usize = 500;
@@ -38,6 +39,10 @@ pub struct StoredMessage {
     /// The document exactly as published.
     #[schema(value_type = Object)]
     pub message: Value,
+    /// The W3C trace context the message travels in, when known (a handoff's is kept beside
+    /// it; see the inbox event's `traceparent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// A message that could not be delivered.
@@ -65,9 +70,10 @@ pub struct After {
     pub after: u64,
 }
 
-fn stored(env: Envelope, seq: Option<u64>) -> StoredMessage {
+async fn stored(app: &AppState, env: Envelope, seq: Option<u64>) -> StoredMessage {
     StoredMessage {
         seq,
+        traceparent: telemetry::of_stored(&app.traces, &env.id, &env.bytes).await,
         message: document(&env.bytes),
         id: env.id,
         sender: env.sender,
@@ -168,9 +174,11 @@ pub async fn task(
     caller.require_admin("timelines")?;
     check_id("the task id", &task_id)?;
     let envelopes = app.bus.by_task(&task_id).await?;
-    Ok(Json(
-        envelopes.into_iter().map(|e| stored(e, None)).collect(),
-    ))
+    let mut out = Vec::with_capacity(envelopes.len());
+    for e in envelopes {
+        out.push(stored(&app, e, None).await);
+    }
+    Ok(Json(out))
 }
 
 /// A page of a conversation's log after `after` (admin token).
@@ -198,10 +206,9 @@ pub async fn conversation(
         .bus
         .conversation(&conversation_id, page.after, PAGE)
         .await?;
-    Ok(Json(
-        entries
-            .into_iter()
-            .map(|LogEntry { seq, envelope }| stored(envelope, Some(seq)))
-            .collect(),
-    ))
+    let mut out = Vec::with_capacity(entries.len());
+    for LogEntry { seq, envelope } in entries {
+        out.push(stored(&app, envelope, Some(seq)).await);
+    }
+    Ok(Json(out))
 }

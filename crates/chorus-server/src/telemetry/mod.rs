@@ -101,14 +101,19 @@ pub fn outgoing(span: &Span, incoming: Option<String>) -> Option<String> {
     incoming
 }
 
-/// The trace context of delivery `d`: the `traceparent` in its metadata, else the one kept
-/// for its id in `traces` (a handoff's).
+/// The trace context of delivery `d` (see [`of_stored`]).
 pub async fn of_delivery(traces: &Traces, d: &Delivery) -> Option<String> {
-    if let Some(tp) = traceparent_in(&d.envelope.bytes) {
+    of_stored(traces, &d.envelope.id, &d.envelope.bytes).await
+}
+
+/// The trace context of stored message `id`: the `traceparent` in its metadata (`bytes`), else
+/// the one kept for its id in `traces` (a handoff's).
+pub async fn of_stored(traces: &Traces, id: &str, bytes: &[u8]) -> Option<String> {
+    if let Some(tp) = traceparent_in(bytes) {
         return Some(tp);
     }
-    traces.of_message(&d.envelope.id).await.unwrap_or_else(|e| {
-        tracing::warn!(message_id = %d.envelope.id, error = %e, "trace context not read");
+    traces.of_message(id).await.unwrap_or_else(|e| {
+        tracing::warn!(message_id = %id, error = %e, "trace context not read");
         None
     })
 }
