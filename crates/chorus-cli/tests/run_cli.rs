@@ -125,9 +125,6 @@ data = { issue_category = "X", severity = "urgent" }
 
 #[test]
 fn support_desk_runs_against_a_chorus_server() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-
     let dir = tempfile::tempdir().unwrap();
     let senders = [
         "customer_service",
@@ -152,31 +149,7 @@ fn support_desk_runs_against_a_chorus_server() {
     let flow = dir.path().join("flow.toml");
     std::fs::write(&flow, example + &tokens).unwrap();
 
-    let mut server = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            "memory",
-            "--config",
-            "chorus.toml",
-        ])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap()
-        .to_owned();
-    // Keep reading the server's output: a closed pipe would end it at its next line.
-    std::thread::spawn(move || lines.for_each(drop));
+    let (mut server, addr) = serve(dir.path());
 
     let transcript = dir.path().join("t.jsonl");
     let out = chorus(
@@ -217,6 +190,39 @@ fn support_desk_runs_against_a_chorus_server() {
     );
 }
 
+/// Starts `chorus serve` (memory store, `chorus.toml` of `dir`) on a free port of 127.0.0.1;
+/// returns the process and its address.
+fn serve(dir: &std::path::Path) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut server = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory",
+            "--config",
+            "chorus.toml",
+        ])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    // Keep reading the server's output: a closed pipe would end it at its next line.
+    std::thread::spawn(move || lines.for_each(drop));
+    (server, addr)
+}
+
 /// One HTTP/1.1 request to `addr`; returns the status code and the body.
 fn http(addr: &str, method: &str, path: &str, token: &str) -> (u16, String) {
     use std::io::{Read, Write};
@@ -241,9 +247,6 @@ fn http(addr: &str, method: &str, path: &str, token: &str) -> (u16, String) {
 
 #[test]
 fn a_confirmed_tool_waits_on_the_server_and_runs_once_after_approval() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-
     let dir = tempfile::tempdir().unwrap();
     let hash = |token: &str| {
         stdout(&chorus(&["serve", "--hash-token", token], ""))
@@ -301,30 +304,7 @@ operator = "{operator}"
         ),
     )
     .unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            "memory",
-            "--config",
-            "chorus.toml",
-        ])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap()
-        .to_owned();
-    std::thread::spawn(move || lines.for_each(drop));
+    let (mut server, addr) = serve(dir.path());
     let url = format!("http://{addr}");
     let run = || chorus(&["run", flow.to_str().unwrap(), "--server", &url], "");
 
@@ -375,7 +355,12 @@ operator = "{operator}"
 }
 
 /// A rule agent whose tool needs confirmation, appending the host to `log` when it runs.
-fn confirmed_flow(dir: &std::path::Path, log: &std::path::Path) -> std::path::PathBuf {
+/// `server` is appended (a `[server]` table for --server runs).
+fn confirmed_flow(
+    dir: &std::path::Path,
+    log: &std::path::Path,
+    server: &str,
+) -> std::path::PathBuf {
     let flow = dir.join("flow.toml");
     std::fs::write(
         &flow,
@@ -404,7 +389,7 @@ arguments = {{ host = "router-1" }}
 [[agents.rules.then]]
 action = "reply"
 text = "${{tools.restart.output}}"
-"#,
+{server}"#,
             log = log.display()
         ),
     )
@@ -419,7 +404,7 @@ fn an_embedded_flow_waits_for_an_approval_given_with_chorus_confirm_and_runs_the
 
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let flow = confirmed_flow(dir.path(), &log);
+    let flow = confirmed_flow(dir.path(), &log, "");
     let store = format!("sqlite:{}", dir.path().join("approvals.db").display());
     let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
         .args(["run", flow.to_str().unwrap(), "--confirmations", &store])
@@ -429,16 +414,7 @@ fn an_embedded_flow_waits_for_an_approval_given_with_chorus_confirm_and_runs_the
         .spawn()
         .unwrap();
     let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
-    let mut before = Vec::new();
-    let hint = loop {
-        let Some(Ok(line)) = stderr_lines.next() else {
-            panic!("the flow ended without waiting: {before:?}");
-        };
-        if line.starts_with("waiting for approval of restart(") {
-            break line;
-        }
-        before.push(line);
-    };
+    let (hint, before) = waiting_line(&mut stderr_lines);
     assert!(
         before.iter().any(|l| l.contains(
             &*dir
@@ -467,7 +443,7 @@ fn without_waiting_an_embedded_flow_keeps_the_pending_call_in_chorus_confirmatio
 
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let flow = confirmed_flow(dir.path(), &log);
+    let flow = confirmed_flow(dir.path(), &log, "");
     let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
         .args(["run", flow.to_str().unwrap()])
         .current_dir(dir.path())
@@ -480,4 +456,95 @@ fn without_waiting_an_embedded_flow_keeps_the_pending_call_in_chorus_confirmatio
     assert!(err.contains("human_confirmation_required"), "{err}");
     assert!(dir.path().join("chorus-confirmations.db").is_file());
     assert!(!log.exists());
+}
+
+/// Reads standard error lines of a waiting `chorus run` up to its "waiting for approval" line;
+/// returns that line and the ones before it.
+fn waiting_line(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+) -> (String, Vec<String>) {
+    let mut before = Vec::new();
+    loop {
+        let Some(Ok(line)) = lines.next() else {
+            panic!("the flow ended without waiting: {before:?}");
+        };
+        if line.starts_with("waiting for approval of restart(") {
+            return (line, before);
+        }
+        before.push(line);
+    }
+}
+
+#[test]
+fn a_flow_against_a_server_waits_for_an_approval_given_there_and_runs_the_call_once() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let hash = |token: &str| {
+        stdout(&chorus(&["serve", "--hash-token", token], ""))
+            .trim()
+            .to_owned()
+    };
+    let admin = "admin-0123456789abcdef0123456789abcdef";
+    let (ops, operator) = (
+        "ops-0123456789abcdef0123456789abcdef",
+        "operator-0123456789abcdef0123456789",
+    );
+    std::fs::write(
+        dir.path().join("chorus.toml"),
+        format!(
+            "admin_token_sha256 = \"{}\"\n[agents.ops]\ntoken_sha256 = \"{}\"\n[agents.operator]\ntoken_sha256 = \"{}\"\n",
+            hash(admin), hash(ops), hash(operator)
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("log");
+    let flow = confirmed_flow(
+        dir.path(),
+        &log,
+        &format!(
+            "[server]\nidle_ms = 800\n[server.tokens]\nops = \"{ops}\"\noperator = \"{operator}\"\n"
+        ),
+    );
+    let (mut server, addr) = serve(dir.path());
+    let url = format!("http://{addr}");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args([
+            "run",
+            flow.to_str().unwrap(),
+            "--server",
+            &url,
+            "--await-approval",
+            "30",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
+    let (hint, _) = waiting_line(&mut stderr_lines);
+    let ran_early = log.exists();
+    let id = hint
+        .split(" — id ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap()
+        .to_owned();
+    let (status, body) = http(
+        &addr,
+        "POST",
+        &format!("/v1/confirmations/{id}/approve"),
+        admin,
+    );
+    let rest: Vec<String> = stderr_lines.map_while(Result::ok).collect();
+    let out = run.wait_with_output().unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(!ran_early, "nothing ran before the approval");
+    assert!(hint.contains(&format!("--server {url}")), "{hint}");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(out.status.code(), Some(0), "{rest:?}");
+    assert_eq!(stdout(&out).trim(), "operator: restarted router-1");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "router-1\n");
 }
