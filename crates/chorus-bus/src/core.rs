@@ -67,8 +67,9 @@ impl Envelope {
         })
     }
 
-    /// The routing keys of a chorus message: its `id`, its `recipient`, its `name` as sender
-    /// and its `metadata.session_id` as conversation; MEDIUM priority.
+    /// The routing keys of a chorus message: its `id`, its `recipient`, its `name` as sender,
+    /// its `metadata.session_id` as conversation and its `metadata.task_id` and
+    /// `metadata.correlation_id` (string keys kept in `extra`) for tracking; MEDIUM priority.
     pub fn from_message(msg: &Message, bytes: impl Into<Bytes>) -> Result<Envelope, Vec<Issue>> {
         let mut issues = Vec::new();
         if msg.id.as_deref().is_none_or(str::is_empty) {
@@ -93,7 +94,12 @@ impl Envelope {
             bytes,
         );
         env.sender = msg.name.clone();
-        env.conversation_id = msg.metadata.as_ref().and_then(|m| m.session_id.clone());
+        if let Some(meta) = &msg.metadata {
+            let key = |name: &str| meta.extra.get(name).and_then(Value::as_str).map(str::to_owned);
+            env.conversation_id = meta.session_id.clone();
+            env.task_id = key("task_id");
+            env.correlation_id = key("correlation_id");
+        }
         Ok(env)
     }
 
@@ -200,5 +206,18 @@ mod tests {
             ("m1", &["agent".to_string()][..])
         );
         assert_eq!(env.sender.as_deref(), Some("alice"));
+        assert_eq!((env.task_id, env.correlation_id), (None, None));
+    }
+
+    #[test]
+    fn messages_are_tracked_by_the_task_and_correlation_in_their_metadata() {
+        let doc = serde_json::json!({
+            "id": "m1", "role": "assistant", "content": "done", "recipient": "bob",
+            "metadata": {"session_id": "s-1", "task_id": "t-1", "correlation_id": "c-1"}
+        });
+        let env = Envelope::from_document(&doc, b"x".to_vec()).unwrap();
+        assert_eq!(env.conversation_id.as_deref(), Some("s-1"));
+        assert_eq!(env.task_id.as_deref(), Some("t-1"));
+        assert_eq!(env.correlation_id.as_deref(), Some("c-1"));
     }
 }
