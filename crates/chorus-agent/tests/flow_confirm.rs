@@ -173,10 +173,17 @@ async fn an_approval_given_while_the_flow_waits_runs_the_call_once_and_resumes_t
         ["I need your approval to restart r1.", "Done: r1 restarted."]
     );
     assert!(report.pending_confirmations.is_empty());
+    let said: Vec<(Option<&str>, String)> = seen.iter().map(|i| (i.sender(), i.text())).collect();
+    assert_eq!(said.len(), 4, "{said:?}");
+    assert_eq!(said[1].1, "I need your approval to restart r1.");
+    assert_eq!(
+        said[2].0,
+        Some("operator"),
+        "the decision message follows: {said:?}"
+    );
     assert!(
-        seen.iter()
-            .any(|i| i.sender() == Some("operator") && i.text().contains("I approved")),
-        "the decision message is in the transcript"
+        said[2].1.starts_with("I approved the call restart("),
+        "{said:?}"
     );
     let store = SqliteConfirmations::open(&db).unwrap();
     let all = store.list(None).await.unwrap();
@@ -216,7 +223,7 @@ async fn without_a_decision_the_wait_ends_with_the_pending_id() {
     ])
     .await;
     let started = std::time::Instant::now();
-    let (result, notices, _) = run_waiting(&fake, &log, &db, Duration::from_secs(1), None).await;
+    let (result, notices, seen) = run_waiting(&fake, &log, &db, Duration::from_secs(1), None).await;
     let waited = started.elapsed();
     let Err(FlowError::Failed(message)) = result else {
         panic!("expected a failure, got {result:?}");
@@ -232,6 +239,11 @@ async fn without_a_decision_the_wait_ends_with_the_pending_id() {
         "{waited:?}"
     );
     assert_eq!(fake.requests().len(), 2, "no model call after the timeout");
+    assert_eq!(
+        seen.last().map(Item::text).as_deref(),
+        Some("I need your approval to restart r1."),
+        "what the agent said before the wait was sent before it"
+    );
 }
 
 #[tokio::test]

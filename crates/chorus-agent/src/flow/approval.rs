@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use chorus_core::{Message, Role};
 
 use super::failure::handle_with_strategy;
@@ -38,6 +39,14 @@ pub(super) struct Delivery<'a> {
     pub store: &'a dyn Confirmations,
 }
 
+/// Where the items of a delivery go as soon as the agent made them (published on the bus or
+/// the server), so what an agent says before a wait is out before the wait.
+#[async_trait]
+pub(super) trait Outbox: Send {
+    /// Sends one item.
+    async fn send(&mut self, item: Item) -> Result<(), FlowError>;
+}
+
 fn failed(e: impl ToString) -> FlowError {
     FlowError::Failed(e.to_string())
 }
@@ -57,10 +66,13 @@ pub(super) async fn pending(
 }
 
 impl ApprovalWait {
-    /// Handles one delivery; when it halts on confirmations, waits for their decisions and
-    /// re-delivers until the agent no longer halts. Returns everything the agent sent, in order.
-    pub(super) async fn handle(&self, d: Delivery<'_>) -> Result<Vec<Item>, FlowError> {
-        let mut sent = Vec::new();
+    /// Handles one delivery, sending what the agent makes to `out`; when it halts on
+    /// confirmations, waits for their decisions and re-delivers until the agent no longer halts.
+    pub(super) async fn handle(
+        &self,
+        d: Delivery<'_>,
+        out: &mut dyn Outbox,
+    ) -> Result<(), FlowError> {
         loop {
             let before: HashSet<String> = pending(d.store, d.task_id)
                 .await?
@@ -75,20 +87,19 @@ impl ApprovalWait {
                     c.agent == d.agent.name() && (result.is_err() || !before.contains(&c.id))
                 })
                 .collect();
-            if halted.is_empty() {
-                sent.extend(result.map_err(failed)?);
-                return Ok(sent);
-            }
             let retry = result.is_err();
-            sent.extend(result.unwrap_or_default());
+            if halted.is_empty() || !retry {
+                for item in result.map_err(failed)? {
+                    out.send(item).await?;
+                }
+            }
+            if halted.is_empty() {
+                return Ok(());
+            }
             let decided = self.wait(d.store, &halted).await?;
             if !retry {
-                sent.push(Item::Message(decision_message(
-                    &decided,
-                    d.person,
-                    d.agent.name(),
-                )));
-                return Ok(sent);
+                let message = decision_message(&decided, d.person, d.agent.name());
+                return out.send(Item::Message(message)).await;
             }
         }
     }

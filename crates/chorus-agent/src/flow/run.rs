@@ -9,7 +9,7 @@ use chorus_bus::{Bus, BusConfig, BusError, MemoryBus};
 use chorus_core::{Message, Role};
 use indexmap::IndexMap;
 
-use super::approval::{ApprovalWait, Delivery, pending};
+use super::approval::{ApprovalWait, Delivery, Outbox, pending};
 use super::build::{ModelFactory, build_agents};
 use super::failure::handle_with_strategy;
 use super::remote::Remote;
@@ -78,23 +78,31 @@ impl Flow {
         self
     }
 
-    /// Handles one delivery, waiting for approvals when configured.
-    async fn deliver(&self, agent: &dyn FlowAgent, input: &Item) -> Result<Vec<Item>, FlowError> {
-        match &self.approval {
-            Some(wait) => {
-                wait.handle(Delivery {
-                    agent,
-                    input,
-                    task_id: &self.task_id,
-                    person: &self.spec.input.from,
-                    store: self.confirmations.as_ref(),
-                })
-                .await
-            }
-            None => handle_with_strategy(agent, input, &self.task_id)
-                .await
-                .map_err(|e| FlowError::Failed(e.to_string())),
+    /// Handles one delivery, sending what the agent makes to `out`; waits for approvals when
+    /// configured.
+    async fn deliver(
+        &self,
+        agent: &dyn FlowAgent,
+        input: &Item,
+        out: &mut dyn Outbox,
+    ) -> Result<(), FlowError> {
+        if let Some(wait) = &self.approval {
+            let delivery = Delivery {
+                agent,
+                input,
+                task_id: &self.task_id,
+                person: &self.spec.input.from,
+                store: self.confirmations.as_ref(),
+            };
+            return wait.handle(delivery, out).await;
         }
+        let items = handle_with_strategy(agent, input, &self.task_id)
+            .await
+            .map_err(|e| FlowError::Failed(e.to_string()))?;
+        for item in items {
+            out.send(item).await?;
+        }
+        Ok(())
     }
 
     /// The task id every handoff of this run carries.
@@ -185,17 +193,16 @@ impl Flow {
                 continue;
             };
             let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-            let out = match self.deliver(agent.as_ref(), &input).await {
-                Ok(out) => out,
-                Err(e) => {
-                    // The flow ends here; the delivery is settled so a re-run starts afresh.
-                    remote.ack(&name, &message_id).await?;
-                    return Err(e);
-                }
+            let mut out = RemoteOutbox {
+                flow: self,
+                remote: &remote,
+                report: &mut report,
+                observe: &mut *observe,
             };
-            for item in out {
-                self.send_remote(&remote, item, &mut report, observe)
-                    .await?;
+            if let Err(e) = self.deliver(agent.as_ref(), &input, &mut out).await {
+                // The flow ends here; the delivery is settled so a re-run starts afresh.
+                remote.ack(&name, &message_id).await?;
+                return Err(e);
             }
             remote.ack(&name, &message_id).await?;
         }
@@ -260,10 +267,13 @@ impl Flow {
                         serde_json::from_slice(&delivery.envelope.bytes)
                             .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
                     let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-                    let out = self.deliver(agent.as_ref(), &input).await?;
-                    for item in out {
-                        self.publish(&bus, item, &mut report, observe).await?;
-                    }
+                    let mut out = BusOutbox {
+                        flow: self,
+                        bus: &bus,
+                        report: &mut report,
+                        observe: &mut *observe,
+                    };
+                    self.deliver(agent.as_ref(), &input, &mut out).await?;
                     bus.ack(&delivery)
                         .await
                         .map_err(|e| FlowError::Failed(e.to_string()))?;
@@ -356,6 +366,40 @@ impl Flow {
         let replies = result.map_err(fail)?;
         report.outputs = replies.into_iter().map(Item::Message).collect();
         Ok(report)
+    }
+}
+
+/// Publishes a delivery's items on the embedded bus.
+struct BusOutbox<'a> {
+    flow: &'a Flow,
+    bus: &'a MemoryBus,
+    report: &'a mut FlowReport,
+    observe: &'a mut (dyn FnMut(&Item) + Send),
+}
+
+#[async_trait::async_trait]
+impl Outbox for BusOutbox<'_> {
+    async fn send(&mut self, item: Item) -> Result<(), FlowError> {
+        self.flow
+            .publish(self.bus, item, self.report, self.observe)
+            .await
+    }
+}
+
+/// Publishes a delivery's items through the chorus server.
+struct RemoteOutbox<'a> {
+    flow: &'a Flow,
+    remote: &'a Remote,
+    report: &'a mut FlowReport,
+    observe: &'a mut (dyn FnMut(&Item) + Send),
+}
+
+#[async_trait::async_trait]
+impl Outbox for RemoteOutbox<'_> {
+    async fn send(&mut self, item: Item) -> Result<(), FlowError> {
+        self.flow
+            .send_remote(self.remote, item, self.report, self.observe)
+            .await
     }
 }
 
