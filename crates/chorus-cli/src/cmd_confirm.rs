@@ -1,5 +1,6 @@
 //! `chorus confirm`: list, approve and reject the tool calls waiting for a person, on a running
-//! server (its HTTP API, admin token) or in a server's store files (read directly).
+//! server (its HTTP API, admin token) or in the confirmations file of a server's store or of an
+//! embedded flow (read directly).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -62,8 +63,9 @@ struct Source {
     /// The server's admin token (default: the environment variable CHORUS_ADMIN_TOKEN).
     #[arg(long, value_name = "TOKEN", requires = "server")]
     admin_token: Option<String>,
-    /// The store a server was started with (`chorus serve --store`): its confirmations file
-    /// (sqlite:DIR/NAME.db keeps them in DIR/NAME-confirmations.db) is opened directly.
+    /// The store given to `chorus serve --store` or `chorus run --confirmations`: its
+    /// confirmations file (sqlite:DIR/NAME.db keeps them in DIR/NAME-confirmations.db) is
+    /// opened directly.
     #[arg(long, value_name = "STORE")]
     store: Option<String>,
     /// One JSON object per line instead of a table.
@@ -202,14 +204,14 @@ fn open(source: &Source) -> Result<Box<dyn Confirmations>, Failure> {
     let path = store.confirmations_path().ok_or_else(|| {
         Failure(
             2,
-            "a memory store keeps confirmations inside the server process: use --server".into(),
+            "a memory store keeps confirmations inside the process that made them: use --server for a server's".into(),
         )
     })?;
     if !path.is_file() {
         return Err(Failure(
             2,
             format!(
-                "no confirmations file at {} (--store takes the store given to `chorus serve`, e.g. sqlite:./chorus.db)",
+                "no confirmations file at {} (--store takes the store given to `chorus serve --store` or `chorus run --confirmations`, e.g. sqlite:./chorus.db)",
                 path.display()
             ),
         ));
