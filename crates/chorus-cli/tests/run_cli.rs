@@ -2,6 +2,11 @@
 
 mod common;
 
+/// The fake OpenAI-compatible server of chorus-agent's tests (not every helper is used here).
+#[allow(dead_code)]
+#[path = "../../chorus-agent/tests/support/fake_openai.rs"]
+mod fake_openai;
+
 use chorus_core::{Kind, Validator};
 use common::{chorus, code, stderr, stdout};
 use serde_json::Value;
@@ -547,4 +552,94 @@ fn a_flow_against_a_server_waits_for_an_approval_given_there_and_runs_the_call_o
     assert_eq!(out.status.code(), Some(0), "{rest:?}");
     assert_eq!(stdout(&out).trim(), "operator: restarted router-1");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "router-1\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approval_example_waits_for_chorus_confirm_and_the_model_gets_the_real_result() {
+    use fake_openai::{FakeOpenAi, Reply, chat};
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let text = |t: &str| Reply::chat(vec![chat::role(), chat::text(t), chat::finish("stop")]);
+    let args = r#"{"host":"10.0.0.1","reason":"hourly drops"}"#;
+    let fake = FakeOpenAi::start(vec![
+        Reply::chat(vec![
+            chat::role(),
+            chat::call_start(0, "call_r", "restart_router", args),
+            chat::finish("tool_calls"),
+        ]),
+        text("I need your approval to restart 10.0.0.1."),
+        text("Router 10.0.0.1 restarted."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("approvals.db").display());
+    let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args([
+            "run",
+            "examples/tools-with-approval.toml",
+            "--confirmations",
+            &store,
+        ])
+        .args(["--await-approval", "30"])
+        .current_dir(common::repo())
+        .env("CHORUS_MODEL_BASE_URL", fake.base_url())
+        .env("OPENAI_API_KEY", "test-key")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr_pipe = run.stderr.take().unwrap();
+    let (approve, rest, out) = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stderr_pipe).lines();
+        let mut before = Vec::new();
+        let hint = loop {
+            let Some(Ok(line)) = lines.next() else {
+                panic!("the flow ended without waiting: {before:?}");
+            };
+            if line.starts_with("waiting for approval of restart_router(") {
+                break line;
+            }
+            before.push(line);
+        };
+        let command = hint.split("approve with: ").nth(1).unwrap().to_owned();
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let approve = chorus(&words[1..], "");
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        (approve, rest, run.wait_with_output().unwrap())
+    })
+    .await
+    .unwrap();
+    assert_eq!(code(&approve), 0, "{}", stderr(&approve));
+    assert_eq!(out.status.code(), Some(0), "{rest:?}");
+    assert!(
+        stdout(&out).contains("operator: Router 10.0.0.1 restarted."),
+        "{}",
+        stdout(&out)
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3);
+    let results: Vec<&Value> = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m.to_string()
+                .contains("restart requested for 10.0.0.1: hourly drops")
+        })
+        .collect();
+    assert_eq!(
+        results.len(),
+        1,
+        "the call ran once: {:?}",
+        requests[2].body
+    );
+    assert_eq!(results[0]["role"], "tool");
+    let list = chorus(
+        &[
+            "confirm", "list", "--state", "consumed", "--store", &store, "--json",
+        ],
+        "",
+    );
+    assert_eq!(stdout(&list).lines().count(), 1, "{}", stdout(&list));
 }
