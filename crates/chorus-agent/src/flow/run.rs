@@ -173,29 +173,24 @@ impl Flow {
         let (mut rx, tasks) = remote.listen(&names)?;
         let _readers = AbortOnDrop(tasks);
         let mut report = FlowReport::default();
-        self.send_remote(
-            &remote,
+        let channel = Channel::Remote(&remote);
+        self.send(
+            channel,
             Item::Message(self.first_message()),
             &mut report,
             observe,
         )
         .await?;
-        let max_steps = self.spec.max_steps.unwrap_or(100);
         while let Ok(Some(next)) = tokio::time::timeout(remote.idle(), rx.recv()).await {
             let (name, message_id, document) = next?;
-            report.steps += 1;
-            if report.steps > max_steps {
-                return Err(FlowError::Failed(format!(
-                    "the flow did not end within max_steps = {max_steps} deliveries"
-                )));
-            }
+            self.count_step(&mut report)?;
             let Some(agent) = self.agents.get(&name) else {
                 continue;
             };
             let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-            let mut out = RemoteOutbox {
+            let mut out = FlowOutbox {
                 flow: self,
-                remote: &remote,
+                channel,
                 report: &mut report,
                 observe: &mut *observe,
             };
@@ -209,16 +204,35 @@ impl Flow {
         self.finish(report).await
     }
 
-    async fn send_remote(
+    /// Counts one delivery; fails once the flow has used up `max_steps`.
+    fn count_step(&self, report: &mut FlowReport) -> Result<(), FlowError> {
+        report.steps += 1;
+        let max_steps = self.spec.max_steps.unwrap_or(100);
+        if report.steps > max_steps {
+            return Err(FlowError::Failed(format!(
+                "the flow did not end within max_steps = {max_steps} deliveries"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Shows `item` to `observe`, publishes it on `channel`, and keeps it as an output when it
+    /// is addressed to no agent of the flow.
+    async fn send(
         &self,
-        remote: &Remote,
+        channel: Channel<'_>,
         item: Item,
         report: &mut FlowReport,
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<(), FlowError> {
         observe(&item);
-        let sender = item.sender().unwrap_or_default().to_owned();
-        remote.publish(&sender, &item.to_json()).await?;
+        match channel {
+            Channel::Bus(bus) => publish_on_bus(bus, &item).await?,
+            Channel::Remote(remote) => {
+                let sender = item.sender().unwrap_or_default().to_owned();
+                remote.publish(&sender, &item.to_json()).await?;
+            }
+        }
         if !item
             .recipients()
             .iter()
@@ -245,9 +259,9 @@ impl Flow {
     ) -> Result<FlowReport, FlowError> {
         let bus = MemoryBus::new(BusConfig::default());
         let mut report = FlowReport::default();
-        self.publish(&bus, Item::Message(first), &mut report, observe)
+        let channel = Channel::Bus(&bus);
+        self.send(channel, Item::Message(first), &mut report, observe)
             .await?;
-        let max_steps = self.spec.max_steps.unwrap_or(100);
         loop {
             let mut idle = true;
             for (name, agent) in &self.agents {
@@ -257,19 +271,14 @@ impl Flow {
                     .map_err(|e| FlowError::Failed(e.to_string()))?;
                 for delivery in deliveries {
                     idle = false;
-                    report.steps += 1;
-                    if report.steps > max_steps {
-                        return Err(FlowError::Failed(format!(
-                            "the flow did not end within max_steps = {max_steps} deliveries"
-                        )));
-                    }
+                    self.count_step(&mut report)?;
                     let document: serde_json::Value =
                         serde_json::from_slice(&delivery.envelope.bytes)
                             .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
                     let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-                    let mut out = BusOutbox {
+                    let mut out = FlowOutbox {
                         flow: self,
-                        bus: &bus,
+                        channel,
                         report: &mut report,
                         observe: &mut *observe,
                     };
@@ -283,38 +292,6 @@ impl Flow {
                 return Ok(report);
             }
         }
-    }
-
-    async fn publish(
-        &self,
-        bus: &MemoryBus,
-        item: Item,
-        report: &mut FlowReport,
-        observe: &mut (dyn FnMut(&Item) + Send),
-    ) -> Result<(), FlowError> {
-        let bytes =
-            serde_json::to_vec(&item.to_json()).map_err(|e| FlowError::Failed(e.to_string()))?;
-        observe(&item);
-        match bus.publish(bytes).await {
-            Ok(_) => {}
-            Err(BusError::Invalid { issues, .. }) => {
-                let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
-                return Err(FlowError::Failed(format!(
-                    "the bus refused {}: {}",
-                    item.describe(),
-                    issues.join("; ")
-                )));
-            }
-            Err(e) => return Err(FlowError::Failed(e.to_string())),
-        }
-        if !item
-            .recipients()
-            .iter()
-            .any(|r| self.agents.contains_key(r))
-        {
-            report.outputs.push(item);
-        }
-        Ok(())
     }
 
     async fn run_in_process(
@@ -369,36 +346,44 @@ impl Flow {
     }
 }
 
-/// Publishes a delivery's items on the embedded bus.
-struct BusOutbox<'a> {
-    flow: &'a Flow,
-    bus: &'a MemoryBus,
-    report: &'a mut FlowReport,
-    observe: &'a mut (dyn FnMut(&Item) + Send),
+/// Where a `handoffs` flow publishes: the embedded bus or the chorus server.
+#[derive(Clone, Copy)]
+enum Channel<'a> {
+    Bus(&'a MemoryBus),
+    Remote(&'a Remote),
 }
 
-#[async_trait::async_trait]
-impl Outbox for BusOutbox<'_> {
-    async fn send(&mut self, item: Item) -> Result<(), FlowError> {
-        self.flow
-            .publish(self.bus, item, self.report, self.observe)
-            .await
+/// Publishes an item on the embedded bus; a refusal names the item and the bus's issues.
+async fn publish_on_bus(bus: &MemoryBus, item: &Item) -> Result<(), FlowError> {
+    let bytes =
+        serde_json::to_vec(&item.to_json()).map_err(|e| FlowError::Failed(e.to_string()))?;
+    match bus.publish(bytes).await {
+        Ok(_) => Ok(()),
+        Err(BusError::Invalid { issues, .. }) => {
+            let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
+            Err(FlowError::Failed(format!(
+                "the bus refused {}: {}",
+                item.describe(),
+                issues.join("; ")
+            )))
+        }
+        Err(e) => Err(FlowError::Failed(e.to_string())),
     }
 }
 
-/// Publishes a delivery's items through the chorus server.
-struct RemoteOutbox<'a> {
+/// Publishes a delivery's items on the flow's channel.
+struct FlowOutbox<'a> {
     flow: &'a Flow,
-    remote: &'a Remote,
+    channel: Channel<'a>,
     report: &'a mut FlowReport,
     observe: &'a mut (dyn FnMut(&Item) + Send),
 }
 
 #[async_trait::async_trait]
-impl Outbox for RemoteOutbox<'_> {
+impl Outbox for FlowOutbox<'_> {
     async fn send(&mut self, item: Item) -> Result<(), FlowError> {
         self.flow
-            .send_remote(self.remote, item, self.report, self.observe)
+            .send(self.channel, item, self.report, self.observe)
             .await
     }
 }
