@@ -3,11 +3,10 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chorus_core::ToolDefinition;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolOutput, template};
+use super::{ToolOutput, template};
 
 /// Runs a program directly (never through a shell); `{arg}` placeholders in its arguments are
 /// filled as given. Standard output is the result; a nonzero exit is an error result.
@@ -31,30 +30,12 @@ impl CommandTool {
         }
     }
 
-    /// The same tool with a timeout per call.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The same tool, marked as needing a person's approval for each call.
-    pub fn with_confirmation(mut self, required: bool) -> Self {
-        self.requires_confirmation = required;
-        self
-    }
-
-    async fn run(&self, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
+    async fn execute(&self, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
         let args = self
             .args
             .iter()
             .map(|a| template::render(a, arguments, false))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| {
-                ToolOutput::error(
-                    "InvalidArguments",
-                    format!("{e}. Hint: give that argument."),
-                )
-            })?;
+            .collect::<Result<Vec<_>, _>>()?;
         let child = tokio::process::Command::new(&self.program)
             .args(&args)
             .stdin(Stdio::null())
@@ -104,17 +85,4 @@ impl CommandTool {
     }
 }
 
-#[async_trait]
-impl Tool for CommandTool {
-    fn definition(&self) -> ToolDefinition {
-        self.definition.clone()
-    }
-
-    fn requires_confirmation(&self) -> bool {
-        self.requires_confirmation
-    }
-
-    async fn call(&self, arguments: Value) -> ToolOutput {
-        self.run(&arguments).await.unwrap_or_else(|e| e)
-    }
-}
+configured_tool!(CommandTool);

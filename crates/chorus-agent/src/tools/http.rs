@@ -2,13 +2,12 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use base64::Engine;
 use chorus_core::{ContentPart, ToolDefinition};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolOutput, template};
+use super::{ToolOutput, template};
 
 /// Calls an HTTP endpoint; `{arg}` placeholders in the URL are percent-encoded, in headers
 /// filled as given. GET and DELETE send no body; other methods send the arguments as JSON.
@@ -50,35 +49,14 @@ impl HttpTool {
         self
     }
 
-    /// The same tool with a timeout per call.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The same tool, marked as needing a person's approval for each call.
-    pub fn with_confirmation(mut self, required: bool) -> Self {
-        self.requires_confirmation = required;
-        self
-    }
-
-    async fn send(&self, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
-        let bad_template = |e: template::TemplateError| {
-            ToolOutput::error(
-                "InvalidArguments",
-                format!("{e}. Hint: give that argument."),
-            )
-        };
-        let url = template::render(&self.url, arguments, true).map_err(bad_template)?;
+    async fn execute(&self, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
+        let url = template::render(&self.url, arguments, true)?;
         let mut request = self
             .client
             .request(self.method.clone(), &url)
             .timeout(self.timeout);
         for (name, value) in &self.headers {
-            request = request.header(
-                name,
-                template::render(value, arguments, false).map_err(bad_template)?,
-            );
+            request = request.header(name, template::render(value, arguments, false)?);
         }
         if !matches!(self.method, reqwest::Method::GET | reqwest::Method::DELETE) {
             request = request.json(arguments);
@@ -131,17 +109,4 @@ impl HttpTool {
     }
 }
 
-#[async_trait]
-impl Tool for HttpTool {
-    fn definition(&self) -> ToolDefinition {
-        self.definition.clone()
-    }
-
-    fn requires_confirmation(&self) -> bool {
-        self.requires_confirmation
-    }
-
-    async fn call(&self, arguments: Value) -> ToolOutput {
-        self.send(&arguments).await.unwrap_or_else(|e| e)
-    }
-}
+configured_tool!(HttpTool);

@@ -6,6 +6,42 @@
 //! model can repair its call. Built-in kinds: [`HttpTool`], [`CommandTool`] and [`FunctionTool`]
 //! (a typed Rust function whose schema is derived with schemars).
 
+/// The builder methods (`with_timeout`, `with_confirmation`) and the [`Tool`] impl of a tool
+/// kind with fields `definition`, `timeout` and `requires_confirmation` and a method
+/// `execute(&self, &Value) -> Result<ToolOutput, ToolOutput>` (the `http` and `command` kinds).
+macro_rules! configured_tool {
+    ($kind:ty) => {
+        impl $kind {
+            /// The same tool with a timeout per call.
+            pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.timeout = timeout;
+                self
+            }
+
+            /// The same tool, marked as needing a person's approval for each call.
+            pub fn with_confirmation(mut self, required: bool) -> Self {
+                self.requires_confirmation = required;
+                self
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::tools::Tool for $kind {
+            fn definition(&self) -> chorus_core::ToolDefinition {
+                self.definition.clone()
+            }
+
+            fn requires_confirmation(&self) -> bool {
+                self.requires_confirmation
+            }
+
+            async fn call(&self, arguments: serde_json::Value) -> $crate::tools::ToolOutput {
+                self.execute(&arguments).await.unwrap_or_else(|e| e)
+            }
+        }
+    };
+}
+
 mod command;
 mod function;
 mod http;

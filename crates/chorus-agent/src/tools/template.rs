@@ -18,6 +18,13 @@ pub enum TemplateError {
     Unclosed(String),
 }
 
+impl From<TemplateError> for super::ToolOutput {
+    /// The error result a model sees when its arguments cannot fill a template.
+    fn from(e: TemplateError) -> Self {
+        super::ToolOutput::error("InvalidArguments", format!("{e}. Hint: give that argument."))
+    }
+}
+
 /// Fills `{name}` with the argument `name` (percent-encoded when `encode`); `{{` and `}}` are
 /// literal braces.
 pub fn render(template: &str, arguments: &Value, encode: bool) -> Result<String, TemplateError> {
