@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use chorus_core::validate::json_type;
 use chorus_core::{ToolCall, ToolDefinition};
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -265,15 +266,4 @@ fn schema_errors(schema: &jsonschema::Validator, arguments: &Value) -> Option<To
             problems.join("; ")
         ),
     ))
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::problem::Problem;
 
-/// The JSON type name of a value, as used in messages.
-pub(crate) fn json_type(value: &Value) -> &'static str {
+/// The JSON type name of a value with its article (`a string`, `null`), as used in messages.
+pub fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

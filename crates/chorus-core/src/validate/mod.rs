@@ -21,6 +21,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 pub use checks::routing_id_problem;
+pub use describe::json_type;
 pub use detect::detect_kind;
 pub use json_scan::{Limits, parse};
 pub use problem::{Problem, Severity};
