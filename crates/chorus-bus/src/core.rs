@@ -95,7 +95,12 @@ impl Envelope {
         );
         env.sender = msg.name.clone();
         if let Some(meta) = &msg.metadata {
-            let key = |name: &str| meta.extra.get(name).and_then(Value::as_str).map(str::to_owned);
+            let key = |name: &str| {
+                meta.extra
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
             env.conversation_id = meta.session_id.clone();
             env.task_id = key("task_id");
             env.correlation_id = key("correlation_id");
