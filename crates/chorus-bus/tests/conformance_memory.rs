@@ -17,4 +17,4 @@ async fn setup() -> Option<Fixture> {
     })
 }
 
-conformance_tests!(setup);
+conformance_tests!(setup, "memory");

@@ -23,4 +23,4 @@ async fn setup() -> Option<Fixture> {
     })
 }
 
-conformance_tests!(setup);
+conformance_tests!(setup, "sqlite");

@@ -84,6 +84,8 @@ fn child_process_entry() {
     };
     rt.block_on(async { tokio::time::timeout(CHILD_LIMIT, work).await.ok() });
     say("EXIT");
+    // Work still running on blocking threads does not keep the child alive.
+    rt.shutdown_timeout(Duration::from_secs(1));
 }
 
 fn message(i: usize) -> Envelope {
@@ -217,6 +219,20 @@ fn read_until(
     lines
 }
 
+/// Waits for a child that said `EXIT` or passed its limit; one still running after a few
+/// seconds more is killed and the test fails.
+fn finish(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("child status") {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill9(child);
+    panic!("a child process did not end within its limit of {CHILD_LIMIT:?}");
+}
+
 fn kill9(child: &mut Child) {
     child.kill().ok(); // SIGKILL on Unix
     child.wait().ok();
@@ -229,13 +245,16 @@ fn ids(lines: &[String], tag: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Runs the parent's checks on a fresh runtime, failing when they take over a minute.
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    let limit = Duration::from_secs(60);
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap()
-        .block_on(f)
+        .block_on(async { tokio::time::timeout(limit, f).await })
+        .unwrap_or_else(|_| panic!("the checks after the crashes did not finish within {limit:?}"))
 }
 
 /// The whole scenario on one target: producers killed mid-stream, consumers killed at each
@@ -261,7 +280,7 @@ fn crash_scenario(target: &str, total: usize) {
     }
     let (mut child, rx) = spawn("producer", target, &total.to_string(), None);
     acked.extend(ids(&read_until(&rx, |_| false), "ACKED "));
-    child.wait().ok();
+    finish(&mut child);
     assert_eq!(
         acked.len(),
         total,
@@ -276,7 +295,7 @@ fn crash_scenario(target: &str, total: usize) {
     ] {
         let (mut child, rx) = spawn("consumer", target, point, None);
         read_until(&rx, |_| false);
-        let status = child.wait().unwrap();
+        let status = finish(&mut child);
         assert!(
             !status.success(),
             "{point}: the consumer was expected to die"
@@ -291,7 +310,7 @@ fn crash_scenario(target: &str, total: usize) {
     kill9(&mut child);
     let (mut child, rx) = spawn("consumer", target, "run", None);
     read_until(&rx, |_| false);
-    child.wait().ok();
+    finish(&mut child);
     // Afterwards: every acknowledged message has exactly one effect, and nothing is left.
     block_on(async {
         let bus = open(target).await;
@@ -405,7 +424,7 @@ fn sqlite_full_disk_fails_publish_and_acknowledges_nothing() {
     let target = format!("sqlite:{}", path.display());
     let (mut child, rx) = spawn("full_disk", &target, "", Some(2 * 1024 * 1024));
     let lines = read_until(&rx, |_| false);
-    child.wait().ok();
+    finish(&mut child);
     let acked = ids(&lines, "ACKED ");
     let failed = ids(&lines, "FAILED ");
     let errors: Vec<_> = lines.iter().filter(|l| l.starts_with("ERROR ")).collect();

@@ -39,6 +39,64 @@ use wire::{DEAD_HEADER, envelope_from, envelope_headers, hex, key_token, nats_er
 /// published urgent message may be weighed against a known backlog.
 const WAITING_CACHE: Duration = Duration::from_millis(50);
 
+/// How long a queue fetch waits for the server's next message or end-of-batch status before it
+/// ends with what it got. A no-wait pull request that competing requests overtake may never be
+/// answered (nats-server before 2.11.11 and 2.12.2, issue 7457; an expiry on the request made
+/// 2.9 leave other requests unanswered too), and the client library has no timer for it: without
+/// this the fetch, and a `receive` calling it, would wait forever. The server drops the request
+/// with its inbox; a message it still hands to it comes back after the acknowledgement deadline.
+const FETCH_SILENCE: Duration = Duration::from_secs(1);
+
+/// The longest a fetch, a flush or a confirmed acknowledgement may take before it fails.
+const SERVER_LIMIT: Duration = Duration::from_secs(10);
+
+/// Runs `work`, failing with an error naming `what` when it takes longer than `SERVER_LIMIT`.
+async fn bounded<T>(what: &str, work: impl Future<Output = BusResult<T>>) -> BusResult<T> {
+    tokio::time::timeout(SERVER_LIMIT, work)
+        .await
+        .map_err(|_| {
+            nats_error(format!(
+                "the server did not complete {what} within {} s",
+                SERVER_LIMIT.as_secs()
+            ))
+        })?
+}
+
+/// Up to `max` messages from `consumer`, what it holds now. With `silence`, the fetch ends
+/// with what it got when the server stays silent that long (see [`FETCH_SILENCE`]); without,
+/// for a consumer no one else fetches from at the same time, silence is an error.
+async fn fetch_now(
+    consumer: &PullConsumer,
+    max: usize,
+    silence: Option<Duration>,
+    what: &str,
+) -> BusResult<Vec<jetstream::Message>> {
+    bounded(what, async {
+        let mut batch = consumer
+            .fetch()
+            .max_messages(max)
+            .messages()
+            .await
+            .map_err(nats_error)?;
+        let mut got = Vec::new();
+        loop {
+            let next = match silence {
+                Some(silence) => match tokio::time::timeout(silence, batch.next()).await {
+                    Ok(next) => next,
+                    Err(_) => break,
+                },
+                None => batch.next().await,
+            };
+            match next {
+                Some(m) => got.push(m.map_err(nats_error)?),
+                None => break,
+            }
+        }
+        Ok(got)
+    })
+    .await
+}
+
 /// A bus on NATS JetStream.
 pub struct NatsBus {
     config: BusConfig,
@@ -197,19 +255,17 @@ impl NatsBus {
             })
             .await
             .map_err(nats_error)?;
+        let what = format!("a read of stream {}", stream.cached_info().config.name);
         let mut out = Vec::new();
         loop {
-            let mut batch = consumer
-                .fetch()
-                .max_messages(512)
-                .messages()
-                .await
-                .map_err(nats_error)?;
-            let before = out.len();
-            while let Some(m) = batch.next().await {
-                out.push(m.map_err(nats_error)?);
-            }
-            if out.len() == before {
+            // This reader is its consumer's only one: the server answers each fetch.
+            let batch = fetch_now(&consumer, 512, None, &what).await?;
+            let rest = match batch.last().map(jetstream::Message::info) {
+                Some(Ok(info)) => info.pending,
+                _ => 0,
+            };
+            out.extend(batch);
+            if rest == 0 {
                 break;
             }
         }
@@ -222,17 +278,19 @@ impl NatsBus {
     async fn settle(&self, d: &Delivery, payload: String, confirm: bool) -> BusResult<()> {
         if confirm {
             let request = self.client.request(d.token.clone(), payload.into());
-            tokio::time::timeout(Duration::from_secs(5), request)
-                .await
-                .map_err(|_| nats_error("the server did not confirm the acknowledgement"))?
-                .map_err(nats_error)?;
-            return Ok(());
+            return bounded("an acknowledgement", async {
+                request.await.map(drop).map_err(nats_error)
+            })
+            .await;
         }
-        self.client
-            .publish(d.token.clone(), payload.into())
-            .await
-            .map_err(nats_error)?;
-        self.client.flush().await.map_err(nats_error)
+        bounded("a settlement", async {
+            self.client
+                .publish(d.token.clone(), payload.into())
+                .await
+                .map_err(nats_error)?;
+            self.client.flush().await.map_err(nats_error)
+        })
+        .await
     }
 
     async fn publish_outgoing(&self, outgoing: &[(Envelope, Vec<String>)]) -> BusResult<()> {
@@ -486,20 +544,15 @@ impl Bus for NatsBus {
         for p in &plan {
             wanted[p.rank() as usize] += 1;
         }
-        let fetches = consumers.iter().zip(wanted).map(|(c, n)| async move {
-            let mut got = Vec::new();
-            if n > 0 {
-                let mut batch = c
-                    .fetch()
-                    .max_messages(n)
-                    .messages()
-                    .await
-                    .map_err(nats_error)?;
-                while let Some(m) = batch.next().await {
-                    got.push(m.map_err(nats_error)?);
+        let what = format!("a fetch from queue {queue}");
+        let fetches = consumers.iter().zip(wanted).map(|(c, n)| {
+            let what = &what;
+            async move {
+                if n == 0 {
+                    return Ok(Vec::new());
                 }
+                fetch_now(c, n, Some(FETCH_SILENCE), what).await
             }
-            Ok::<_, BusError>(got)
         });
         let mut levels: Vec<std::collections::VecDeque<jetstream::Message>> = try_join_all(fetches)
             .await?
@@ -557,13 +610,16 @@ impl Bus for NatsBus {
     async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
         // One flush for the batch and no per-message confirmation: an ack lost with the
         // connection only means a redelivery, which at-least-once delivery allows.
-        for d in deliveries {
-            self.client
-                .publish(d.token.clone(), "+ACK".into())
-                .await
-                .map_err(nats_error)?;
-        }
-        self.client.flush().await.map_err(nats_error)
+        bounded("a batch of acknowledgements", async {
+            for d in deliveries {
+                self.client
+                    .publish(d.token.clone(), "+ACK".into())
+                    .await
+                    .map_err(nats_error)?;
+            }
+            self.client.flush().await.map_err(nats_error)
+        })
+        .await
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {

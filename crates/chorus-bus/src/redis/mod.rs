@@ -52,9 +52,13 @@ impl RedisBus {
     /// Connects to `url` (e.g. `redis://127.0.0.1:6379`) and uses keys under `ns:`.
     pub async fn connect(url: &str, ns: &str, config: BusConfig) -> BusResult<RedisBus> {
         let client = redis::Client::open(url).map_err(redis_error)?;
+        // Every command fails after the response timeout instead of waiting on a lost reply.
+        let settings = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Duration::from_secs(3))
+            .set_response_timeout(Duration::from_secs(10));
         let conn = tokio::time::timeout(
             Duration::from_secs(3),
-            client.get_multiplexed_async_connection(),
+            client.get_multiplexed_async_connection_with_config(&settings),
         )
         .await
         .map_err(|_| redis_error(format!("connecting to {url} timed out")))?

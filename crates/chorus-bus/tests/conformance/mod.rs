@@ -21,6 +21,9 @@ use serde_json::{Value, json};
 /// Opens a bus; opening twice with the same fixture reaches the same store when durable.
 pub type Opener = Box<dyn Fn(BusConfig) -> BoxFuture<'static, Arc<dyn Bus>> + Send + Sync>;
 
+/// Starts the removal of what a fixture created (a function, so that a fixture is `Sync`).
+pub type Cleanup = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send + Sync>;
+
 /// A backend under test.
 pub struct Fixture {
     /// Opens the store (a fresh, isolated one per fixture).
@@ -28,34 +31,61 @@ pub struct Fixture {
     /// True when the store survives closing and reopening.
     pub durable: bool,
     /// Removes what the fixture created on a server, after a passing test.
-    pub cleanup: Option<BoxFuture<'static, ()>>,
+    pub cleanup: Option<Cleanup>,
 }
 
-/// Makes one test per guarantee; `$setup` is an async fn returning `Option<Fixture>`.
+/// The longest one conformance test (setup, checks and cleanup) may take before it fails.
+pub const TEST_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs one test's body as its own task, failing with the test's and backend's names when it
+/// has not finished within [`TEST_LIMIT`]; a panic in the body is passed on as it is.
+pub async fn bounded(test: &str, backend: &str, body: impl Future<Output = ()> + Send + 'static) {
+    let mut task = tokio::spawn(body);
+    match tokio::time::timeout(TEST_LIMIT, &mut task).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Ok(Err(e)) => panic!("conformance test `{test}` on {backend}: {e}"),
+        Err(_) => {
+            task.abort();
+            panic!(
+                "conformance test `{test}` on {backend} did not finish within {} s \
+                 (a wait without a bound in the backend or the test)",
+                TEST_LIMIT.as_secs()
+            );
+        }
+    }
+}
+
+/// Makes one test per guarantee; `$setup` is an async fn returning `Option<Fixture>` and
+/// `$backend` names the backend in failures.
 #[macro_export]
 macro_rules! conformance_tests {
-    ($setup:path) => {
-        $crate::conformance_tests!(@each $setup;
+    ($setup:path, $backend:literal) => {
+        $crate::conformance_tests!(@each $setup, $backend;
             invalid_is_refused_and_dead_lettered, validator_hook_refuses, seed_examples_through_core_validation, durable_before_ack,
             ack_nack_and_in_progress, ack_all_settles_a_batch, redelivery_after_ack_deadline, max_deliver_dead_letters,
             duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
             expired_messages_never_reach_handlers, priority_order_and_fairness,
-            route_to_one_id, pool_has_competing_consumers, list_gets_one_copy_each,
+            route_to_one_id, pool_has_competing_consumers, competing_receives_end_promptly,
+            list_gets_one_copy_each,
             subscription_by_handoff_type, routing_rule_on_payload_field, hub_broadcast,
             tracking_by_task_and_correlation, conversation_log_resumes_from_cursor,
             tasks_and_conversations_are_listed_by_activity, depth_counts_unacknowledged_messages,
             dead_letters_are_listed_and_replayed);
     };
-    (@each $setup:path; $($check:ident),*) => {
+    (@each $setup:path, $backend:literal; $($check:ident),*) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $check() {
-                if let Some(mut fixture) = $setup().await {
-                    conformance::$check(&fixture).await;
-                    if let Some(cleanup) = fixture.cleanup.take() {
-                        cleanup.await;
+                conformance::bounded(stringify!($check), $backend, async {
+                    if let Some(mut fixture) = $setup().await {
+                        conformance::$check(&fixture).await;
+                        if let Some(cleanup) = fixture.cleanup.take() {
+                            cleanup().await;
+                        }
                     }
-                }
+                })
+                .await;
             }
         )*
     };
@@ -88,16 +118,18 @@ macro_rules! server_conformance_tests {
                         })
                     }),
                     durable: true,
-                    cleanup: Some(Box::pin(async move {
-                        let bus = $bus::connect(&url2, &ns2, Default::default())
-                            .await
-                            .expect("reconnect");
-                        bus.destroy().await.expect("delete the test namespace");
+                    cleanup: Some(Box::new(move || {
+                        Box::pin(async move {
+                            let bus = $bus::connect(&url2, &ns2, Default::default())
+                                .await
+                                .expect("reconnect");
+                            bus.destroy().await.expect("delete the test namespace");
+                        })
                     })),
                 })
             }
 
-            $crate::conformance_tests!(setup);
+            $crate::conformance_tests!(setup, $name);
         }
 
         #[cfg(not(feature = $feature))]
@@ -675,6 +707,50 @@ pub async fn pool_has_competing_consumers(f: &Fixture) {
     let all: Vec<String> = a.unwrap().into_iter().chain(b.unwrap()).collect();
     let unique: HashSet<String> = all.iter().cloned().collect();
     assert_eq!(unique, sent, "every message reached the pool");
+    assert_eq!(all.len(), sent.len(), "no message reached two members");
+}
+
+/// Eight members receive one message at a time until the pool is empty: every receive ends
+/// within a bound (on NATS servers before 2.11.11 a no-wait fetch losing such a race was never
+/// answered), and every message reaches exactly one member.
+pub async fn competing_receives_end_promptly(f: &Fixture) {
+    let config = BusConfig {
+        ack_wait: Duration::from_secs(10),
+        ..quick()
+    };
+    let bus = (f.open)(config).await;
+    let mut sent = HashSet::new();
+    for _ in 0..120 {
+        let id = mid();
+        publish(
+            &bus,
+            &packet(&id, json!("crowd"), "MEDIUM", "TASK_TRANSFER"),
+        )
+        .await;
+        sent.insert(id);
+    }
+    let member = |bus: Arc<dyn Bus>| async move {
+        let mut got = Vec::new();
+        loop {
+            let receive = bus.receive("crowd", 1, Duration::from_millis(100));
+            let mut batch = tokio::time::timeout(Duration::from_secs(5), receive)
+                .await
+                .expect("a receive waiting 100 ms returns within 5 s")
+                .expect("receive");
+            let Some(d) = batch.pop() else {
+                return got;
+            };
+            bus.ack(&d).await.expect("ack");
+            got.push(d.envelope.id.clone());
+        }
+    };
+    let members: Vec<_> = (0..8).map(|_| tokio::spawn(member(bus.clone()))).collect();
+    let mut all = Vec::new();
+    for m in members {
+        all.extend(m.await.expect("member"));
+    }
+    let unique: HashSet<String> = all.iter().cloned().collect();
+    assert_eq!(unique, sent, "every message reached a member");
     assert_eq!(all.len(), sent.len(), "no message reached two members");
 }
 
