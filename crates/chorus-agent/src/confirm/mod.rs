@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a confirmation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ConfirmationState {
     /// Waiting for a person.
@@ -35,6 +36,7 @@ pub enum ConfirmationState {
 
 /// A tool call that waits for, or received, a person's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Confirmation {
     /// Unique id.
     pub id: String,

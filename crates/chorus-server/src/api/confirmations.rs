@@ -8,7 +8,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use chorus_agent::confirm::{ConfirmError, Confirmation, ConfirmationState};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::extract::{ApiPath, ApiQuery};
@@ -17,48 +17,6 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
 use crate::state::AppState;
-
-/// A confirmation as the API shows it.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ConfirmationBody {
-    /// Unique id.
-    pub id: String,
-    /// The agent that wants to make the call.
-    pub agent: String,
-    /// The tool's name.
-    pub tool: String,
-    /// The model's tool call id.
-    pub call_id: String,
-    /// The argument string exactly as the model gave it.
-    pub arguments: String,
-    /// The task the call belongs to.
-    pub task_id: Option<String>,
-    /// pending, approved, rejected or consumed.
-    pub state: String,
-    /// Who decided.
-    pub decided_by: Option<String>,
-    /// The reason given with the decision.
-    pub note: Option<String>,
-    /// Creation time, Unix milliseconds.
-    pub created_at_ms: u64,
-}
-
-impl From<Confirmation> for ConfirmationBody {
-    fn from(c: Confirmation) -> Self {
-        Self {
-            state: c.state.as_str().to_owned(),
-            id: c.id,
-            agent: c.agent,
-            tool: c.tool,
-            call_id: c.call_id,
-            arguments: c.arguments,
-            task_id: c.task_id,
-            decided_by: c.decided_by,
-            note: c.note,
-            created_at_ms: c.created_at_ms,
-        }
-    }
-}
 
 /// Body of a confirmation request.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -178,8 +136,8 @@ fn owner_or_admin(caller: &Caller, c: &Confirmation) -> Result<(), ApiError> {
     tag = "confirmations",
     request_body = RequestBody,
     responses(
-        (status = 201, description = "Recorded, pending", body = ConfirmationBody),
-        (status = 200, description = "This call was already recorded; its record", body = ConfirmationBody),
+        (status = 201, description = "Recorded, pending", body = Confirmation),
+        (status = 200, description = "This call was already recorded; its record", body = Confirmation),
         (status = 400, description = "Malformed JSON or an unsafe id", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "`agent` is not the token's agent", body = ErrorBody),
@@ -190,7 +148,7 @@ pub async fn request(
     State(app): State<AppState>,
     caller: Caller,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<ConfirmationBody>), ApiError> {
+) -> Result<(StatusCode, Json<Confirmation>), ApiError> {
     let Caller::Agent(me) = caller else {
         return Err(ApiError::forbidden(
             "confirmations are requested with the calling agent's token, not the admin token",
@@ -222,7 +180,7 @@ pub async fn request(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(stored.into())))
+    Ok((status, Json(stored)))
 }
 
 /// Confirmations, oldest first, optionally in one state (admin token).
@@ -232,7 +190,7 @@ pub async fn request(
     tag = "confirmations",
     params(StateFilter),
     responses(
-        (status = 200, description = "The confirmations", body = Vec<ConfirmationBody>),
+        (status = 200, description = "The confirmations", body = Vec<Confirmation>),
         (status = 400, description = "Unknown state", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
@@ -243,7 +201,7 @@ pub async fn list(
     State(app): State<AppState>,
     caller: Caller,
     ApiQuery(filter): ApiQuery<StateFilter>,
-) -> Result<Json<Vec<ConfirmationBody>>, ApiError> {
+) -> Result<Json<Vec<Confirmation>>, ApiError> {
     caller.require_admin("confirmations")?;
     let state = match filter.state.as_deref() {
         None => None,
@@ -255,7 +213,7 @@ pub async fn list(
         })?),
     };
     let all = app.confirmations.list(state).await.map_err(refusal)?;
-    Ok(Json(all.into_iter().map(ConfirmationBody::from).collect()))
+    Ok(Json(all))
 }
 
 /// One confirmation (admin token, or the agent it belongs to).
@@ -265,7 +223,7 @@ pub async fn list(
     tag = "confirmations",
     params(("id" = String, Path, description = "The confirmation's id")),
     responses(
-        (status = 200, description = "The confirmation", body = ConfirmationBody),
+        (status = 200, description = "The confirmation", body = Confirmation),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Another agent's confirmation", body = ErrorBody),
         (status = 404, description = "No such confirmation", body = ErrorBody),
@@ -276,10 +234,10 @@ pub async fn get(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<ConfirmationBody>, ApiError> {
+) -> Result<Json<Confirmation>, ApiError> {
     let c = found(&app, &id).await?;
     owner_or_admin(&caller, &c)?;
-    Ok(Json(c.into()))
+    Ok(Json(c))
 }
 
 async fn decide(
@@ -288,7 +246,7 @@ async fn decide(
     id: String,
     body: Result<Bytes, BytesRejection>,
     approve: bool,
-) -> Result<Json<ConfirmationBody>, ApiError> {
+) -> Result<Json<Confirmation>, ApiError> {
     caller.require_admin("decisions on confirmations")?;
     check_id("the confirmation id", &id)?;
     let b: DecisionBody = read(&app, body, Some(DecisionBody::default()))?;
@@ -298,7 +256,7 @@ async fn decide(
         .await
         .map_err(refusal)?;
     tracing::info!(confirmation = %c.id, agent = %c.agent, tool = %c.tool, state = c.state.as_str(), "decided");
-    Ok(Json(c.into()))
+    Ok(Json(c))
 }
 
 /// Approves a pending confirmation (admin token); the agent may then run that call once.
@@ -309,7 +267,7 @@ async fn decide(
     params(("id" = String, Path, description = "The confirmation's id")),
     request_body(content = Option<DecisionBody>, description = "Optional note"),
     responses(
-        (status = 200, description = "Approved", body = ConfirmationBody),
+        (status = 200, description = "Approved", body = Confirmation),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
         (status = 404, description = "No such confirmation", body = ErrorBody),
@@ -322,7 +280,7 @@ pub async fn approve(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<ConfirmationBody>, ApiError> {
+) -> Result<Json<Confirmation>, ApiError> {
     decide(app, caller, id, body, true).await
 }
 
@@ -334,7 +292,7 @@ pub async fn approve(
     params(("id" = String, Path, description = "The confirmation's id")),
     request_body(content = Option<DecisionBody>, description = "Optional note"),
     responses(
-        (status = 200, description = "Rejected", body = ConfirmationBody),
+        (status = 200, description = "Rejected", body = Confirmation),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
         (status = 404, description = "No such confirmation", body = ErrorBody),
@@ -347,7 +305,7 @@ pub async fn reject(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<ConfirmationBody>, ApiError> {
+) -> Result<Json<Confirmation>, ApiError> {
     decide(app, caller, id, body, false).await
 }
 
@@ -360,7 +318,7 @@ pub async fn reject(
     params(("id" = String, Path, description = "The confirmation's id")),
     request_body = ConsumeBody,
     responses(
-        (status = 200, description = "Used: run the call now", body = ConfirmationBody),
+        (status = 200, description = "Used: run the call now", body = Confirmation),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Another agent's confirmation, or the admin token", body = ErrorBody),
         (status = 404, description = "No such confirmation", body = ErrorBody),
@@ -374,7 +332,7 @@ pub async fn consume(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<ConfirmationBody>, ApiError> {
+) -> Result<Json<Confirmation>, ApiError> {
     let c = found(&app, &id).await?;
     match &caller {
         Caller::Agent(a) if *a == c.agent => {}
@@ -391,5 +349,5 @@ pub async fn consume(
         .consume(&id, &b.arguments)
         .await
         .map_err(refusal)?;
-    Ok(Json(used.into()))
+    Ok(Json(used))
 }
