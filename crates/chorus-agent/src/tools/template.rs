@@ -21,7 +21,10 @@ pub enum TemplateError {
 impl From<TemplateError> for super::ToolOutput {
     /// The error result a model sees when its arguments cannot fill a template.
     fn from(e: TemplateError) -> Self {
-        super::ToolOutput::error("InvalidArguments", format!("{e}. Hint: give that argument."))
+        super::ToolOutput::error(
+            "InvalidArguments",
+            format!("{e}. Hint: give that argument."),
+        )
     }
 }
 

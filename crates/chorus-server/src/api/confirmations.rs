@@ -7,8 +7,8 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use chorus_agent::confirm::{ConfirmError, Confirmation, ConfirmationState};
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::extract::{ApiPath, ApiQuery};
