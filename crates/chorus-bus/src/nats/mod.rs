@@ -41,10 +41,11 @@ const WAITING_CACHE: Duration = Duration::from_millis(50);
 
 /// How long a queue fetch waits for the server's next message or end-of-batch status before it
 /// ends with what it got. A no-wait pull request that competing requests overtake may never be
-/// answered (nats-server before 2.11.11 and 2.12.2, issue 7457; an expiry on the request made
-/// 2.9 leave other requests unanswered too), and the client library has no timer for it: without
-/// this the fetch, and a `receive` calling it, would wait forever. The server drops the request
-/// with its inbox; a message it still hands to it comes back after the acknowledgement deadline.
+/// answered (nats-server before 2.11.11 and 2.12.2, issue 7457), and the client library has no
+/// timer for a request without an expiry: the fetch, and a `receive` calling it, would wait
+/// forever. (An expiry does not help on 2.9: requests with one were then left unanswered even
+/// without competition, until the library gave up 5 s after the expiry.) A message the server
+/// still hands to an abandoned request comes back after the acknowledgement deadline.
 const FETCH_SILENCE: Duration = Duration::from_secs(1);
 
 /// The longest a fetch, a flush or a confirmed acknowledgement may take before it fails.
