@@ -3,14 +3,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
 
 use chorus_agent::confirm::{Confirmation, ConfirmationState, Confirmations, SqliteConfirmations};
-use common::{chorus, code, stderr, stdout};
+use common::{Served, chorus, code, http, stderr, stdout};
 use serde_json::Value;
 
 const ARGS: &str = r#"{"host":"db-1","force":true}"#;
@@ -172,21 +169,8 @@ fn decides_in_a_servers_confirmations_file() {
     );
 }
 
-/// A `chorus serve` child, killed if a test fails before stopping it.
-struct Served {
-    child: Child,
-    addr: String,
-    admin: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path, agent_token: &str) -> Served {
+/// `chorus serve` with agent `alice` holding `agent_token`; the server and its admin token.
+fn serve(dir: &Path, agent_token: &str) -> (Served, String) {
     let hash = chorus(&["serve", "--hash-token", agent_token], "");
     let config = dir.join("chorus.toml");
     let toml = format!(
@@ -194,46 +178,21 @@ fn serve(dir: &Path, agent_token: &str) -> Served {
         stdout(&hash).trim()
     );
     std::fs::write(&config, toml).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--config",
-            "chorus.toml",
-        ])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_owned();
-    let token_line = lines.next().unwrap().unwrap();
-    let admin = token_line.rsplit(' ').next().unwrap().to_owned();
-    Served { child, addr, admin }
+    let mut served = Served::start(dir, &["--config", "chorus.toml"], Stdio::null());
+    let admin = served.admin_token();
+    (served, admin)
 }
 
 /// POSTs `body` with `token`; the status line and the JSON answer.
 fn post(addr: &str, path: &str, token: &str, body: &Value) -> (String, Value) {
     let body = body.to_string();
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
+    let answer = http(
+        addr,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
     );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
     let (head, json) = answer.split_once("\r\n\r\n").unwrap();
     let status = head.lines().next().unwrap().to_owned();
     (status, serde_json::from_str(json).unwrap_or(Value::Null))
@@ -242,7 +201,7 @@ fn post(addr: &str, path: &str, token: &str, body: &Value) -> (String, Value) {
 #[test]
 fn decides_on_a_running_server() {
     let dir = tempfile::tempdir().unwrap();
-    let served = serve(dir.path(), "alice-secret");
+    let (served, admin) = serve(dir.path(), "alice-secret");
     let (status, created) = post(
         &served.addr,
         "/v1/confirmations",
@@ -253,12 +212,7 @@ fn decides_on_a_running_server() {
     assert!(status.contains(" 201 "), "{status} {created}");
     let id = created["id"].as_str().unwrap().to_owned();
     let url = format!("http://{}", served.addr);
-    let at = [
-        "--server",
-        url.as_str(),
-        "--admin-token",
-        served.admin.as_str(),
-    ];
+    let at = ["--server", url.as_str(), "--admin-token", admin.as_str()];
 
     let out = chorus(&[&["confirm", "list"][..], &at].concat(), "");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -272,10 +226,7 @@ fn decides_on_a_running_server() {
     }
 
     // The admin token from the environment.
-    let out = chorus_env(
-        &["confirm", "approve", &id, "--server", &url],
-        Some(&served.admin),
-    );
+    let out = chorus_env(&["confirm", "approve", &id, "--server", &url], Some(&admin));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = chorus(
         &[&["confirm", "list", "--state", "all", "--json"][..], &at].concat(),

@@ -7,8 +7,13 @@ mod common;
 #[path = "../../chorus-agent/tests/support/fake_openai.rs"]
 mod fake_openai;
 
+/// The support-desk chain of chorus-agent's flow tests.
+#[path = "../../chorus-agent/tests/support/desk.rs"]
+mod desk;
+
 use chorus_core::{Kind, Validator};
-use common::{chorus, code, stderr, stdout};
+use common::{Served, chorus, code, stderr, stdout};
+use desk::{SUPPORT_DESK_CHAIN, handoff_chain};
 use serde_json::Value;
 
 #[test]
@@ -35,33 +40,15 @@ fn support_desk_transcript_holds_the_escalation_chain_with_valid_packets() {
         lines[0]["role"], "user",
         "the first line is the customer's message"
     );
-    let mut chain = Vec::new();
     for line in &lines {
         let report = Validator::standard().validate_value(line, None);
         assert!(report.is_valid(), "{line}: {:?}", report.problems);
-        if let Some(t) = line.pointer("/payload/handoff_type") {
+        if line.pointer("/payload/handoff_type").is_some() {
             let handoff = Validator::standard().validate_value(line, Some(Kind::Handoff));
             assert!(handoff.is_valid(), "{line}: {:?}", handoff.problems);
-            chain.push(format!(
-                "{}>{}:{}",
-                line["metadata"]["sender_id"].as_str().unwrap(),
-                line["metadata"]["recipient_id"].as_str().unwrap(),
-                t.as_str().unwrap()
-            ));
         }
     }
-    assert_eq!(
-        chain,
-        [
-            "customer_service>technical_support:ESCALATION",
-            "technical_support>customer_service:REQUEST_INFORMATION",
-            "technical_support>customer_service:STATUS_UPDATE",
-            "customer_service>technical_support:PROVIDE_INFORMATION",
-            "technical_support>level3_expert:ESCALATION",
-            "level3_expert>technical_support:STATUS_UPDATE",
-            "technical_support>customer_service:STATUS_UPDATE",
-        ]
-    );
+    assert_eq!(handoff_chain(&lines), SUPPORT_DESK_CHAIN);
     let l3 = lines
         .iter()
         .find(|l| l["metadata"]["recipient_id"] == "level3_expert")
@@ -154,7 +141,8 @@ fn support_desk_runs_against_a_chorus_server() {
     let flow = dir.path().join("flow.toml");
     std::fs::write(&flow, example + &tokens).unwrap();
 
-    let (mut server, addr) = serve(dir.path());
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
 
     let transcript = dir.path().join("t.jsonl");
     let out = chorus(
@@ -168,79 +156,36 @@ fn support_desk_runs_against_a_chorus_server() {
         ],
         "",
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).contains("Root cause"), "{}", stdout(&out));
-    let types: Vec<String> = std::fs::read_to_string(&transcript)
+    let lines: Vec<Value> = std::fs::read_to_string(&transcript)
         .unwrap()
         .lines()
-        .filter_map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            v.pointer("/payload/handoff_type")
-                .map(|t| t.as_str().unwrap().to_owned())
-        })
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(
-        types,
-        [
-            "ESCALATION",
-            "REQUEST_INFORMATION",
-            "STATUS_UPDATE",
-            "PROVIDE_INFORMATION",
-            "ESCALATION",
-            "STATUS_UPDATE",
-            "STATUS_UPDATE"
-        ]
-    );
+    assert_eq!(handoff_chain(&lines), SUPPORT_DESK_CHAIN);
 }
 
-/// Starts `chorus serve` (memory store, `chorus.toml` of `dir`) on a free port of 127.0.0.1;
-/// returns the process and its address.
-fn serve(dir: &std::path::Path) -> (std::process::Child, String) {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    let mut server = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            "memory",
-            "--config",
-            "chorus.toml",
-        ])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap()
-        .to_owned();
-    // Keep reading the server's output: a closed pipe would end it at its next line.
-    std::thread::spawn(move || lines.for_each(drop));
-    (server, addr)
+/// Starts `chorus serve` (memory store, `chorus.toml` of `dir`) on a free port of 127.0.0.1.
+fn serve(dir: &std::path::Path) -> Served {
+    let mut served = Served::start(
+        dir,
+        &["--store", "memory", "--config", "chorus.toml"],
+        std::process::Stdio::null(),
+    );
+    served.keep_reading();
+    served
 }
 
 /// One HTTP/1.1 request to `addr`; returns the status code and the body.
 fn http(addr: &str, method: &str, path: &str, token: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    let answer = common::http(
+        addr,
+        &format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
     );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
     let status = answer[9..12].parse().unwrap();
     let body = answer
         .split("\r\n\r\n")
@@ -250,71 +195,53 @@ fn http(addr: &str, method: &str, path: &str, token: &str) -> (u16, String) {
     (status, body)
 }
 
-#[test]
-fn a_confirmed_tool_waits_on_the_server_and_runs_once_after_approval() {
-    let dir = tempfile::tempdir().unwrap();
+/// The admin token and the tokens of agents `ops` and `operator` in [`server_config`].
+const ADMIN: &str = "admin-0123456789abcdef0123456789abcdef";
+const OPS: &str = "ops-0123456789abcdef0123456789abcdef";
+const OPERATOR: &str = "operator-0123456789abcdef0123456789";
+
+/// Writes `chorus.toml` in `dir`: the admin token [`ADMIN`], agents `ops` and `operator`.
+fn server_config(dir: &std::path::Path) {
     let hash = |token: &str| {
         stdout(&chorus(&["serve", "--hash-token", token], ""))
             .trim()
             .to_owned()
     };
-    let admin = "admin-0123456789abcdef0123456789abcdef";
-    let (ops, operator) = (
-        "ops-0123456789abcdef0123456789abcdef",
-        "operator-0123456789abcdef0123456789",
-    );
     std::fs::write(
-        dir.path().join("chorus.toml"),
+        dir.join("chorus.toml"),
         format!(
             "admin_token_sha256 = \"{}\"\n[agents.ops]\ntoken_sha256 = \"{}\"\n[agents.operator]\ntoken_sha256 = \"{}\"\n",
-            hash(admin), hash(ops), hash(operator)
+            hash(ADMIN), hash(OPS), hash(OPERATOR)
         ),
     )
     .unwrap();
-    let flow = dir.path().join("flow.toml");
-    std::fs::write(
-        &flow,
-        format!(
-            r#"name = "approval"
-task_id = "task-approval-1"
-[input]
-from = "operator"
-to = "ops"
-text = "restart the router"
-[[tools]]
-name = "restart"
-kind = "command"
-program = "echo"
-args = ["-n", "restarted {{host}}"]
-requires_confirmation = true
-parameters = {{ type = "object", properties = {{ host = {{ type = "string" }} }}, required = ["host"] }}
-[[agents]]
-name = "ops"
-kind = "rule"
-tools = ["restart"]
-[[agents.rules]]
-[[agents.rules.then]]
-action = "tool"
-tool = "restart"
-arguments = {{ host = "router-1" }}
-[[agents.rules.then]]
-action = "reply"
-text = "${{tools.restart.output}}"
-[server]
-idle_ms = 800
-[server.tokens]
-ops = "{ops}"
-operator = "{operator}"
-"#
-        ),
+}
+
+/// The `[server]` table of a flow run against a server of [`server_config`].
+fn server_table() -> String {
+    format!(
+        "[server]\nidle_ms = 800\n[server.tokens]\nops = \"{OPS}\"\noperator = \"{OPERATOR}\"\n"
     )
-    .unwrap();
-    let (mut server, addr) = serve(dir.path());
+}
+
+#[test]
+fn a_confirmed_tool_waits_on_the_server_and_runs_once_after_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    server_config(dir.path());
+    let log = dir.path().join("log");
+    let flow = confirmed_flow(
+        dir.path(),
+        &log,
+        "task_id = \"task-approval-1\"\n",
+        &server_table(),
+    );
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
     let url = format!("http://{addr}");
     let run = || chorus(&["run", flow.to_str().unwrap(), "--server", &url], "");
 
     let halted = run();
-    let (status, pending) = http(&addr, "GET", "/v1/confirmations?state=pending", admin);
+    let (status, pending) = http(&addr, "GET", "/v1/confirmations?state=pending", ADMIN);
     let approved_id = serde_json::from_str::<Value>(&pending)
         .ok()
         .and_then(|v| v[0]["id"].as_str().map(str::to_owned));
@@ -323,14 +250,13 @@ operator = "{operator}"
             &addr,
             "POST",
             &format!("/v1/confirmations/{id}/approve"),
-            admin,
+            ADMIN,
         )
         .0
     });
     let ran = run();
     let again = run();
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
 
     assert_eq!(code(&halted), 1, "{}", stderr(&halted));
     assert!(
@@ -360,10 +286,12 @@ operator = "{operator}"
 }
 
 /// A rule agent whose tool needs confirmation, appending the host to `log` when it runs.
-/// `server` is appended (a `[server]` table for --server runs).
+/// `top` goes among the top-level keys (e.g. a `task_id` line), `server` is appended (a
+/// `[server]` table for --server runs).
 fn confirmed_flow(
     dir: &std::path::Path,
     log: &std::path::Path,
+    top: &str,
     server: &str,
 ) -> std::path::PathBuf {
     let flow = dir.join("flow.toml");
@@ -371,7 +299,7 @@ fn confirmed_flow(
         &flow,
         format!(
             r#"name = "approval"
-[input]
+{top}[input]
 from = "operator"
 to = "ops"
 text = "restart the router"
@@ -409,7 +337,7 @@ fn an_embedded_flow_waits_for_an_approval_given_with_chorus_confirm_and_runs_the
 
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let flow = confirmed_flow(dir.path(), &log, "");
+    let flow = confirmed_flow(dir.path(), &log, "", "");
     let store = format!("sqlite:{}", dir.path().join("approvals.db").display());
     let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
         .args(["run", flow.to_str().unwrap(), "--confirmations", &store])
@@ -419,7 +347,7 @@ fn an_embedded_flow_waits_for_an_approval_given_with_chorus_confirm_and_runs_the
         .spawn()
         .unwrap();
     let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
-    let (hint, before) = waiting_line(&mut stderr_lines);
+    let (hint, before) = waiting_line(&mut stderr_lines, "restart");
     assert!(
         before.iter().any(|l| l.contains(
             &*dir
@@ -448,7 +376,7 @@ fn without_waiting_an_embedded_flow_keeps_the_pending_call_in_chorus_confirmatio
 
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let flow = confirmed_flow(dir.path(), &log, "");
+    let flow = confirmed_flow(dir.path(), &log, "", "");
     let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
         .args(["run", flow.to_str().unwrap()])
         .current_dir(dir.path())
@@ -463,17 +391,18 @@ fn without_waiting_an_embedded_flow_keeps_the_pending_call_in_chorus_confirmatio
     assert!(!log.exists());
 }
 
-/// Reads standard error lines of a waiting `chorus run` up to its "waiting for approval" line;
-/// returns that line and the ones before it.
+/// Reads standard error lines of a waiting `chorus run` up to its line "waiting for approval of
+/// TOOL(…"; returns that line and the ones before it.
 fn waiting_line(
     lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    tool: &str,
 ) -> (String, Vec<String>) {
     let mut before = Vec::new();
     loop {
         let Some(Ok(line)) = lines.next() else {
             panic!("the flow ended without waiting: {before:?}");
         };
-        if line.starts_with("waiting for approval of restart(") {
+        if line.starts_with(&format!("waiting for approval of {tool}(")) {
             return (line, before);
         }
         before.push(line);
@@ -486,33 +415,11 @@ fn a_flow_against_a_server_waits_for_an_approval_given_there_and_runs_the_call_o
     use std::process::{Command, Stdio};
 
     let dir = tempfile::tempdir().unwrap();
-    let hash = |token: &str| {
-        stdout(&chorus(&["serve", "--hash-token", token], ""))
-            .trim()
-            .to_owned()
-    };
-    let admin = "admin-0123456789abcdef0123456789abcdef";
-    let (ops, operator) = (
-        "ops-0123456789abcdef0123456789abcdef",
-        "operator-0123456789abcdef0123456789",
-    );
-    std::fs::write(
-        dir.path().join("chorus.toml"),
-        format!(
-            "admin_token_sha256 = \"{}\"\n[agents.ops]\ntoken_sha256 = \"{}\"\n[agents.operator]\ntoken_sha256 = \"{}\"\n",
-            hash(admin), hash(ops), hash(operator)
-        ),
-    )
-    .unwrap();
+    server_config(dir.path());
     let log = dir.path().join("log");
-    let flow = confirmed_flow(
-        dir.path(),
-        &log,
-        &format!(
-            "[server]\nidle_ms = 800\n[server.tokens]\nops = \"{ops}\"\noperator = \"{operator}\"\n"
-        ),
-    );
-    let (mut server, addr) = serve(dir.path());
+    let flow = confirmed_flow(dir.path(), &log, "", &server_table());
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
     let url = format!("http://{addr}");
     let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
         .args([
@@ -528,7 +435,7 @@ fn a_flow_against_a_server_waits_for_an_approval_given_there_and_runs_the_call_o
         .spawn()
         .unwrap();
     let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
-    let (hint, _) = waiting_line(&mut stderr_lines);
+    let (hint, _) = waiting_line(&mut stderr_lines, "restart");
     let ran_early = log.exists();
     let id = hint
         .split(" — id ")
@@ -540,12 +447,11 @@ fn a_flow_against_a_server_waits_for_an_approval_given_there_and_runs_the_call_o
         &addr,
         "POST",
         &format!("/v1/confirmations/{id}/approve"),
-        admin,
+        ADMIN,
     );
     let rest: Vec<String> = stderr_lines.map_while(Result::ok).collect();
     let out = run.wait_with_output().unwrap();
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
     assert!(!ran_early, "nothing ran before the approval");
     assert!(hint.contains(&format!("--server {url}")), "{hint}");
     assert_eq!(status, 200, "{body}");
@@ -592,16 +498,7 @@ async fn the_approval_example_waits_for_chorus_confirm_and_the_model_gets_the_re
     let stderr_pipe = run.stderr.take().unwrap();
     let (approve, rest, out) = tokio::task::spawn_blocking(move || {
         let mut lines = BufReader::new(stderr_pipe).lines();
-        let mut before = Vec::new();
-        let hint = loop {
-            let Some(Ok(line)) = lines.next() else {
-                panic!("the flow ended without waiting: {before:?}");
-            };
-            if line.starts_with("waiting for approval of restart_router(") {
-                break line;
-            }
-            before.push(line);
-        };
+        let (hint, _) = waiting_line(&mut lines, "restart_router");
         let command = hint.split("approve with: ").nth(1).unwrap().to_owned();
         let words: Vec<&str> = command.split_whitespace().collect();
         let approve = chorus(&words[1..], "");

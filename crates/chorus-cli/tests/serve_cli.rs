@@ -1,45 +1,21 @@
 //! `chorus serve` through the real binary: defaults with no setup, the printed address, a
 //! request over HTTP, a clean stop on SIGTERM, usage errors.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-/// Sends one HTTP/1.1 request and returns the whole answer.
-fn http(addr: &str, request: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
-}
+use std::process::{Command, Stdio};
+
+use common::{Served, http};
 
 #[test]
 fn serves_with_no_setup_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_owned();
+    let mut served = Served::start(dir.path(), &[], Stdio::piped());
+    let addr = served.addr.clone();
+    let first = &served.first_line;
     assert!(first.contains("sqlite:./chorus.db"), "{first}");
-    let token_line = lines.next().unwrap().unwrap();
-    let token = token_line.rsplit(' ').next().unwrap().to_owned();
-    assert_eq!(token.len(), 64, "{token_line}");
+    let token = served.admin_token();
+    assert_eq!(token.len(), 64, "{token}");
 
     let health = http(
         &addr,
@@ -58,24 +34,9 @@ fn serves_with_no_setup_and_stops_on_sigterm() {
         "the default store is ./chorus.db"
     );
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "chorus serve did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = served.stop();
     assert!(status.success(), "{status:?}");
-    assert_eq!(lines.next().unwrap().unwrap(), "chorus serve: stopped");
+    assert_eq!(served.next_line(), "chorus serve: stopped");
 }
 
 #[test]

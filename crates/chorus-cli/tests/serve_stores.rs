@@ -3,6 +3,8 @@
 //! keeps confirmations and media beside the working directory; built without it, it refuses
 //! with exit code 2 and names the feature.
 
+mod common;
+
 use std::process::Command;
 
 /// Runs `chorus serve --store STORE` and returns its exit code and standard error.
@@ -45,10 +47,10 @@ fn refusals_name_the_cause() {
 
 #[cfg(any(feature = "nats", feature = "redis"))]
 mod on_server {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::TcpStream;
-    use std::process::{Child, Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::io::Write;
+    use std::process::Stdio;
+
+    use super::common::{Served, http};
 
     /// Says, past the harness's output capture, that a backend was not tested and why.
     fn not_tested(backend: &str, why: &str) {
@@ -56,28 +58,6 @@ mod on_server {
             std::io::stderr(),
             "\n*** {backend} backend NOT tested: {why} ***\n"
         );
-    }
-
-    /// The child process, killed when dropped (also when the test fails).
-    struct Serving(Child);
-
-    impl Drop for Serving {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-
-    /// Sends one HTTP/1.1 request and returns the whole answer.
-    fn http(addr: &str, request: &str) -> String {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer
     }
 
     /// Serves on the store at `url` in a fresh namespace, checks the address line and `/healthz`,
@@ -93,27 +73,10 @@ mod on_server {
         );
         let store = format!("{url}?namespace={ns}");
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Serving(
-            Command::new(env!("CARGO_BIN_EXE_chorus"))
-                .args(["serve", "--listen", "127.0.0.1:0", "--store", &store])
-                .current_dir(dir.path())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .unwrap(),
-        );
-        let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
-        let first = lines
-            .next()
-            .expect("an address line (is the server reachable?)")
-            .unwrap();
+        let mut served = Served::start(dir.path(), &["--store", &store], Stdio::inherit());
+        let first = &served.first_line;
         assert!(first.ends_with(&format!("(store {store})")), "{first}");
-        let addr = first
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {first:?}"))
-            .to_owned();
+        let addr = served.addr.clone();
         let health = http(
             &addr,
             "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
@@ -125,19 +88,7 @@ mod on_server {
         }
         assert!(!dir.path().join("chorus.db").exists(), "no SQLite store");
 
-        let killed = Command::new("kill")
-            .args(["-TERM", &child.0.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = child.0.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "chorus serve did not stop");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let status = served.stop();
         assert!(status.success(), "{status:?}");
         ns
     }

@@ -40,3 +40,108 @@ pub fn stderr(output: &Output) -> String {
 pub fn code(output: &Output) -> i32 {
     output.status.code().expect("exited")
 }
+
+/// A `chorus serve` child on a free port of 127.0.0.1, killed when dropped (also when a test
+/// fails before stopping it).
+pub struct Served {
+    /// The process.
+    pub child: std::process::Child,
+    /// `host:port` it listens on.
+    pub addr: String,
+    /// The line that announced the address (it also names the store).
+    pub first_line: String,
+    lines: Option<std::io::Lines<std::io::BufReader<std::process::ChildStdout>>>,
+}
+
+impl Served {
+    /// Starts `chorus serve --listen 127.0.0.1:0 ARGS` in `dir`, its standard error going to
+    /// `stderr`, and reads the address from its first line.
+    pub fn start(dir: &std::path::Path, args: &[&str], stderr: Stdio) -> Served {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let first_line = lines
+            .next()
+            .expect("an address line (is the store reachable?)")
+            .unwrap();
+        let addr = first_line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {first_line:?}"))
+            .to_owned();
+        Served {
+            child,
+            addr,
+            first_line,
+            lines: Some(lines),
+        }
+    }
+
+    /// The next line of standard output.
+    pub fn next_line(&mut self) -> String {
+        let lines = self.lines.as_mut().expect("output still read here");
+        lines.next().expect("another output line").unwrap()
+    }
+
+    /// The admin token printed on the next line (its last word).
+    pub fn admin_token(&mut self) -> String {
+        let line = self.next_line();
+        line.rsplit(' ').next().unwrap().to_owned()
+    }
+
+    /// Keeps reading standard output in the background: a closed pipe would end the server at
+    /// its next line.
+    pub fn keep_reading(&mut self) {
+        if let Some(lines) = self.lines.take() {
+            std::thread::spawn(move || lines.for_each(drop));
+        }
+    }
+
+    /// Sends SIGTERM and waits up to 10 s for the process to end; its exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "chorus serve did not stop on SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends one HTTP/1.1 request to `addr` and returns the whole answer.
+pub fn http(addr: &str, request: &str) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
