@@ -78,14 +78,22 @@ impl Flow {
         self
     }
 
-    /// Handles one delivery, sending what the agent makes to `out`; waits for approvals when
-    /// configured.
+    /// Handles one delivery, publishing what the agent makes on `channel` as soon as it is
+    /// made; waits for approvals when configured.
     async fn deliver(
         &self,
         agent: &dyn FlowAgent,
         input: &Item,
-        out: &mut dyn Outbox,
+        channel: Channel<'_>,
+        report: &mut FlowReport,
+        observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<(), FlowError> {
+        let out = &mut FlowOutbox {
+            flow: self,
+            channel,
+            report,
+            observe,
+        };
         if let Some(wait) = &self.approval {
             let delivery = Delivery {
                 agent,
@@ -188,13 +196,10 @@ impl Flow {
                 continue;
             };
             let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-            let mut out = FlowOutbox {
-                flow: self,
-                channel,
-                report: &mut report,
-                observe: &mut *observe,
-            };
-            if let Err(e) = self.deliver(agent.as_ref(), &input, &mut out).await {
+            let delivered = self
+                .deliver(agent.as_ref(), &input, channel, &mut report, observe)
+                .await;
+            if let Err(e) = delivered {
                 // The flow ends here; the delivery is settled so a re-run starts afresh.
                 remote.ack(&name, &message_id).await?;
                 return Err(e);
@@ -276,13 +281,8 @@ impl Flow {
                         serde_json::from_slice(&delivery.envelope.bytes)
                             .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
                     let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-                    let mut out = FlowOutbox {
-                        flow: self,
-                        channel,
-                        report: &mut report,
-                        observe: &mut *observe,
-                    };
-                    self.deliver(agent.as_ref(), &input, &mut out).await?;
+                    self.deliver(agent.as_ref(), &input, channel, &mut report, observe)
+                        .await?;
                     bus.ack(&delivery)
                         .await
                         .map_err(|e| FlowError::Failed(e.to_string()))?;
