@@ -14,24 +14,14 @@ use chorus_agent::confirm::{
 use chorus_agent::flow::{ApprovalWait, Flow, FlowError, FlowReport, FlowSpec, ModelFactory};
 use chorus_agent::model::{EndpointConfig, ModelClient, OpenAiChatClient};
 use serde_json::Value;
-use support::fake_openai::{FakeOpenAi, Reply, chat};
+use support::fake_openai::{FakeOpenAi, Reply};
 
 fn call(args: &str) -> Reply {
-    Reply::chat(vec![
-        chat::role(),
-        chat::call_start(0, "call_restart", "restart", args),
-        chat::finish("tool_calls"),
-        chat::usage(50, 10),
-    ])
+    Reply::call("call_restart", "restart", args, (50, 10))
 }
 
 fn text(t: &str) -> Reply {
-    Reply::chat(vec![
-        chat::role(),
-        chat::text(t),
-        chat::finish("stop"),
-        chat::usage(50, 10),
-    ])
+    Reply::answer(t, (50, 10))
 }
 
 fn factory(fake: &FakeOpenAi) -> ModelFactory {

@@ -9,6 +9,7 @@ use chorus_agent::agents::Item;
 use chorus_agent::confirm::MemoryConfirmations;
 use chorus_agent::flow::{Flow, FlowError, FlowSpec};
 use chorus_core::{Kind, Validator};
+use support::desk::{SUPPORT_DESK_CHAIN, handoff_chain};
 
 fn example(name: &str) -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/");
@@ -27,25 +28,7 @@ async fn run(text: &str) -> (Result<chorus_agent::flow::FlowReport, FlowError>, 
 async fn support_desk_runs_the_escalation_chain_with_valid_packets() {
     let (result, seen) = run(&example("support-desk.toml")).await;
     let report = result.unwrap();
-    let chain: Vec<String> = seen
-        .iter()
-        .filter_map(|i| {
-            i.handoff_type()
-                .map(|t| format!("{}>{}:{t}", i.sender().unwrap(), i.recipients()[0]))
-        })
-        .collect();
-    assert_eq!(
-        chain,
-        [
-            "customer_service>technical_support:ESCALATION",
-            "technical_support>customer_service:REQUEST_INFORMATION",
-            "technical_support>customer_service:STATUS_UPDATE",
-            "customer_service>technical_support:PROVIDE_INFORMATION",
-            "technical_support>level3_expert:ESCALATION",
-            "level3_expert>technical_support:STATUS_UPDATE",
-            "technical_support>customer_service:STATUS_UPDATE",
-        ]
-    );
+    assert_eq!(chain(&seen), SUPPORT_DESK_CHAIN);
     for item in &seen {
         let report = Validator::standard().validate_value(&item.to_json(), None);
         assert!(
@@ -63,6 +46,11 @@ async fn support_desk_runs_the_escalation_chain_with_valid_packets() {
     let last = report.outputs.last().unwrap();
     assert!(last.text().contains("Root cause"), "{}", last.text());
     assert_eq!(last.recipients(), ["customer_john"]);
+}
+
+/// The handoffs among what a flow sent, as `sender>recipient:TYPE`.
+fn chain(seen: &[Item]) -> Vec<String> {
+    handoff_chain(&seen.iter().map(Item::to_json).collect::<Vec<_>>())
 }
 
 fn seen_task(seen: &[Item]) -> String {
@@ -261,24 +249,12 @@ text = "${text} > second"
 async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
     use chorus_agent::flow::ModelFactory;
     use chorus_agent::model::{EndpointConfig, ModelClient, OpenAiChatClient};
-    use support::fake_openai::{FakeOpenAi, Reply, chat};
+    use support::fake_openai::{FakeOpenAi, Reply};
 
     let call = |name: &str, args: serde_json::Value| {
-        Reply::chat(vec![
-            chat::role(),
-            chat::call_start(0, "call_x", name, &args.to_string()),
-            chat::finish("tool_calls"),
-            chat::usage(100, 20),
-        ])
+        Reply::call("call_x", name, &args.to_string(), (100, 20))
     };
-    let text = |t: &str| {
-        Reply::chat(vec![
-            chat::role(),
-            chat::text(t),
-            chat::finish("stop"),
-            chat::usage(100, 10),
-        ])
-    };
+    let text = |t: &str| Reply::answer(t, (100, 10));
     let escalation = |severity: &str| {
         serde_json::json!({
         "issue_category": "NETWORK_CONNECTIVITY", "severity": severity,
@@ -312,15 +288,8 @@ async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
         .run(&mut |item: &Item| seen.push(item.clone()))
         .await
         .unwrap();
-    let chain: Vec<String> = seen
-        .iter()
-        .filter_map(|i| {
-            i.handoff_type()
-                .map(|t| format!("{}>{}:{t}", i.sender().unwrap(), i.recipients()[0]))
-        })
-        .collect();
     assert_eq!(
-        chain,
+        chain(&seen),
         [
             "customer_service>technical_support:ESCALATION",
             "technical_support>customer_service:REQUEST_INFORMATION",

@@ -74,21 +74,11 @@ fn user(text: &str) -> Item {
 }
 
 fn call(id: &str, name: &str, args: &str) -> Reply {
-    Reply::chat(vec![
-        chat::role(),
-        chat::call_start(0, id, name, args),
-        chat::finish("tool_calls"),
-        chat::usage(10, 5),
-    ])
+    Reply::call(id, name, args, (10, 5))
 }
 
 fn text(t: &str) -> Reply {
-    Reply::chat(vec![
-        chat::role(),
-        chat::text(t),
-        chat::finish("stop"),
-        chat::usage(20, 3),
-    ])
+    Reply::answer(t, (20, 3))
 }
 
 /// The tool messages of a recorded request body.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chorus_agent::model::{
     EndpointConfig, HarmonyClient, ModelClient, ModelRequest, PromptForm, StreamEvent,
 };
-use chorus_core::{ContentPart, FunctionDefinition, Message, Role, ToolCall, ToolDefinition};
+use chorus_core::{FunctionDefinition, Message, Role, ToolCall, ToolDefinition};
 use chorus_harmony::{encoding, tokens};
 use serde_json::{Value, json};
 use support::fake_openai::{FakeOpenAi, Reply, completion};
@@ -56,6 +56,12 @@ fn prompt_text(body: &Value) -> String {
     encoding().decode_utf8(&ids).unwrap()
 }
 
+/// The token usage a reply's message carries (failing the test when it has none).
+fn token_usage(message: &Message) -> &chorus_core::TokenUsage {
+    let metadata = message.metadata.as_ref().expect("metadata");
+    metadata.token_usage.as_ref().expect("token usage")
+}
+
 #[tokio::test]
 async fn analysis_then_a_commentary_tool_call_becomes_reasoning_and_a_tool_call() {
     let mut chunks = completion::text_in_pieces(CALL_REPLY, 7);
@@ -69,24 +75,12 @@ async fn analysis_then_a_commentary_tool_call_becomes_reasoning_and_a_tool_call(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let reply = client.complete(&request(), Some(&tx)).await.unwrap();
 
-    assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
-    assert_eq!(reply.messages.len(), 1);
-    let message = &reply.messages[0];
-    assert_eq!(message.role, Role::Assistant);
+    let message = support::one_tool_call(&reply, "get_weather", "{\"city\":\"Paris\"}");
     assert_eq!(message.channel.as_deref(), Some("commentary"));
-    let calls = message.calls();
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].function.name, "get_weather");
-    assert_eq!(calls[0].function.arguments, "{\"city\":\"Paris\"}");
-    let reasoning: Vec<String> = message
-        .parts()
-        .into_iter()
-        .filter_map(|p| match p {
-            ContentPart::Reasoning(r) => Some(r.text),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(reasoning, ["User asks weather in Paris. Call the tool."]);
+    assert_eq!(
+        support::reasoning(message),
+        ["User asks weather in Paris. Call the tool."]
+    );
     let meta = serde_json::to_value(message.metadata.as_ref().unwrap()).unwrap();
     assert_eq!(meta["token_usage"]["prompt_tokens"], 321);
     assert_eq!(meta["token_usage"]["completion_tokens"], 40);
@@ -112,7 +106,7 @@ async fn analysis_then_a_commentary_tool_call_becomes_reasoning_and_a_tool_call(
     assert_eq!(analysis, "User asks weather in Paris. Call the tool.");
     assert_eq!(
         announced,
-        vec![(calls[0].id.clone(), "get_weather".to_owned())]
+        vec![(message.calls()[0].id.clone(), "get_weather".to_owned())]
     );
 
     let sent = fake.requests();
@@ -163,13 +157,7 @@ async fn a_final_answer_missing_its_return_token_is_read_leniently() {
     assert_eq!(message.text(), "It is sunny in Paris.");
     assert!(message.calls().is_empty());
     // No usage reported: chorus counts the tokens itself.
-    let usage = message
-        .metadata
-        .as_ref()
-        .unwrap()
-        .token_usage
-        .as_ref()
-        .unwrap();
+    let usage = token_usage(message);
     let sent = fake.requests();
     let prompt_ids = sent[0].body["prompt"].as_array().unwrap().len() as u64;
     assert_eq!(usage.prompt_tokens, Some(prompt_ids));
@@ -202,13 +190,7 @@ async fn token_id_chunks_and_text_prompts_are_supported() {
     let reply = client.complete(&request(), None).await.unwrap();
     assert_eq!(reply.messages[0].text(), "Hi there.");
     assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
-    let usage = reply.messages[0]
-        .metadata
-        .as_ref()
-        .unwrap()
-        .token_usage
-        .as_ref()
-        .unwrap();
+    let usage = token_usage(&reply.messages[0]);
     assert_eq!(usage.completion_tokens, Some(ids.len() as u64));
     let prompt = fake.requests()[0].body["prompt"]
         .as_str()

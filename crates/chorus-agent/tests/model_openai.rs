@@ -81,24 +81,9 @@ async fn split_tool_call_deltas_are_assembled_with_usage_latency_and_cost() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let reply = client.complete(&request(), Some(&tx)).await.unwrap();
 
-    assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
-    assert_eq!(reply.messages.len(), 1);
-    let message = &reply.messages[0];
-    assert_eq!(message.role, Role::Assistant);
-    let calls = message.calls();
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].id, "call_abc");
-    assert_eq!(calls[0].function.name, "get_weather");
-    assert_eq!(calls[0].function.arguments, "{\"city\": \"Paris\"}");
-    let reasoning: Vec<String> = message
-        .parts()
-        .into_iter()
-        .filter_map(|p| match p {
-            ContentPart::Reasoning(r) => Some(r.text),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(reasoning, ["The user wants the weather."]);
+    let message = support::one_tool_call(&reply, "get_weather", "{\"city\": \"Paris\"}");
+    assert_eq!(message.calls()[0].id, "call_abc");
+    assert_eq!(support::reasoning(message), ["The user wants the weather."]);
 
     let meta = usage_of(message);
     assert_eq!(meta["token_usage"]["prompt_tokens"], 1500);

@@ -67,6 +67,27 @@ impl Reply {
         Self::sse(chunks.iter().map(Value::to_string).collect())
     }
 
+    /// A streamed answer calling tool `name` once (call id `id`), with `(prompt, completion)`
+    /// token usage.
+    pub fn call(id: &str, name: &str, arguments: &str, (prompt, completion): (u64, u64)) -> Self {
+        Self::chat(vec![
+            chat::role(),
+            chat::call_start(0, id, name, arguments),
+            chat::finish("tool_calls"),
+            chat::usage(prompt, completion),
+        ])
+    }
+
+    /// A streamed text answer, with `(prompt, completion)` token usage.
+    pub fn answer(text: &str, (prompt, completion): (u64, u64)) -> Self {
+        Self::chat(vec![
+            chat::role(),
+            chat::text(text),
+            chat::finish("stop"),
+            chat::usage(prompt, completion),
+        ])
+    }
+
     /// A raw completions stream (Harmony through `/v1/completions`); `[DONE]` follows.
     pub fn completions(chunks: Vec<Value>) -> Self {
         Self::chat(chunks)
@@ -350,11 +371,7 @@ pub mod chat {
 
     /// Splits `text` into content chunks of at most `size` characters.
     pub fn text_in_pieces(text: &str, size: usize) -> Vec<Value> {
-        let chars: Vec<char> = text.chars().collect();
-        chars
-            .chunks(size.max(1))
-            .map(|piece| self::text(&piece.iter().collect::<String>()))
-            .collect()
+        super::in_pieces(text, size, self::text)
     }
 }
 
@@ -409,10 +426,15 @@ pub mod completion {
     /// Splits Harmony text into deltas of at most `size` characters (special tokens may be
     /// cut in two, as a real stream of text can).
     pub fn text_in_pieces(text: &str, size: usize) -> Vec<Value> {
-        let chars: Vec<char> = text.chars().collect();
-        chars
-            .chunks(size.max(1))
-            .map(|piece| self::text(&piece.iter().collect::<String>()))
-            .collect()
+        super::in_pieces(text, size, self::text)
     }
+}
+
+/// `chunk` of each piece of at most `size` characters of `text`, in order.
+fn in_pieces(text: &str, size: usize, chunk: fn(&str) -> Value) -> Vec<Value> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(size.max(1))
+        .map(|piece| chunk(&piece.iter().collect::<String>()))
+        .collect()
 }
