@@ -32,14 +32,7 @@ async fn a_message_nacked_past_max_deliver_is_a_dead_letter_and_replays() {
     let (_dir, server) = fresh(30).await;
     publish(&server, ALICE, &message("hot-potato", "alice", "bob", "x")).await;
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
-    // The bus's default max_deliver is 5: the sixth delivery becomes a dead letter instead.
-    for attempt in 1..=5 {
-        assert_eq!(
-            delivered(&inbox.next().await),
-            ("hot-potato".into(), attempt)
-        );
-        assert_eq!(settle(&server, "bob", BOB, "hot-potato", "nack").await, 204);
-    }
+    nack_past_max_deliver(&server, &mut inbox, ("bob", BOB), "hot-potato").await;
     let letters = loop {
         let (status, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
         assert_eq!(status, 200);

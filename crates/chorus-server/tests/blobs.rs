@@ -6,7 +6,7 @@ mod common;
 use axum::http::header;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::{ADMIN, ALICE, BOB, TestServer, client, config, db, publish};
+use common::{ADMIN, ALICE, BOB, TestServer, client, config, db, get_json, publish};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -34,15 +34,8 @@ fn expected_path(bytes: &[u8], ext: &str) -> String {
 
 /// The image URL of each stored message of the test conversation, in order.
 async fn stored_urls(server: &TestServer) -> Vec<String> {
-    let timeline: Value = client()
-        .get(server.url("/v1/conversations/conv-media/messages"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let timeline: Value =
+        get_json(server, "/v1/conversations/conv-media/messages", Some(ADMIN)).await;
     timeline
         .as_array()
         .expect("array")
@@ -223,15 +216,12 @@ async fn remote_media_outlives_its_expiring_url() {
     assert_eq!(r.headers()[header::CONTENT_TYPE], "image/png");
     assert_eq!(r.bytes().await.unwrap().as_ref(), png.as_slice());
 
-    let timeline: Value = client()
-        .get(server.url("/v1/conversations/conv-files/messages"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let timeline: Value = get_json(
+        &server,
+        "/v1/conversations/conv-files/messages",
+        Some(ADMIN),
+    )
+    .await;
     let content = &timeline[0]["message"]["content"];
     let clip = content[0]["file"]["url"].as_str().unwrap();
     assert_eq!(clip, expected_path(WAV, "wav"), "remote audio is kept");

@@ -5,10 +5,9 @@ mod browser_fixtures;
 mod common;
 mod webdriver;
 
-use browser_fixtures::{handoff, publish_ok};
+use browser_fixtures::{handoff, publish_ok, start};
 use common::*;
 use serde_json::{Value, json};
-use webdriver::Browser;
 
 /// A 1×1 PNG.
 const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -83,10 +82,9 @@ async fn publish_conversation(server: &TestServer) {
 
 #[tokio::test]
 async fn a_conversation_shows_channels_tool_results_citations_and_totals() {
-    let Some(browser) = Browser::launch().await else {
+    let Some((browser, _dir, server)) = start().await else {
         return;
     };
-    let (_dir, server) = fresh(30).await;
     publish_conversation(&server).await;
     browser.sign_in(&server.base, ADMIN).await;
     browser.goto(&server.url("/#/conversation/conv-ui")).await;
@@ -194,10 +192,9 @@ async fn a_conversation_shows_channels_tool_results_citations_and_totals() {
 
 #[tokio::test]
 async fn a_task_page_shows_handoff_cards_and_the_handoff_graph() {
-    let Some(browser) = Browser::launch().await else {
+    let Some((browser, _dir, server)) = start().await else {
         return;
     };
-    let (_dir, server) = fresh(30).await;
     publish_ok(
         &server,
         ALICE,

@@ -5,17 +5,15 @@ mod browser_fixtures;
 mod common;
 mod webdriver;
 
-use browser_fixtures::{handoff, publish_ok};
+use browser_fixtures::{handoff, publish_ok, start};
 use common::*;
 use serde_json::{Value, json};
-use webdriver::Browser;
 
 #[tokio::test]
 async fn the_token_is_asked_for_and_a_wrong_one_is_refused() {
-    let Some(browser) = Browser::launch().await else {
+    let Some((browser, _dir, server)) = start().await else {
         return;
     };
-    let (_dir, server) = fresh(30).await;
     publish_ok(
         &server,
         ALICE,
@@ -50,10 +48,9 @@ fn task_handoff(n: u32, id: &str) -> Value {
 
 #[tokio::test]
 async fn the_home_page_lists_tasks_most_recent_first_and_updates_live() {
-    let Some(browser) = Browser::launch().await else {
+    let Some((browser, _dir, server)) = start().await else {
         return;
     };
-    let (_dir, server) = fresh(30).await;
     publish_ok(&server, ALICE, &task_handoff(1, "task-old")).await;
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     publish_ok(&server, ALICE, &task_handoff(2, "task-new")).await;
@@ -98,10 +95,9 @@ async fn the_home_page_lists_tasks_most_recent_first_and_updates_live() {
 
 #[tokio::test]
 async fn dead_letters_show_their_reason_and_replay_from_the_page() {
-    let Some(browser) = Browser::launch().await else {
+    let Some((browser, _dir, server)) = start().await else {
         return;
     };
-    let (_dir, server) = fresh(30).await;
     browser.sign_in(&server.base, ADMIN).await;
     browser.shown("#dead-letters", "No dead letters.").await;
     browser.shown("#live", "live").await;
@@ -120,13 +116,7 @@ async fn dead_letters_show_their_reason_and_replay_from_the_page() {
     // Nacked past the last attempt: dead-lettered by the inbox, shown live too.
     publish_ok(&server, ALICE, &message("hot-potato", "alice", "bob", "x")).await;
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
-    for attempt in 1..=5 {
-        assert_eq!(
-            delivered(&inbox.next().await),
-            ("hot-potato".into(), attempt)
-        );
-        assert_eq!(settle(&server, "bob", BOB, "hot-potato", "nack").await, 204);
-    }
+    nack_past_max_deliver(&server, &mut inbox, ("bob", BOB), "hot-potato").await;
     let letter = browser.shown("article.dead-letter", "hot-potato").await;
     for seen in [
         "from inbox bob",
@@ -194,10 +184,9 @@ async fn confirmation(server: &TestServer, id: &str) -> Value {
 
 #[tokio::test]
 async fn pending_confirmations_are_approved_and_rejected_from_the_page() {
-    let Some(browser) = Browser::launch().await else {
+    let Some((browser, _dir, server)) = start().await else {
         return;
     };
-    let (_dir, server) = fresh(30).await;
     browser.sign_in(&server.base, ADMIN).await;
     browser
         .shown("#confirmations", "Nothing waits for a person.")

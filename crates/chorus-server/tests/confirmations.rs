@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{ADMIN, ALICE, BOB, TestServer, client, fresh};
+use common::{ADMIN, ALICE, BOB, TestServer, client, fresh, get_json};
 use serde_json::{Value, json};
 
 const ARGS: &str = r#"{"database":"prod"}"#;
@@ -46,6 +46,12 @@ async fn ask(server: &TestServer, call_id: &str) -> Value {
     c
 }
 
+/// Alice uses the approval `c` for a call with `arguments`; the status and the answer.
+async fn consume(server: &TestServer, c: &Value, arguments: &str) -> (u16, Value) {
+    let body = json!({ "arguments": arguments });
+    post(server, &path(c, "consume"), Some(ALICE), Some(body)).await
+}
+
 fn path(c: &Value, action: &str) -> String {
     format!(
         "/v1/confirmations/{}/{action}",
@@ -79,13 +85,7 @@ async fn approve_then_consume_once() {
         .collect();
     assert_eq!(ids, vec![&c["id"]]);
 
-    let early = post(
-        &server,
-        &path(&c, "consume"),
-        Some(ALICE),
-        Some(json!({"arguments": ARGS})),
-    )
-    .await;
+    let early = consume(&server, &c, ARGS).await;
     assert_eq!(early.0, 409, "{}", early.1);
     assert_eq!(early.1["error"], "wrong_state");
 
@@ -114,22 +114,10 @@ async fn approve_then_consume_once() {
     assert_eq!(status, 200);
     assert_eq!(own["state"], "approved");
 
-    let (status, used) = post(
-        &server,
-        &path(&c, "consume"),
-        Some(ALICE),
-        Some(json!({"arguments": ARGS})),
-    )
-    .await;
+    let (status, used) = consume(&server, &c, ARGS).await;
     assert_eq!(status, 200, "{used}");
     assert_eq!(used["state"], "consumed");
-    let (status, second) = post(
-        &server,
-        &path(&c, "consume"),
-        Some(ALICE),
-        Some(json!({"arguments": ARGS})),
-    )
-    .await;
+    let (status, second) = consume(&server, &c, ARGS).await;
     assert_eq!(status, 409, "{second}");
     assert!(
         second["message"].as_str().unwrap().contains("already used"),
@@ -146,13 +134,7 @@ async fn rejected_calls_never_run() {
     assert_eq!(status, 200, "{rejected}");
     assert_eq!(rejected["state"], "rejected");
     assert_eq!(rejected["decided_by"], "admin");
-    let (status, refused) = post(
-        &server,
-        &path(&c, "consume"),
-        Some(ALICE),
-        Some(json!({"arguments": ARGS})),
-    )
-    .await;
+    let (status, refused) = consume(&server, &c, ARGS).await;
     assert_eq!(status, 409, "{refused}");
     assert!(
         refused["message"].as_str().unwrap().contains("refused"),
@@ -169,13 +151,7 @@ async fn changed_arguments_are_refused() {
     let c = ask(&server, "call_3").await;
     post(&server, &path(&c, "approve"), Some(ADMIN), None).await;
     let changed = r#"{"database":"prod","cascade":true}"#;
-    let (status, refused) = post(
-        &server,
-        &path(&c, "consume"),
-        Some(ALICE),
-        Some(json!({"arguments": changed})),
-    )
-    .await;
+    let (status, refused) = consume(&server, &c, changed).await;
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"], "arguments_changed");
     let (_, still) = get(
@@ -263,14 +239,7 @@ async fn confirmations_outlive_a_restart_and_appear_in_openapi() {
     let config = common::config(30);
     let server = TestServer::start(&db, &config).await;
     let c = ask(&server, "call_5").await;
-    let doc: Value = client()
-        .get(server.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = get_json(&server, "/openapi.json", None).await;
     for p in [
         "/v1/confirmations",
         "/v1/confirmations/{id}",
@@ -281,6 +250,19 @@ async fn confirmations_outlive_a_restart_and_appear_in_openapi() {
         assert!(
             doc["paths"].get(p).is_some(),
             "{p} missing from /openapi.json"
+        );
+    }
+    let states = &doc["components"]["schemas"]["ConfirmationState"]["enum"];
+    assert_eq!(
+        *states,
+        json!(["pending", "approved", "rejected", "consumed"]),
+        "the confirmation's states as the JSON spells them"
+    );
+    let fields = &doc["components"]["schemas"]["Confirmation"]["properties"];
+    for field in c.as_object().expect("a confirmation object").keys() {
+        assert!(
+            fields.get(field).is_some(),
+            "{field} missing from Confirmation"
         );
     }
     server.stop().await;

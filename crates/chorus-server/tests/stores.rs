@@ -115,15 +115,7 @@ mod on_server {
             let r = publish(&server, ALICE, &escalation(id)).await;
             assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
         }
-        let task: Value = client()
-            .get(server.url("/v1/tasks/task-abc-456/messages"))
-            .bearer_auth(ADMIN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let task: Value = get_json(&server, "/v1/tasks/task-abc-456/messages", Some(ADMIN)).await;
         let ids: Vec<&str> = task
             .as_array()
             .expect("a timeline")

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ADMIN, ALICE, BOB, SseReader, client, delivered, fresh, publish, settle};
+use common::{ADMIN, ALICE, BOB, SseReader, client, delivered, fresh, get_json, publish, settle};
 use serde_json::{Value, json};
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -75,15 +75,12 @@ async fn traceparent_travels_with_the_message() {
     }
     drop(inbox);
 
-    let timeline: Value = client()
-        .get(server.url("/v1/conversations/conv-trace/messages"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let timeline: Value = get_json(
+        &server,
+        "/v1/conversations/conv-trace/messages",
+        Some(ADMIN),
+    )
+    .await;
     assert_eq!(trace_of(&timeline[0]["message"]["metadata"]), TRACE_ID);
     server.stop().await;
 }
@@ -179,15 +176,7 @@ async fn a_handoffs_trace_is_kept_beside_it_across_restarts() {
     }
     drop(inbox);
 
-    let timeline: Value = client()
-        .get(server.url("/v1/tasks/conv-h/messages"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let timeline: Value = get_json(&server, "/v1/tasks/conv-h/messages", Some(ADMIN)).await;
     let traces: Vec<&str> = timeline
         .as_array()
         .unwrap()
@@ -202,14 +191,7 @@ async fn a_handoffs_trace_is_kept_beside_it_across_restarts() {
         .collect();
     assert_eq!(traces, [TRACE_ID, TRACE_ID], "{timeline}");
 
-    let doc: Value = client()
-        .get(server.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = get_json(&server, "/openapi.json", None).await;
     let field = &doc["components"]["schemas"]["InboxEvent"]["properties"]["traceparent"];
     assert!(field.is_object(), "InboxEvent documents traceparent: {doc}");
     server.stop().await;

@@ -1,8 +1,18 @@
-//! What the browser tests publish: seed-003 handoffs of a task, published or failing the test.
+//! What the browser tests share: a browser beside a fresh server, and what they publish
+//! (seed-003 handoffs of a task, published or failing the test).
 
 use serde_json::Value;
 
-use crate::common::{TestServer, publish};
+use crate::common::{TestServer, fresh, publish};
+use crate::webdriver::Browser;
+
+/// A headless browser and a fresh server (with its folder); `None` when no browser can be
+/// launched (`Browser::launch` says why).
+pub async fn start() -> Option<(Browser, tempfile::TempDir, TestServer)> {
+    let browser = Browser::launch().await?;
+    let (dir, server) = fresh(30).await;
+    Some((browser, dir, server))
+}
 
 /// The seed-003 escalation from `from` to `to` in task `task-ui`, conversation `conv-ui`.
 pub fn handoff(id: &str, from: &str, to: &str) -> Value {
@@ -22,6 +32,7 @@ pub fn handoff(id: &str, from: &str, to: &str) -> Value {
     h
 }
 
+/// Publishes `body` with `token`; fails the test unless the server accepts it (201).
 pub async fn publish_ok(server: &TestServer, token: &str, body: &Value) {
     let r = publish(server, token, body).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());

@@ -106,6 +106,16 @@ pub async fn metrics_text(server: &TestServer) -> String {
         .expect("metrics text")
 }
 
+/// The JSON answer to a GET of `path`, with `token` as bearer when given.
+pub async fn get_json(server: &TestServer, path: &str, token: Option<&str>) -> Value {
+    let mut request = client().get(server.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("GET request");
+    response.json().await.expect("a JSON answer")
+}
+
 /// Acks or nacks `id` in `agent`'s inbox; returns the status.
 pub async fn settle(server: &TestServer, agent: &str, token: &str, id: &str, action: &str) -> u16 {
     client()
@@ -116,6 +126,20 @@ pub async fn settle(server: &TestServer, agent: &str, token: &str, id: &str, act
         .expect("settle request")
         .status()
         .as_u16()
+}
+
+/// Nacks message `id` at each of its 5 deliveries in `agent`'s inbox (the bus's default
+/// max_deliver), so that it becomes a dead letter; fails the test if any delivery differs.
+pub async fn nack_past_max_deliver(
+    server: &TestServer,
+    inbox: &mut SseReader,
+    (agent, token): (&str, &str),
+    id: &str,
+) {
+    for attempt in 1..=5 {
+        assert_eq!(delivered(&inbox.next().await), (id.to_owned(), attempt));
+        assert_eq!(settle(server, agent, token, id, "nack").await, 204);
+    }
 }
 
 /// The message id and attempt of an inbox event.
