@@ -53,6 +53,19 @@ fn chain(seen: &[Item]) -> Vec<String> {
     handoff_chain(&seen.iter().map(Item::to_json).collect::<Vec<_>>())
 }
 
+/// Rule agents, each replying with the text it got followed by its suffix.
+fn replying_agents(agents: &[(&str, &str)]) -> String {
+    agents
+        .iter()
+        .map(|(name, suffix)| {
+            format!(
+                "[[agents]]\nname = \"{name}\"\nkind = \"rule\"\n[[agents.rules]]\n\
+                 [[agents.rules.then]]\naction = \"reply\"\ntext = \"${{text}}{suffix}\"\n"
+            )
+        })
+        .collect()
+}
+
 fn seen_task(seen: &[Item]) -> String {
     seen.iter()
         .find_map(|i| match i {
@@ -219,27 +232,12 @@ text = "${tools.say.output}!"
 
 #[tokio::test]
 async fn a_sequential_pipeline_feeds_each_reply_to_the_next_agent() {
-    let flow = r#"name = "pipe"
-mode = "sequential"
-order = ["second", "first"]
-[input]
-text = "start"
-[[agents]]
-name = "first"
-kind = "rule"
-[[agents.rules]]
-[[agents.rules.then]]
-action = "reply"
-text = "${text} > first"
-[[agents]]
-name = "second"
-kind = "rule"
-[[agents.rules]]
-[[agents.rules.then]]
-action = "reply"
-text = "${text} > second"
-"#;
-    let (result, seen) = run(flow).await;
+    let flow = format!(
+        "name = \"pipe\"\nmode = \"sequential\"\norder = [\"second\", \"first\"]\n\
+         [input]\ntext = \"start\"\n{}",
+        replying_agents(&[("first", " > first"), ("second", " > second")])
+    );
+    let (result, seen) = run(&flow).await;
     let report = result.unwrap();
     assert_eq!(report.outputs[0].text(), "start > second > first");
     assert_eq!(seen.len(), 3, "the input and two replies are observed");
@@ -333,24 +331,10 @@ fn every_example_flow_parses() {
 
 #[tokio::test]
 async fn fan_out_and_hub_modes_run_the_bus_orchestrations() {
-    let agents = r#"
-[input]
-text = "topic"
-[[agents]]
-name = "optimist"
-kind = "rule"
-[[agents.rules]]
-[[agents.rules.then]]
-action = "reply"
-text = "${text} +"
-[[agents]]
-name = "pessimist"
-kind = "rule"
-[[agents.rules]]
-[[agents.rules.then]]
-action = "reply"
-text = "${text} -"
-"#;
+    let agents = format!(
+        "[input]\ntext = \"topic\"\n{}",
+        replying_agents(&[("optimist", " +"), ("pessimist", " -")])
+    );
     let (result, _) = run(&format!("name = \"f\"\nmode = \"fan_out\"\n{agents}")).await;
     let texts: Vec<String> = result.unwrap().outputs.iter().map(Item::text).collect();
     assert_eq!(
