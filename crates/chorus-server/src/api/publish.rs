@@ -134,6 +134,10 @@ pub async fn publish(
         ));
     };
     let incoming = traceparent(&headers);
+    let carried = match &body {
+        Ok(bytes) => telemetry::joined(&app.traces, incoming.clone(), bytes).await,
+        Err(_) => None,
+    };
     let span = tracing::info_span!(
         "publish",
         otel.kind = "producer",
@@ -148,8 +152,8 @@ pub async fn publish(
         correlation_id = field::Empty,
         task_id = field::Empty,
     );
-    telemetry::link(&span, incoming.as_deref());
-    let result = store(&app, &agent, body, incoming)
+    telemetry::link(&span, carried.as_deref());
+    let result = store(&app, &agent, body, carried)
         .instrument(span.clone())
         .await;
     match &result {
@@ -174,7 +178,7 @@ async fn store(
     app: &AppState,
     agent: &str,
     body: Result<Bytes, BytesRejection>,
-    incoming: Option<String>,
+    carried: Option<String>,
 ) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
     app.rate.check(agent)?;
     let started = std::time::Instant::now();
@@ -193,7 +197,7 @@ async fn store(
     admit(&app.policy, agent, &document)?;
     let kept = app.blobs.keep_media(&mut document).await?;
     let redacted = app.redactor.apply(&mut document);
-    let traced = trace(app, &mut document, incoming).await;
+    let traced = trace(app, &mut document, carried).await;
     let bytes = if kept || redacted || traced {
         serde_json::to_vec(&document).map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
@@ -228,30 +232,15 @@ async fn store(
     }
 }
 
-/// Links the current span to the trace the message carries (the header, its metadata, or else
-/// the latest trace of its correlation id) and stores the context to pass on: in the message's
-/// metadata, and by message id beside it (for handoffs, whose metadata cannot take it); true
-/// when the document changed.
-async fn trace(app: &AppState, document: &mut Value, incoming: Option<String>) -> bool {
+/// Stores the context to pass on (`carried`, the trace the publish span joined, or the span's
+/// own): in the message's metadata, and by message id beside it (for handoffs, whose metadata
+/// cannot take it); true when the document changed.
+async fn trace(app: &AppState, document: &mut Value, carried: Option<String>) -> bool {
     let span = tracing::Span::current();
     let correlation = document
         .pointer("/metadata/correlation_id")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let mut carried = incoming.or_else(|| {
-        let tp = document.pointer("/metadata/traceparent")?.as_str()?;
-        telemetry::is_traceparent(tp).then(|| tp.to_ascii_lowercase())
-    });
-    if carried.is_none()
-        && let Some(c) = &correlation
-    {
-        carried = app.traces.of_correlation(c).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "trace context of the correlation not read");
-            None
-        });
-    }
-    // The header's context was linked when the span was made; linking again changes nothing.
-    telemetry::link(&span, carried.as_deref());
     let Some(tp) = telemetry::outgoing(&span, carried) else {
         return false;
     };

@@ -58,6 +58,8 @@ struct Carrier {
 struct CarrierMeta {
     #[serde(default)]
     traceparent: Option<String>,
+    #[serde(default)]
+    correlation_id: Option<String>,
     #[serde(flatten)]
     _rest: std::collections::HashMap<String, IgnoredAny>,
 }
@@ -66,6 +68,27 @@ struct CarrierMeta {
 pub fn traceparent_in(bytes: &[u8]) -> Option<String> {
     let carrier: Carrier = serde_json::from_slice(bytes).ok()?;
     carrier.metadata?.traceparent.filter(|t| is_traceparent(t))
+}
+
+/// The trace a published document joins: the caller's `header`, else the document's
+/// `metadata.traceparent`, else the latest trace kept for its `metadata.correlation_id`.
+///
+/// Known before the publish span is made, so that the span is born into that trace.
+pub async fn joined(traces: &Traces, header: Option<String>, body: &[u8]) -> Option<String> {
+    if header.is_some() {
+        return header;
+    }
+    let meta = serde_json::from_slice::<Carrier>(body).ok()?.metadata?;
+    if let Some(tp) = meta.traceparent.filter(|t| is_traceparent(t)) {
+        return Some(tp.to_ascii_lowercase());
+    }
+    traces
+        .of_correlation(&meta.correlation_id?)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "trace context of the correlation not read");
+            None
+        })
 }
 
 /// True when `value` has the W3C form `00-<32 hex>-<16 hex>-<2 hex>`.
