@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chorus_bus::{Agent, AgentError};
 use chorus_core::Message;
 
-use super::{FlowAgent, Item};
+use super::{FlowAgent, Item, handle_traced};
 
 /// Adapts a flow agent to the bus's hub and pipeline interface: the reply is the last message
 /// the agent sends (handoffs it makes are kept for the transcript). Messages a hub broadcasts
@@ -49,10 +49,7 @@ impl Agent<Message> for BusAgent {
                 self.inner.observe(&Item::Message(m), &self.task_id).await;
             }
         }
-        let out = self
-            .inner
-            .handle(&Item::Message(msg), &self.task_id)
-            .await?;
+        let out = handle_traced(self.inner.as_ref(), &Item::Message(msg), &self.task_id).await?;
         let reply = out.iter().rev().find_map(|item| match item {
             Item::Message(m) => Some(m.clone()),
             Item::Handoff(_) => None,

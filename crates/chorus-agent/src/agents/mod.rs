@@ -11,6 +11,7 @@ mod llm;
 mod packet;
 mod rule;
 mod scope;
+mod trace;
 mod transfer;
 mod usage;
 
@@ -20,6 +21,7 @@ pub use llm::{LlmAgent, LlmAgentConfig};
 pub use packet::{PacketDraft, PacketError, new_message_id, now_timestamp, validate};
 pub use rule::{Action, Rule, RuleAgent};
 pub use scope::{Scope, fill};
+pub use trace::handle_traced;
 pub use usage::Usage;
 
 use async_trait::async_trait;

@@ -5,7 +5,7 @@ use chorus_core::handoff::{NotificationData, PreviousAction};
 use chorus_core::{HandoffMessage, HandoffType};
 use serde_json::{Map, Value};
 
-use crate::agents::{FlowAgent, Item, PacketDraft, new_message_id, now_timestamp};
+use crate::agents::{FlowAgent, Item, PacketDraft, handle_traced, new_message_id, now_timestamp};
 
 /// Handles `input` with `agent`; when it fails on a handoff that carries a strategy, retries
 /// `retry_count` times, then forwards the packet to `escalate_to` and tells the sender about
@@ -15,7 +15,7 @@ pub async fn handle_with_strategy(
     input: &Item,
     task_id: &str,
 ) -> Result<Vec<Item>, AgentError> {
-    let mut result = agent.handle(input, task_id).await;
+    let mut result = handle_traced(agent, input, task_id).await;
     let Item::Handoff(packet) = input else {
         return result;
     };
@@ -26,7 +26,7 @@ pub async fn handle_with_strategy(
         if result.is_ok() {
             return result;
         }
-        result = agent.handle(input, task_id).await;
+        result = handle_traced(agent, input, task_id).await;
     }
     let error = match result {
         Ok(items) => return Ok(items),

@@ -22,11 +22,13 @@ use chorus_harmony::{
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
+use tracing::Instrument;
 
 use super::config::EndpointConfig;
 use super::harmony_reply::ReplyReader;
 use super::http::{self, Failure, SseReader};
 use super::stamp::{Measured, stamp};
+use super::trace::{self, Operation};
 use super::{ModelClient, ModelError, ModelReply, ModelRequest, StreamEvent};
 
 /// How the rendered prompt is sent.
@@ -264,7 +266,14 @@ impl ModelClient for HarmonyClient {
         request: &ModelRequest,
         events: Option<&UnboundedSender<StreamEvent>>,
     ) -> Result<ModelReply, ModelError> {
-        let prompt = self.prompt(request)?;
-        http::with_retries(&self.config, || self.attempt(request, &prompt, events)).await
+        let span = trace::span(Operation::TextCompletion, request, &self.config);
+        let outcome = async {
+            let prompt = self.prompt(request)?;
+            http::with_retries(&self.config, || self.attempt(request, &prompt, events)).await
+        }
+        .instrument(span.clone())
+        .await;
+        trace::record(&span, &outcome);
+        outcome
     }
 }

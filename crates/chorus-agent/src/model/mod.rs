@@ -5,6 +5,7 @@
 //! 5xx answers with exponential backoff and jitter (honouring `Retry-After`), bound each attempt
 //! by a timeout, and put `token_usage` (with `total_cost_usd` from the price table) and
 //! `latency_ms` (`ttft`, `total_time`) into the metadata of the reply's last message.
+//! Each call runs in a `chat` or `text_completion` span with OpenTelemetry GenAI attributes.
 //! Cancellation: drop the future returned by [`ModelClient::complete`].
 
 pub mod config;
@@ -13,6 +14,7 @@ mod harmony_reply;
 mod http;
 pub mod openai;
 mod stamp;
+mod trace;
 
 pub use config::EndpointConfig;
 pub use harmony::{HarmonyClient, PromptForm};

@@ -19,10 +19,12 @@ use chorus_formats::EncodeOptions;
 use chorus_formats::openai_chat::{self, StreamAccumulator, decode_response};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
+use tracing::Instrument;
 
 use super::config::EndpointConfig;
 use super::http::{self, Failure, SseReader};
 use super::stamp::{Measured, ensure_call_ids, stamp};
+use super::trace::{self, Operation};
 use super::{ModelClient, ModelError, ModelReply, ModelRequest, StreamEvent};
 
 /// A Chat Completions client.
@@ -307,8 +309,13 @@ impl ModelClient for OpenAiChatClient {
         request: &ModelRequest,
         events: Option<&UnboundedSender<StreamEvent>>,
     ) -> Result<ModelReply, ModelError> {
+        let span = trace::span(Operation::Chat, request, &self.config);
         let body = self.request_body(request);
-        http::with_retries(&self.config, || self.attempt(request, &body, events)).await
+        let outcome = http::with_retries(&self.config, || self.attempt(request, &body, events))
+            .instrument(span.clone())
+            .await;
+        trace::record(&span, &outcome);
+        outcome
     }
 }
 

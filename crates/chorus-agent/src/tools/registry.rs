@@ -6,6 +6,7 @@ use chorus_core::validate::json_type;
 use chorus_core::{ToolCall, ToolDefinition};
 use indexmap::IndexMap;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::{Tool, ToolOutput};
 use crate::confirm::{ConfirmError, Confirmation, ConfirmationState, Confirmations};
@@ -119,7 +120,32 @@ impl ToolRegistry {
 
     /// Handles one model tool call for `agent`: parses and validates the argument string, asks
     /// for confirmation where required, runs the tool. Never fails: problems are error results.
+    /// Runs in an `execute_tool {name}` span (OpenTelemetry GenAI conventions) with the tool
+    /// name and call id, and `error.type` when the result is an error.
     pub async fn invoke(&self, agent: &str, call: &ToolCall, task_id: Option<&str>) -> ToolOutput {
+        let name = &call.function.name;
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = format!("execute_tool {name}"),
+            otel.kind = "internal",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %name,
+            gen_ai.tool.call.id = %call.id,
+            gen_ai.agent.name = agent,
+            error.type = tracing::field::Empty,
+        );
+        let output = self
+            .run(agent, call, task_id)
+            .instrument(span.clone())
+            .await;
+        if let chorus_core::ToolOutcome::Error { error_type, .. } = &output.outcome {
+            span.record("error.type", error_type.as_str());
+        }
+        output
+    }
+
+    /// [`ToolRegistry::invoke`] without its span.
+    async fn run(&self, agent: &str, call: &ToolCall, task_id: Option<&str>) -> ToolOutput {
         let name = &call.function.name;
         let Some(entry) = self.tools.get(name) else {
             let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
