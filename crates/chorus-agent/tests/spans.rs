@@ -11,8 +11,11 @@ use std::time::Duration;
 use chorus_agent::agents::Item;
 use chorus_agent::confirm::MemoryConfirmations;
 use chorus_agent::flow::{Flow, FlowSpec, ModelFactory};
-use chorus_agent::model::{EndpointConfig, ModelClient, OpenAiChatClient};
-use support::fake_openai::{FakeOpenAi, Reply};
+use chorus_agent::model::{
+    EndpointConfig, HarmonyClient, ModelClient, ModelRequest, OpenAiChatClient,
+};
+use chorus_core::{Message, Role};
+use support::fake_openai::{FakeOpenAi, Reply, completion};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Subscriber, subscriber};
@@ -221,6 +224,55 @@ async fn model_calls_tools_and_agents_have_genai_spans_under_the_agent_span() {
     assert_eq!(tool.field("gen_ai.tool.name"), Some("weather"));
     assert_eq!(tool.field("gen_ai.tool.call.id"), Some("call_w1"));
     assert_eq!(tool.field("error.type"), None);
+}
+
+#[tokio::test]
+async fn harmony_calls_are_text_completion_spans_and_failures_carry_error_type() {
+    let mut chunks = completion::text_in_pieces("<|channel|>final<|message|>Sunny.", 9);
+    chunks.push(completion::finish("stop", None));
+    chunks.push(completion::usage(50, 3));
+    let fake = FakeOpenAi::start(vec![Reply::completions(chunks), Reply::status(400)]).await;
+    let config = EndpointConfig::new(fake.base_url()).with_retries(1, Duration::from_millis(5));
+    let request = ModelRequest {
+        model: "gpt-oss-20b".into(),
+        messages: vec![Message::new(Role::User, "Weather?")],
+        max_tokens: Some(64),
+        ..ModelRequest::default()
+    };
+    let recorder = Recorder::default();
+    let _guard = subscriber::set_default(tracing_subscriber::registry().with(recorder.clone()));
+    let reply = HarmonyClient::new(config.clone())
+        .complete(&request, None)
+        .await
+        .unwrap();
+    assert_eq!(reply.messages.last().unwrap().text(), "Sunny.");
+    let failed = OpenAiChatClient::new(config).complete(&request, None).await;
+    assert!(failed.is_err());
+    let spans = recorder.0.lock().unwrap().clone();
+    let [harmony, chat] = &spans[..] else {
+        panic!("two spans expected: {spans:#?}")
+    };
+    assert_eq!(harmony.name, "text_completion");
+    assert_eq!(
+        harmony.field("otel.name"),
+        Some("text_completion gpt-oss-20b")
+    );
+    assert_eq!(
+        harmony.field("gen_ai.operation.name"),
+        Some("text_completion")
+    );
+    assert_eq!(harmony.field("gen_ai.request.max_tokens"), Some("64"));
+    assert_eq!(harmony.field("gen_ai.request.temperature"), None);
+    assert_eq!(harmony.field("gen_ai.usage.input_tokens"), Some("50"));
+    assert_eq!(harmony.field("gen_ai.usage.output_tokens"), Some("3"));
+    assert_eq!(
+        harmony.field("gen_ai.response.finish_reasons"),
+        Some(r#"["stop"]"#)
+    );
+    assert_eq!(harmony.field("error.type"), None);
+    assert_eq!(chat.name, "chat");
+    assert_eq!(chat.field("error.type"), Some("400"));
+    assert_eq!(chat.field("gen_ai.usage.input_tokens"), None);
 }
 
 /// The task id every `invoke_agent` span carries (they must agree).
