@@ -199,6 +199,9 @@ pub struct UsageTotals {
     pub cost_usd: f64,
     /// Calls without a cost (unknown model or no usage reported).
     pub unpriced_calls: u64,
+    /// Total model time in milliseconds, where the calls' latency was measured.
+    #[serde(default)]
+    pub latency_ms: f64,
 }
 
 impl UsageTotals {
@@ -216,6 +219,26 @@ impl UsageTotals {
         }
     }
 
+    /// Adds one call from the usage and latency the client put in its reply message's metadata
+    /// (a reply without usage counts as an unpriced call).
+    pub fn add_reply(&mut self, message: &chorus_core::Message) {
+        let meta = message.metadata.as_ref();
+        match meta.and_then(|m| m.token_usage.as_ref()) {
+            Some(usage) => self.add(usage),
+            None => {
+                self.calls += 1;
+                self.unpriced_calls += 1;
+            }
+        }
+        if let Some(total) = meta
+            .and_then(|m| m.latency_ms.as_ref())
+            .and_then(|l| l.total_time.as_ref())
+            .and_then(serde_json::Number::as_f64)
+        {
+            self.latency_ms += total;
+        }
+    }
+
     /// Adds another set of totals.
     pub fn merge(&mut self, other: &UsageTotals) {
         self.calls += other.calls;
@@ -224,6 +247,7 @@ impl UsageTotals {
         self.total_tokens += other.total_tokens;
         self.cost_usd = round(self.cost_usd + other.cost_usd);
         self.unpriced_calls += other.unpriced_calls;
+        self.latency_ms += other.latency_ms;
     }
 }
 

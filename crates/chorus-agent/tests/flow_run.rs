@@ -249,24 +249,35 @@ async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
     use chorus_agent::model::{EndpointConfig, ModelClient, OpenAiChatClient};
     use support::fake_openai::{FakeOpenAi, Reply};
 
-    let call = |name: &str, args: serde_json::Value| {
-        Reply::call("call_x", name, &args.to_string(), (100, 20))
+    let call = |name: &str, args: serde_json::Value, usage: (u64, u64)| {
+        Reply::call("call_x", name, &args.to_string(), usage)
     };
-    let text = |t: &str| Reply::answer(t, (100, 10));
+    let text = |t: &str, usage: (u64, u64)| Reply::answer(t, usage);
     let escalation = |severity: &str| {
         serde_json::json!({
         "issue_category": "NETWORK_CONNECTIVITY", "severity": severity,
         "customer_info": {"user_id": "john.doe@example.com", "name": "John Doe"},
         "technical_details": {"router_model": "RouterX-Pro", "isp": "GlobalNet"}})
     };
+    // Which agent makes each scripted call, with its (prompt, completion) tokens: distinct
+    // counts so a call credited to the wrong agent changes that agent's totals.
+    let script = [
+        ("customer_service", (90, 21)),
+        ("technical_support", (110, 22)),
+        ("customer_service", (95, 23)),
+        ("technical_support", (105, 24)),
+        ("level3_expert", (100, 15)),
+        ("technical_support", (120, 16)),
+        ("customer_service", (80, 17)),
+    ];
     let fake = FakeOpenAi::start(vec![
-        call("transfer_to_technical_support", serde_json::json!({"handoff_type": "ESCALATION", "summary": "Hourly drops", "data": escalation("HIGH")})),
-        call("reply_to_sender", serde_json::json!({"handoff_type": "REQUEST_INFORMATION", "summary": "Need logs", "data": {"requested_info_keys": ["modem_logs", "outage_times"]}})),
-        call("reply_to_sender", serde_json::json!({"handoff_type": "PROVIDE_INFORMATION", "summary": "Logs", "data": {"provided_info": {"modem_logs": "log_file_id_123", "outage_times": ":05 hourly"}}})),
-        call("transfer_to_level3_expert", serde_json::json!({"handoff_type": "ESCALATION", "summary": "DHCP renewals fail", "data": escalation("CRITICAL")})),
-        text("Root cause: router firmware drops the DHCP lease; firmware updated."),
-        text("Level 3 fixed it: firmware updated."),
-        text("Good news: your connection is fixed."),
+        call("transfer_to_technical_support", serde_json::json!({"handoff_type": "ESCALATION", "summary": "Hourly drops", "data": escalation("HIGH")}), script[0].1),
+        call("reply_to_sender", serde_json::json!({"handoff_type": "REQUEST_INFORMATION", "summary": "Need logs", "data": {"requested_info_keys": ["modem_logs", "outage_times"]}}), script[1].1),
+        call("reply_to_sender", serde_json::json!({"handoff_type": "PROVIDE_INFORMATION", "summary": "Logs", "data": {"provided_info": {"modem_logs": "log_file_id_123", "outage_times": ":05 hourly"}}}), script[2].1),
+        call("transfer_to_level3_expert", serde_json::json!({"handoff_type": "ESCALATION", "summary": "DHCP renewals fail", "data": escalation("CRITICAL")}), script[3].1),
+        text("Root cause: router firmware drops the DHCP lease; firmware updated.", script[4].1),
+        text("Level 3 fixed it: firmware updated.", script[5].1),
+        text("Good news: your connection is fixed.", script[6].1),
     ])
     .await;
     let base = fake.base_url();
@@ -308,6 +319,40 @@ async fn support_desk_llm_runs_the_chain_against_a_fake_endpoint() {
     );
     assert_eq!(report.outputs[0].recipients(), ["customer_john"]);
     assert_eq!((report.usage.calls, report.usage.prompt_tokens), (7, 700));
+    // Per agent: that agent's scripted calls and tokens; the flow total is their sum.
+    let mut expected: std::collections::BTreeMap<&str, (u64, u64, u64)> = Default::default();
+    for (agent, (prompt, completion)) in script {
+        let e = expected.entry(agent).or_default();
+        *e = (e.0 + 1, e.1 + prompt, e.2 + completion);
+    }
+    let per_agent: std::collections::BTreeMap<&str, (u64, u64, u64)> = report
+        .per_agent
+        .iter()
+        .map(|(name, t)| {
+            (
+                name.as_str(),
+                (t.calls, t.prompt_tokens, t.completion_tokens),
+            )
+        })
+        .collect();
+    assert_eq!(per_agent, expected);
+    let (calls, prompt, completion) = expected
+        .values()
+        .fold((0, 0, 0), |a, e| (a.0 + e.0, a.1 + e.1, a.2 + e.2));
+    assert_eq!(
+        (
+            report.usage.calls,
+            report.usage.prompt_tokens,
+            report.usage.completion_tokens,
+            report.usage.total_tokens
+        ),
+        (calls, prompt, completion, prompt + completion)
+    );
+    let agent_cost: f64 = report.per_agent.values().map(|t| t.cost_usd).sum();
+    assert!((report.usage.cost_usd - agent_cost).abs() < 1e-9);
+    let agent_latency: f64 = report.per_agent.values().map(|t| t.latency_ms).sum();
+    assert!(report.usage.latency_ms > 0.0);
+    assert!((report.usage.latency_ms - agent_latency).abs() < 1e-6);
     assert_eq!(fake.remaining(), 0);
 }
 

@@ -147,6 +147,15 @@ pub fn run(args: RunArgs) -> ExitCode {
                 eprintln!("approve with: chorus confirm approve {} {hint}", c.id);
             }
             if report.usage.calls > 0 {
+                for (name, totals) in &report.per_agent {
+                    eprintln!(
+                        "agent {name}: {} model calls, {} prompt + {} completion tokens, ${:.6}",
+                        totals.calls,
+                        totals.prompt_tokens,
+                        totals.completion_tokens,
+                        totals.cost_usd
+                    );
+                }
                 eprintln!(
                     "model calls: {}, tokens: {} prompt + {} completion, cost: ${:.6}",
                     report.usage.calls,

@@ -15,8 +15,9 @@ use serde_json::{Value, json};
 
 use super::packet::new_message_id;
 use super::transfer::{REPLY_TOOL, TRANSFER_PREFIX, packet_from_call, reply_tool, transfer_tool};
-use super::{FlowAgent, Item, Usage};
+use super::{FlowAgent, Item};
 use crate::confirm::ConfirmationState;
+use crate::cost::UsageTotals;
 use crate::model::{ModelClient, ModelRequest};
 use crate::tools::{ToolOutput, ToolRegistry};
 
@@ -74,7 +75,7 @@ pub struct LlmAgent {
     histories: Mutex<HashMap<String, Vec<Message>>>,
     origins: Mutex<HashMap<String, Item>>,
     refusals_told: Mutex<HashSet<String>>,
-    usage: Mutex<Usage>,
+    usage: Mutex<UsageTotals>,
 }
 
 /// What one step of the loop decided.
@@ -101,7 +102,7 @@ impl LlmAgent {
             histories: Mutex::new(HashMap::new()),
             origins: Mutex::new(HashMap::new()),
             refusals_told: Mutex::new(HashSet::new()),
-            usage: Mutex::new(Usage::default()),
+            usage: Mutex::new(UsageTotals::default()),
         })
     }
 
@@ -446,8 +447,8 @@ impl FlowAgent for LlmAgent {
             .push(Self::input_message(item));
     }
 
-    fn usage(&self) -> Usage {
-        self.usage.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    fn usage(&self) -> UsageTotals {
+        *self.usage.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

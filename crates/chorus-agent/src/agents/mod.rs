@@ -13,7 +13,6 @@ mod rule;
 mod scope;
 mod trace;
 mod transfer;
-mod usage;
 
 pub use bus_agent::BusAgent;
 pub use item::Item;
@@ -22,10 +21,11 @@ pub use packet::{PacketDraft, PacketError, new_message_id, now_timestamp, valida
 pub use rule::{Action, Rule, RuleAgent};
 pub use scope::{Scope, fill};
 pub use trace::handle_traced;
-pub use usage::Usage;
 
 use async_trait::async_trait;
 use chorus_bus::AgentError;
+
+use crate::cost::UsageTotals;
 
 /// An agent in a flow: handles one message or handoff and returns what it sends, each item
 /// addressed to its recipient.
@@ -42,7 +42,7 @@ pub trait FlowAgent: Send + Sync {
     async fn observe(&self, _item: &Item, _task_id: &str) {}
 
     /// Token usage, cost and latency of the model calls so far (zero for agents without a model).
-    fn usage(&self) -> Usage {
-        Usage::default()
+    fn usage(&self) -> UsageTotals {
+        UsageTotals::default()
     }
 }

@@ -1,5 +1,6 @@
 //! Running a flow: choreography over the embedded bus, or a pipeline or hub in process.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +15,9 @@ use super::build::{ModelFactory, build_agents};
 use super::failure::handle_with_strategy;
 use super::remote::Remote;
 use super::spec::{FlowSpec, Mode, SpecError};
-use crate::agents::{BusAgent, FlowAgent, Item, Usage, new_message_id};
+use crate::agents::{BusAgent, FlowAgent, Item, new_message_id};
 use crate::confirm::{Confirmation, Confirmations};
+use crate::cost::UsageTotals;
 
 /// A flow ready to run.
 pub struct Flow {
@@ -26,15 +28,17 @@ pub struct Flow {
     approval: Option<ApprovalWait>,
 }
 
-/// How a flow ended normally.
+/// How a flow ended normally. A flow run is one task, so its totals are the task's.
 #[derive(Debug, Clone, Default)]
 pub struct FlowReport {
     /// Deliveries handled.
     pub steps: usize,
     /// Items addressed to someone outside the flow (the person who started it).
     pub outputs: Vec<Item>,
-    /// Model usage summed over the agents.
-    pub usage: Usage,
+    /// Model usage of the whole run (the task): the sum of `per_agent`.
+    pub usage: UsageTotals,
+    /// Model usage by agent name, one entry per agent of the flow.
+    pub per_agent: BTreeMap<String, UsageTotals>,
     /// Tool calls of this flow's task still waiting for a person.
     pub pending_confirmations: Vec<Confirmation>,
 }
@@ -250,8 +254,10 @@ impl Flow {
 
     /// Adds usage and pending confirmations to a finished run's report.
     async fn finish(&self, mut report: FlowReport) -> Result<FlowReport, FlowError> {
-        for agent in self.agents.values() {
-            report.usage.merge(&agent.usage());
+        for (name, agent) in &self.agents {
+            let totals = agent.usage();
+            report.usage.merge(&totals);
+            report.per_agent.insert(name.clone(), totals);
         }
         report.pending_confirmations = pending(self.confirmations.as_ref(), &self.task_id).await?;
         Ok(report)
