@@ -516,6 +516,15 @@ async fn the_approval_example_waits_for_chorus_confirm_and_the_model_gets_the_re
     );
     let requests = fake.requests();
     assert_eq!(requests.len(), 3);
+    // The one LLM agent made every model call: its line comes before the flow total.
+    let agent_line = rest
+        .iter()
+        .position(|l| l.starts_with("agent network_assistant: 3 model calls, "));
+    let total_line = rest.iter().position(|l| l.starts_with("model calls: 3,"));
+    assert!(
+        matches!((agent_line, total_line), (Some(a), Some(t)) if a < t),
+        "{rest:?}"
+    );
     let results: Vec<&Value> = requests[2].body["messages"]
         .as_array()
         .unwrap()
