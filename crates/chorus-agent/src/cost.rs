@@ -251,48 +251,6 @@ impl UsageTotals {
     }
 }
 
-/// Totals per agent, per task and for the whole flow.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CostLedger {
-    /// The whole flow.
-    pub flow: UsageTotals,
-    /// By agent name.
-    pub agents: BTreeMap<String, UsageTotals>,
-    /// By task id.
-    pub tasks: BTreeMap<String, UsageTotals>,
-}
-
-impl CostLedger {
-    /// An empty ledger.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Records one call's usage for `agent` and, if given, `task`.
-    pub fn record(&mut self, agent: &str, task: Option<&str>, usage: &TokenUsage) {
-        self.flow.add(usage);
-        self.agents.entry(agent.to_owned()).or_default().add(usage);
-        if let Some(task) = task {
-            self.tasks.entry(task.to_owned()).or_default().add(usage);
-        }
-    }
-
-    /// Records the usage in the metadata of every message that has some (a model reply's).
-    pub fn record_messages(
-        &mut self,
-        agent: &str,
-        task: Option<&str>,
-        messages: &[chorus_core::Message],
-    ) {
-        for usage in messages
-            .iter()
-            .filter_map(|m| m.metadata.as_ref()?.token_usage.as_ref())
-        {
-            self.record(agent, task, usage);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,7 +351,7 @@ mod tests {
     }
 
     #[test]
-    fn ledger_totals_per_agent_task_and_flow() {
+    fn usage_totals_add_priced_and_unpriced_calls_and_merge() {
         let table = PriceTable {
             models: [(
                 "m".to_owned(),
@@ -405,27 +363,23 @@ mod tests {
             .into(),
             ..PriceTable::default()
         };
-        let mut ledger = CostLedger::new();
-        for (agent, task, p, c) in [
-            ("a", "t1", 1000, 1000),
-            ("b", "t1", 500, 0),
-            ("a", "t2", 0, 250),
-        ] {
+        let priced = |p, c| {
             let mut u = usage(p, c);
             table.apply("m", &mut u);
-            ledger.record(agent, Some(task), &u);
-        }
-        ledger.record("b", None, &usage(10, 10));
-        assert_eq!(ledger.flow.calls, 4);
-        assert_eq!(ledger.flow.total_tokens, 2770);
-        assert_eq!(ledger.flow.cost_usd, 0.00275);
-        assert_eq!(ledger.flow.unpriced_calls, 1);
-        assert_eq!(ledger.agents["a"].cost_usd, 0.00225);
-        assert_eq!(ledger.agents["b"].calls, 2);
-        assert_eq!(ledger.tasks["t1"].prompt_tokens, 1500);
-        assert_eq!(ledger.tasks.len(), 2);
-        let mut both = ledger.agents["a"];
-        both.merge(&ledger.agents["b"]);
-        assert_eq!(both, ledger.flow);
+            u
+        };
+        let (mut a, mut b) = (UsageTotals::default(), UsageTotals::default());
+        a.add(&priced(1000, 1000));
+        b.add(&priced(500, 0));
+        a.add(&priced(0, 250));
+        b.add(&usage(10, 10));
+        assert_eq!((a.calls, a.cost_usd, a.unpriced_calls), (2, 0.00225, 0));
+        assert_eq!((b.calls, b.prompt_tokens, b.unpriced_calls), (2, 510, 1));
+        let mut both = a;
+        both.merge(&b);
+        assert_eq!(both.calls, 4);
+        assert_eq!(both.total_tokens, 2770);
+        assert_eq!(both.cost_usd, 0.00275);
+        assert_eq!(both.unpriced_calls, 1);
     }
 }
