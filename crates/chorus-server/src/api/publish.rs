@@ -134,8 +134,13 @@ pub async fn publish(
         ));
     };
     let incoming = traceparent(&headers);
-    let carried = match &body {
-        Ok(bytes) => telemetry::joined(&app.traces, incoming.clone(), bytes).await,
+    let started = std::time::Instant::now();
+    let read = app
+        .rate
+        .check(&agent)
+        .and_then(|()| read_document(&app, body));
+    let carried = match &read {
+        Ok((_, document)) => telemetry::joined(&app.traces, incoming.clone(), document).await,
         Err(_) => None,
     };
     let span = tracing::info_span!(
@@ -153,7 +158,7 @@ pub async fn publish(
         task_id = field::Empty,
     );
     telemetry::link(&span, carried.as_deref());
-    let result = store(&app, &agent, body, carried)
+    let result = store(&app, &agent, read, carried, started)
         .instrument(span.clone())
         .await;
     match &result {
@@ -173,17 +178,13 @@ pub async fn publish(
     result
 }
 
-/// Reads, checks, redacts and stores one published document.
-async fn store(
+/// The body and the JSON document in it, or why there is none.
+fn read_document(
     app: &AppState,
-    agent: &str,
     body: Result<Bytes, BytesRejection>,
-    carried: Option<String>,
-) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
-    app.rate.check(agent)?;
-    let started = std::time::Instant::now();
+) -> Result<(Bytes, Value), ApiError> {
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
-    let mut document: Value = serde_json::from_slice(&bytes).map_err(|e| {
+    let document = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request(
             "malformed_json",
             format!(
@@ -193,6 +194,19 @@ async fn store(
             ),
         )
     })?;
+    Ok((bytes, document))
+}
+
+/// Checks, redacts and stores one published document (read by [`read_document`] after the
+/// rate check).
+async fn store(
+    app: &AppState,
+    agent: &str,
+    read: Result<(Bytes, Value), ApiError>,
+    carried: Option<String>,
+    started: std::time::Instant,
+) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
+    let (bytes, mut document) = read?;
     record_keys(&document);
     admit(&app.policy, agent, &document)?;
     let kept = app.blobs.keep_media(&mut document).await?;

@@ -58,8 +58,6 @@ struct Carrier {
 struct CarrierMeta {
     #[serde(default)]
     traceparent: Option<String>,
-    #[serde(default)]
-    correlation_id: Option<String>,
     #[serde(flatten)]
     _rest: std::collections::HashMap<String, IgnoredAny>,
 }
@@ -74,16 +72,16 @@ pub fn traceparent_in(bytes: &[u8]) -> Option<String> {
 /// `metadata.traceparent`, else the latest trace kept for its `metadata.correlation_id`.
 ///
 /// Known before the publish span is made, so that the span is born into that trace.
-pub async fn joined(traces: &Traces, header: Option<String>, body: &[u8]) -> Option<String> {
+pub async fn joined(traces: &Traces, header: Option<String>, document: &Value) -> Option<String> {
     if header.is_some() {
         return header;
     }
-    let meta = serde_json::from_slice::<Carrier>(body).ok()?.metadata?;
-    if let Some(tp) = meta.traceparent.filter(|t| is_traceparent(t)) {
+    let text = |pointer: &str| document.pointer(pointer).and_then(Value::as_str);
+    if let Some(tp) = text("/metadata/traceparent").filter(|t| is_traceparent(t)) {
         return Some(tp.to_ascii_lowercase());
     }
     traces
-        .of_correlation(&meta.correlation_id?)
+        .of_correlation(text("/metadata/correlation_id")?)
         .await
         .unwrap_or_else(|e| {
             tracing::warn!(error = %e, "trace context of the correlation not read");
