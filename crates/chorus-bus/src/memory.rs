@@ -307,10 +307,24 @@ impl Queue {
                 attempt: entry.attempts,
                 token: token.to_string(),
             });
-            self.deadlines.push(Reverse((deadline, token)));
             self.held.insert(token, Held { entry, deadline });
+            self.watch(token, deadline);
         }
         out
+    }
+
+    /// Watches the ack deadline of held delivery `token`. Settled deliveries leave their
+    /// deadlines behind; when those outnumber the held ones, the heap is rebuilt from what is
+    /// held, so that its size follows the deliveries in flight, not the ack wait's traffic.
+    fn watch(&mut self, token: u64, deadline: i64) {
+        self.deadlines.push(Reverse((deadline, token)));
+        if self.deadlines.len() > 2 * self.held.len() + 64 {
+            self.deadlines = self
+                .held
+                .iter()
+                .map(|(&token, held)| Reverse((held.deadline, token)))
+                .collect();
+        }
     }
 }
 
@@ -429,7 +443,9 @@ impl Bus for MemoryBus {
 
     async fn publish_envelope(&self, mut env: Envelope) -> BusResult<Receipt> {
         if self.config.validator.is_some() || !self.config.rules.is_empty() {
-            return publish_checked(self, env).await;
+            // Boxed on its own: inline, its state would make every publish's future over
+            // 1 KiB, past the allocator's fast path.
+            return Box::pin(publish_checked(self, env)).await;
         }
         // Nothing to validate: route and store here, in one step (no further trait calls).
         let queues = resolve(
@@ -515,7 +531,7 @@ impl Bus for MemoryBus {
             if let Some(h) = q.held.get_mut(&token) {
                 h.deadline = deadline;
             }
-            q.deadlines.push(Reverse((deadline, token)));
+            q.watch(token, deadline);
         })?;
         Ok(())
     }
@@ -694,6 +710,46 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(bus.store(&env, &queues, true).await.unwrap());
         assert_eq!(bus.fetch("q", 10).await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn settled_deliveries_leave_no_deadlines_behind_and_overdue_ones_still_return() {
+        let bus = MemoryBus::new(BusConfig {
+            ack_wait: Duration::from_millis(300),
+            validator: None,
+            ..BusConfig::default()
+        });
+        let queues = vec!["q".to_owned()];
+        bus.store(
+            &Envelope::new("kept", queues.clone(), b"{}".to_vec()),
+            &queues,
+            true,
+        )
+        .await
+        .unwrap();
+        let kept = bus.fetch("q", 1).await.unwrap();
+        for i in 0..5000 {
+            let env = Envelope::new(format!("m{i}"), queues.clone(), b"{}".to_vec());
+            bus.store(&env, &queues, true).await.unwrap();
+            let got = bus.fetch("q", 1).await.unwrap();
+            bus.ack_all(&got).await.unwrap();
+        }
+        let watched = lock(&bus.existing("q").unwrap().state).deadlines.len();
+        assert!(
+            watched <= 2 + 64,
+            "{watched} deadlines watched for 1 held delivery"
+        );
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let again = bus.fetch("q", 10).await.unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(
+            (again[0].envelope.id.as_str(), again[0].attempt),
+            ("kept", 2)
+        );
+        assert!(
+            bus.ack(&kept[0]).await.is_err(),
+            "the first delivery is stale"
+        );
     }
 
     #[tokio::test]
