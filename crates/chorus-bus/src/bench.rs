@@ -10,6 +10,7 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde::Serialize;
 
+use crate::bus::Bus;
 use crate::config::BusConfig;
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
@@ -98,12 +99,30 @@ pub async fn run(opts: &BenchOptions, progress: Arc<Progress>) -> BusResult<Benc
         poll_interval: Duration::from_millis(20),
         ..BusConfig::default()
     };
-    // A namespace of its own, so that a run leaves a served hub's streams and keys alone.
+    // A namespace of its own, so that a run leaves a served hub's streams and keys alone; it
+    // holds nothing but this run's messages and is deleted afterwards.
     let backend = opts
         .backend
         .clone()
         .with_namespace(&format!("chorus_bench_{}", std::process::id()));
     let bus = backend.open_with_batch(config, opts.max_batch).await?;
+    let report = load(bus, opts, progress).await;
+    let deleted = backend.destroy_namespace().await;
+    let report = report?;
+    deleted.map_err(|e| {
+        BusError::Storage(format!(
+            "the run finished, but its namespace in {backend} could not be deleted: {e}"
+        ))
+    })?;
+    Ok(report)
+}
+
+/// Publishes and consumes on `bus` as `opts` says, and measures.
+async fn load(
+    bus: Arc<dyn Bus>,
+    opts: &BenchOptions,
+    progress: Arc<Progress>,
+) -> BusResult<BenchReport> {
     let queue = format!("bench-{}-{}", std::process::id(), crate::config::now_ms());
     let total = opts.messages.max(1);
     let seen: Arc<Vec<AtomicU8>> = Arc::new((0..total).map(|_| AtomicU8::new(0)).collect());

@@ -88,6 +88,16 @@ impl StoreSpec {
         }
     }
 
+    /// Deletes the streams or keys a server store keeps under its namespace; memory and
+    /// SQLite stores are left as they are. For scratch namespaces such as the bench's own.
+    pub async fn destroy_namespace(&self) -> BusResult<()> {
+        match self {
+            StoreSpec::Memory | StoreSpec::Sqlite(_) => Ok(()),
+            StoreSpec::Nats(server) => destroy_nats(server).await,
+            StoreSpec::Redis(server) => destroy_redis(server).await,
+        }
+    }
+
     /// The same address with `namespace` when it is a server store.
     pub fn with_namespace(mut self, namespace: &str) -> StoreSpec {
         if let StoreSpec::Nats(server) | StoreSpec::Redis(server) = &mut self {
@@ -161,6 +171,19 @@ async fn open_nats(server: &ServerStore, config: BusConfig) -> BusResult<Arc<dyn
     Ok(Arc::new(bus))
 }
 
+#[cfg(feature = "nats")]
+async fn destroy_nats(server: &ServerStore) -> BusResult<()> {
+    crate::nats::NatsBus::connect(&server.url, &server.namespace, BusConfig::default())
+        .await?
+        .destroy()
+        .await
+}
+
+#[cfg(not(feature = "nats"))]
+async fn destroy_nats(_: &ServerStore) -> BusResult<()> {
+    Err(not_built("NATS", "nats"))
+}
+
 #[cfg(not(feature = "nats"))]
 async fn open_nats(_: &ServerStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
     Err(not_built("NATS", "nats"))
@@ -170,6 +193,19 @@ async fn open_nats(_: &ServerStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
 async fn open_redis(server: &ServerStore, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
     let bus = crate::redis::RedisBus::connect(&server.url, &server.namespace, config).await?;
     Ok(Arc::new(bus))
+}
+
+#[cfg(feature = "redis")]
+async fn destroy_redis(server: &ServerStore) -> BusResult<()> {
+    crate::redis::RedisBus::connect(&server.url, &server.namespace, BusConfig::default())
+        .await?
+        .destroy()
+        .await
+}
+
+#[cfg(not(feature = "redis"))]
+async fn destroy_redis(_: &ServerStore) -> BusResult<()> {
+    Err(not_built("Redis", "redis"))
 }
 
 #[cfg(not(feature = "redis"))]

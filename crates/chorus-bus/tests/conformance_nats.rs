@@ -9,3 +9,35 @@ server_conformance_tests!(
     "CHORUS_TEST_NATS_URL",
     "nats://127.0.0.1:4222"
 );
+
+/// `chorus bench bus` on NATS runs in a namespace of its own and deletes it afterwards.
+#[cfg(feature = "nats")]
+#[tokio::test]
+async fn the_bench_deletes_its_streams() {
+    use std::sync::Arc;
+
+    use chorus_bus::StoreSpec;
+    use chorus_bus::bench::{BenchOptions, Progress, run};
+    use futures::StreamExt;
+
+    let Some(url) =
+        conformance::server_url("NATS", "CHORUS_TEST_NATS_URL", "nats://127.0.0.1:4222")
+    else {
+        return;
+    };
+    let opts = BenchOptions {
+        backend: StoreSpec::parse(&url).unwrap(),
+        messages: 500,
+        ..BenchOptions::default()
+    };
+    let report = run(&opts, Arc::new(Progress::default())).await.unwrap();
+    assert_eq!(
+        (report.sent, report.received, report.lost, report.duplicates),
+        (500, 500, 0, 0)
+    );
+    let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
+    let ns = format!("chorus_bench_{}_", std::process::id());
+    let names: Vec<String> = js.stream_names().map(|name| name.unwrap()).collect().await;
+    let left: Vec<&String> = names.iter().filter(|n| n.starts_with(&ns)).collect();
+    assert!(left.is_empty(), "streams left behind: {left:?}");
+}

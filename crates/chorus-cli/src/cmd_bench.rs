@@ -87,11 +87,18 @@ pub fn run(args: BenchArgs) -> ExitCode {
     let progress = Arc::new(Progress::default());
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(opts.messages as u64);
+        // The bar takes the width the figures leave, so that the line never wraps.
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} received, {msg} sent, {per_sec}",
+                "{wide_bar} {human_pos}/{human_len} received, {msg} sent, {rate}",
             )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .with_key(
+                "rate",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}/s", indicatif::HumanCount(state.per_sec() as u64));
+                },
+            ),
         );
         bar
     });
@@ -101,7 +108,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
             tokio::spawn(async move {
                 loop {
                     bar.set_position(progress.received.load(Ordering::Relaxed));
-                    bar.set_message(progress.sent.load(Ordering::Relaxed).to_string());
+                    let sent = progress.sent.load(Ordering::Relaxed);
+                    bar.set_message(indicatif::HumanCount(sent).to_string());
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             })
