@@ -20,6 +20,7 @@ use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply, StreamReadReply};
 use redis::{AsyncCommands, Value};
 
+use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
@@ -46,6 +47,7 @@ pub struct RedisBus {
     consumer: String,
     groups: Mutex<HashSet<String>>,
     schedulers: Mutex<HashMap<String, FairScheduler>>,
+    binding_cache: BindingCache,
 }
 
 impl RedisBus {
@@ -70,6 +72,7 @@ impl RedisBus {
             consumer: format!("c-{}", uuid::Uuid::new_v4().simple()),
             groups: Mutex::default(),
             schedulers: Mutex::default(),
+            binding_cache: BindingCache::default(),
         })
     }
 
@@ -84,6 +87,22 @@ impl RedisBus {
             let _: () = conn.del(chunk).await.map_err(redis_error)?;
         }
         Ok(())
+    }
+
+    /// Every binding, read from the server.
+    async fn read_bindings(&self) -> BusResult<Vec<Binding>> {
+        let members: Vec<String> = self
+            .con()
+            .smembers(format!("{}:bindings", self.ns))
+            .await
+            .map_err(redis_error)?;
+        let mut list: Vec<Binding> = members
+            .iter()
+            .map(|m| serde_json::from_str(m))
+            .collect::<Result<_, _>>()
+            .map_err(|e| BusError::Corrupt(format!("a binding does not parse: {e}")))?;
+        list.sort_by(|a, b| (&a.queue, a.filter.parts()).cmp(&(&b.queue, b.filter.parts())));
+        Ok(list)
     }
 
     fn stream(&self, queue: &str, rank: u8) -> String {
@@ -303,22 +322,12 @@ impl Bus for RedisBus {
             .sadd(format!("{}:bindings", self.ns), member)
             .await
             .map_err(redis_error)?;
+        self.binding_cache.invalidate();
         Ok(())
     }
 
     async fn bindings(&self) -> BusResult<Vec<Binding>> {
-        let members: Vec<String> = self
-            .con()
-            .smembers(format!("{}:bindings", self.ns))
-            .await
-            .map_err(redis_error)?;
-        let mut list: Vec<Binding> = members
-            .iter()
-            .map(|m| serde_json::from_str(m))
-            .collect::<Result<_, _>>()
-            .map_err(|e| BusError::Corrupt(format!("a binding does not parse: {e}")))?;
-        list.sort_by(|a, b| (&a.queue, a.filter.parts()).cmp(&(&b.queue, b.filter.parts())));
-        Ok(list)
+        self.binding_cache.get(|| self.read_bindings()).await
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
