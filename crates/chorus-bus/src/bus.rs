@@ -25,7 +25,8 @@ pub trait Bus: Send + Sync {
     /// The delivery settings.
     fn config(&self) -> &BusConfig;
 
-    /// Adds a durable subscription (idempotent).
+    /// Adds a durable subscription (idempotent). This bus's publishes route by it at once;
+    /// other processes sharing the store see it within a second (they cache the bindings).
     async fn bind(&self, binding: Binding) -> BusResult<()>;
 
     /// All subscriptions.
