@@ -76,6 +76,9 @@ pub trait Bus: Send + Sync {
     /// All dead letters, oldest first.
     async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>>;
 
+    /// How many dead letters there are, without reading them (for a watcher polling it).
+    async fn dead_letter_count(&self) -> BusResult<u64>;
+
     /// Primitive: deletes a dead letter (after it was replayed).
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()>;
 

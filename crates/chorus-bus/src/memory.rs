@@ -579,6 +579,10 @@ impl Bus for MemoryBus {
         Ok(lock(&self.dead).letters.clone())
     }
 
+    async fn dead_letter_count(&self) -> BusResult<u64> {
+        Ok(lock(&self.dead).letters.len() as u64)
+    }
+
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
         let mut dead = lock(&self.dead);
         let before = dead.letters.len();

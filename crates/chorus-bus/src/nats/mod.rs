@@ -685,6 +685,15 @@ impl Bus for NatsBus {
             .collect())
     }
 
+    async fn dead_letter_count(&self) -> BusResult<u64> {
+        let stream = self
+            .js
+            .get_stream(format!("{}_DLQ", self.ns))
+            .await
+            .map_err(nats_error)?;
+        Ok(stream.cached_info().state.messages)
+    }
+
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
         let unknown = || BusError::UnknownDeadLetter(id.to_owned());
         let seq: u64 = id.parse().map_err(|_| unknown())?;

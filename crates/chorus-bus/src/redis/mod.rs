@@ -493,6 +493,13 @@ impl Bus for RedisBus {
             .collect()
     }
 
+    async fn dead_letter_count(&self) -> BusResult<u64> {
+        self.con()
+            .hlen(format!("{}:dead", self.ns))
+            .await
+            .map_err(redis_error)
+    }
+
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
         let removed: i64 = self
             .con()

@@ -200,6 +200,10 @@ impl Bus for SqliteBus {
         self.writer.call(false, schema::dead_letters).await
     }
 
+    async fn dead_letter_count(&self) -> BusResult<u64> {
+        self.writer.call(false, schema::dead_count).await
+    }
+
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
         let id = id.to_owned();
         self.writer

@@ -309,6 +309,14 @@ pub(crate) fn insert_dead(
     Ok(conn.last_insert_rowid().to_string())
 }
 
+/// The number of dead letters.
+pub(crate) fn dead_count(conn: &Connection) -> BusResult<u64> {
+    conn.prepare_cached("SELECT COUNT(*) FROM dead_letters")
+        .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+        .map(i64::unsigned_abs)
+        .map_err(storage_error)
+}
+
 /// All dead letters, oldest first.
 pub(crate) fn dead_letters(conn: &Connection) -> BusResult<Vec<DeadLetter>> {
     let mut stmt = conn

@@ -1035,14 +1035,19 @@ pub async fn dead_letters_are_listed_and_replayed(f: &Fixture) {
             .await
             .is_none()
     );
+    let refused = bus.publish(b"{not json".to_vec()).await.unwrap_err();
+    assert!(matches!(refused, BusError::Invalid { .. }), "{refused}");
     let letters = bus.dead_letters().await.unwrap();
-    assert_eq!(letters.len(), 1);
+    assert_eq!(letters.len(), 2);
+    assert_eq!(bus.dead_letter_count().await.unwrap(), 2);
     let receipt = bus.replay(&letters[0].id).await.unwrap();
     assert_eq!(receipt.queues, ["agent"]);
+    bus.remove_dead_letter(&letters[1].id).await.unwrap();
     assert!(
         bus.dead_letters().await.unwrap().is_empty(),
-        "replayed letters leave the list"
+        "replayed and removed letters leave the list"
     );
+    assert_eq!(bus.dead_letter_count().await.unwrap(), 0);
     let back = one(&bus, "agent", LONG)
         .await
         .expect("replayed message delivered");

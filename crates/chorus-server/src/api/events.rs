@@ -96,7 +96,7 @@ pub async fn observe(Extension(live): Extension<Arc<Live>>, req: Request, next: 
 
 /// Announces `dead_lettered` whenever the number of dead letters moved from `seen` (the
 /// number when the stream opened) or from the last look.
-fn dead_letter_watch(app: AppState, seen: usize) -> impl futures::Stream<Item = Change> + Send {
+fn dead_letter_watch(app: AppState, seen: u64) -> impl futures::Stream<Item = Change> + Send {
     let mut ticks = tokio::time::interval(DEAD_LETTER_CHECK);
     ticks.reset();
     stream::unfold(
@@ -104,7 +104,7 @@ fn dead_letter_watch(app: AppState, seen: usize) -> impl futures::Stream<Item = 
         |(app, mut ticks, mut seen)| async move {
             loop {
                 ticks.tick().await;
-                let Ok(now) = app.bus.dead_letters().await.map(|d| d.len()) else {
+                let Ok(now) = app.bus.dead_letter_count().await else {
                     continue;
                 };
                 if std::mem::replace(&mut seen, now) != now {
@@ -152,7 +152,7 @@ pub async fn events(
         };
         Some((Ok::<_, Infallible>(event), rx))
     });
-    let seen = app.bus.dead_letters().await?.len();
+    let seen = app.bus.dead_letter_count().await?;
     let watched = dead_letter_watch(app.clone(), seen).map(|change| {
         Ok(Event::default()
             .event("change")

@@ -53,10 +53,10 @@ pub async fn metrics(
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require_admin("metrics")?;
     app.metrics.refresh_backlog(app.bus.as_ref()).await?;
-    let letters = app.bus.dead_letters().await?;
+    let letters = app.bus.dead_letter_count().await?;
     app.metrics
         .dead_letters
-        .set(i64::try_from(letters.len()).unwrap_or(i64::MAX));
+        .set(i64::try_from(letters).unwrap_or(i64::MAX));
     Ok((
         StatusCode::OK,
         [(
