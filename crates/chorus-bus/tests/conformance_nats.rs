@@ -14,10 +14,6 @@ server_conformance_tests!(
 #[cfg(feature = "nats")]
 #[tokio::test]
 async fn the_bench_deletes_its_streams() {
-    use std::sync::Arc;
-
-    use chorus_bus::StoreSpec;
-    use chorus_bus::bench::{BenchOptions, Progress, run};
     use futures::StreamExt;
 
     let Some(url) =
@@ -25,16 +21,7 @@ async fn the_bench_deletes_its_streams() {
     else {
         return;
     };
-    let opts = BenchOptions {
-        backend: StoreSpec::parse(&url).unwrap(),
-        messages: 500,
-        ..BenchOptions::default()
-    };
-    let report = run(&opts, Arc::new(Progress::default())).await.unwrap();
-    assert_eq!(
-        (report.sent, report.received, report.lost, report.duplicates),
-        (500, 500, 0, 0)
-    );
+    conformance::run_bench_on(&url).await;
     let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
     let ns = format!("chorus_bench_{}_", std::process::id());
     let names: Vec<String> = js.stream_names().map(|name| name.unwrap()).collect().await;

@@ -14,26 +14,12 @@ server_conformance_tests!(
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn the_bench_deletes_its_keys() {
-    use std::sync::Arc;
-
-    use chorus_bus::StoreSpec;
-    use chorus_bus::bench::{BenchOptions, Progress, run};
-
     let Some(url) =
         conformance::server_url("Redis", "CHORUS_TEST_REDIS_URL", "redis://127.0.0.1:6379")
     else {
         return;
     };
-    let opts = BenchOptions {
-        backend: StoreSpec::parse(&url).unwrap(),
-        messages: 500,
-        ..BenchOptions::default()
-    };
-    let report = run(&opts, Arc::new(Progress::default())).await.unwrap();
-    assert_eq!(
-        (report.sent, report.received, report.lost, report.duplicates),
-        (500, 500, 0, 0)
-    );
+    conformance::run_bench_on(&url).await;
     let mut conn = redis::Client::open(url.as_str())
         .unwrap()
         .get_multiplexed_async_connection()

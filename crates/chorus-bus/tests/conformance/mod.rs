@@ -170,6 +170,22 @@ pub fn server_url(backend: &str, var: &str, example: &str) -> Option<String> {
     }
 }
 
+/// Runs the bench's load (500 messages) on the store at `url` and checks nothing was lost; the
+/// caller then checks that the run's namespace was deleted.
+pub async fn run_bench_on(url: &str) {
+    use chorus_bus::bench::{BenchOptions, Progress, run};
+    let opts = BenchOptions {
+        backend: chorus_bus::StoreSpec::parse(url).unwrap(),
+        messages: 500,
+        ..BenchOptions::default()
+    };
+    let report = run(&opts, Arc::new(Progress::default())).await.unwrap();
+    assert_eq!(
+        (report.sent, report.received, report.lost, report.duplicates),
+        (500, 500, 0, 0)
+    );
+}
+
 /// A unique id for this run.
 pub fn uid(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
