@@ -169,7 +169,7 @@ fn assistant_to_harmony(
             other => losses.push(loss(
                 index,
                 &format!("/content/{part_index}"),
-                &format!("a {} part", other.type_name()),
+                &format!("the {} part", other.type_name()),
             )),
         }
     }
@@ -203,7 +203,7 @@ fn text_of(index: usize, message: &chorus_core::Message, losses: &mut Vec<Loss>)
             None => losses.push(loss(
                 index,
                 &format!("/content/{part_index}"),
-                &format!("a {} part", part.type_name()),
+                &format!("the {} part", part.type_name()),
             )),
         }
     }

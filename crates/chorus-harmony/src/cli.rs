@@ -262,7 +262,7 @@ mod tests {
         assert!(output.stdout.contains("<|start|>developer<|message|># Instructions\n\nBe brief.<|end|><|start|>user<|message|>Hi<|end|>"), "{}", output.stdout);
         assert_eq!(
             output.warnings,
-            vec!["/messages/1/content/1: left out a image_url part".to_string()]
+            vec!["/messages/1/content/1: left out the image_url part".to_string()]
         );
     }
 
