@@ -124,6 +124,23 @@ fn bad_arguments_and_stores_exit_2_with_the_reason() {
         ),
         (vec!["--backend", "memory", "--messages", "many"], "many"),
         (vec!["--backend", &sqlite], "gone"),
+        // 127.0.0.1:1 refuses connections; a build without the feature names it.
+        (
+            vec!["--backend", "nats://127.0.0.1:1"],
+            if cfg!(feature = "nats") {
+                "cannot connect"
+            } else {
+                "cargo feature `nats`"
+            },
+        ),
+        (
+            vec!["--backend", "redis://127.0.0.1:1"],
+            if cfg!(feature = "redis") {
+                "cannot connect"
+            } else {
+                "cargo feature `redis`"
+            },
+        ),
     ] {
         let mut all = vec!["bench", "bus"];
         all.extend(&args);
