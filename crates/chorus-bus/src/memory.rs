@@ -68,7 +68,8 @@ struct Queue {
     next_token: u64,
 }
 
-/// Every stored message, its tracking indexes and the ids published within the dedupe window.
+/// The stored messages that can be read back (those with a task, correlation or conversation
+/// id), their tracking indexes, and the ids published within the dedupe window.
 #[derive(Default)]
 struct Log {
     ids: foldhash::quality::RandomState,
@@ -99,7 +100,10 @@ impl Track {
 }
 
 /// A message id in the dedupe window, with its hash computed once (growing the map rehashes
-/// without reading the id again); the id is read from the logged envelope, not copied.
+/// without reading the id again). The id is read from the envelope, which the window keeps
+/// alive: a message nothing else holds is freed when it leaves the window, on the publishing
+/// thread (freeing it on a consumer thread as it is acknowledged costs glibc's allocator
+/// about a third of the throughput).
 #[derive(Clone)]
 struct SeenId {
     hash: u64,
@@ -362,8 +366,12 @@ impl Log {
         true
     }
 
-    /// Appends `env`, published at `now`, to the log and its tracking indexes.
+    /// Appends `env`, published at `now`, to the log and its tracking indexes; a message
+    /// without a tracking key could never be read back, so it is not kept once delivered.
     fn record(&mut self, env: &Arc<Envelope>, now: i64) {
+        if env.task_id.is_none() && env.correlation_id.is_none() && env.conversation_id.is_none() {
+            return;
+        }
         let at = self.log.len();
         for (key, index) in [
             (&env.task_id, &mut self.by_task),
@@ -754,6 +762,34 @@ mod tests {
             bus.ack(&kept[0]).await.is_err(),
             "the first delivery is stale"
         );
+    }
+
+    #[tokio::test]
+    async fn an_untracked_message_is_freed_once_acknowledged_and_out_of_the_window() {
+        let bus = bus(100);
+        let queues = vec!["q".to_owned()];
+        let mut tracked = Envelope::new("t1", queues.clone(), b"{}".to_vec());
+        tracked.task_id = Some("task-1".into());
+        for env in [Envelope::new("u1", queues.clone(), b"{}".to_vec()), tracked] {
+            assert!(bus.store(&env, &queues, true).await.unwrap());
+        }
+        let got = bus.fetch("q", 10).await.unwrap();
+        let kept: Vec<_> = got.iter().map(|d| Arc::downgrade(&d.envelope)).collect();
+        bus.ack_all(&got).await.unwrap();
+        drop(got);
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        // The next publish moves the window past both ids.
+        let later = Envelope::new("u2", queues.clone(), b"{}".to_vec());
+        assert!(bus.store(&later, &queues, true).await.unwrap());
+        assert!(
+            kept[0].upgrade().is_none(),
+            "the untracked message was freed"
+        );
+        assert!(
+            kept[1].upgrade().is_some(),
+            "the task's message stays readable"
+        );
+        assert_eq!(bus.by_task("task-1").await.unwrap()[0].id, "t1");
     }
 
     #[tokio::test]
