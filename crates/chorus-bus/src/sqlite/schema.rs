@@ -309,12 +309,17 @@ pub(crate) fn insert_dead(
     Ok(conn.last_insert_rowid().to_string())
 }
 
-/// The number of dead letters.
-pub(crate) fn dead_count(conn: &Connection) -> BusResult<u64> {
-    conn.prepare_cached("SELECT COUNT(*) FROM dead_letters")
-        .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+/// The number a `SELECT COUNT(*) …` query gives.
+fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> BusResult<u64> {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.query_row(params, |r| r.get::<_, i64>(0)))
         .map(i64::unsigned_abs)
         .map_err(storage_error)
+}
+
+/// The number of dead letters.
+pub(crate) fn dead_count(conn: &Connection) -> BusResult<u64> {
+    count(conn, "SELECT COUNT(*) FROM dead_letters", [])
 }
 
 /// All dead letters, oldest first.
@@ -461,10 +466,11 @@ pub(crate) fn recent(conn: &Connection, key: Key, limit: usize) -> BusResult<Vec
 
 /// Deliveries of `queue` not yet acknowledged.
 pub(crate) fn depth(conn: &Connection, queue: &str) -> BusResult<u64> {
-    conn.prepare_cached("SELECT COUNT(*) FROM deliveries WHERE queue = ?1")
-        .and_then(|mut s| s.query_row([queue], |r| r.get::<_, i64>(0)))
-        .map(i64::unsigned_abs)
-        .map_err(storage_error)
+    count(
+        conn,
+        "SELECT COUNT(*) FROM deliveries WHERE queue = ?1",
+        [queue],
+    )
 }
 
 /// The conversation's log entries after `after`.
