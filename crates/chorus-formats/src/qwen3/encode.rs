@@ -219,6 +219,13 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
                         drop_all(&t.extra, &part_at, "Qwen3 text", losses);
                         content.push_str(&t.text);
                     }
+                    ContentPart::Reasoning(r) if m.role == Role::Assistant && r.text.is_empty() => {
+                        losses.push(
+                            &part_at,
+                            Policy::Dropped,
+                            "an empty reasoning part renders as no think block",
+                        );
+                    }
                     ContentPart::Reasoning(r) if m.role == Role::Assistant => {
                         if reasoning.is_some() || texts > 0 {
                             losses.push(
