@@ -108,23 +108,43 @@ impl Envelope {
         Ok(env)
     }
 
-    /// Reads the routing keys of a published document: a chorus message (it has a `role`) or
-    /// else a seed-003 handoff.
+    /// Reads the routing keys of a published document: a chorus message or a seed-003 handoff,
+    /// as chorus-core's [`detect_kind`] classifies it.
+    ///
+    /// This one classification decides what the bus routes by and what a server checks before
+    /// it publishes (sender, ids, recipients): a conversation, a harmony-handoff packet, a data
+    /// part or a document with the keys of two kinds is refused, never routed by guesswork.
     pub fn from_document(
         document: &Value,
         bytes: impl Into<Bytes>,
     ) -> Result<Envelope, Vec<Issue>> {
-        if detect_kind(document).ok() == Some(Kind::Message) {
-            let msg: Message = serde_json::from_value(document.clone()).map_err(|e| {
-                vec![Issue::new(
+        match detect_kind(document) {
+            Ok(Kind::Message) => {
+                let msg: Message = serde_json::from_value(document.clone()).map_err(|e| {
+                    vec![Issue::new(
+                        "",
+                        "a chorus message",
+                        format!("a document that does not read as one: {e}"),
+                    )]
+                })?;
+                Envelope::from_message(&msg, bytes)
+            }
+            Ok(Kind::Handoff) => Envelope::from_handoff_json(document, bytes),
+            Ok(other) => Err(vec![
+                Issue::new(
                     "",
-                    "a chorus message",
-                    format!("a document that does not read as one: {e}"),
-                )]
-            })?;
-            return Envelope::from_message(&msg, bytes);
+                    "a chorus message (with `role`) or a seed-003 handoff (with `metadata` and `payload`)",
+                    format!("a {other}"),
+                )
+                .with_hint(match other {
+                    Kind::Conversation => {
+                        "publish each message of the conversation on its own, with its `recipient`"
+                    }
+                    _ => "wrap it in a message or a handoff addressed to its recipient",
+                }),
+            ]),
+            Err(problem) => Err(vec![Issue::from(&problem)]),
         }
-        Envelope::from_handoff_json(document, bytes)
     }
 }
 

@@ -6,6 +6,8 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use chorus_bus::{Envelope, Issue, Receipt};
+use chorus_core::schema::Kind;
+use chorus_core::validate::detect_kind;
 use serde::Serialize;
 use serde_json::Value;
 use tracing::{Instrument, field};
@@ -13,7 +15,7 @@ use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::check_id;
+use crate::ids::{check_id, id_problem};
 use crate::observe::traceparent;
 use crate::policy::Policy;
 use crate::state::AppState;
@@ -40,64 +42,105 @@ impl From<Receipt> for PublishReceipt {
     }
 }
 
-/// Where the sender and the ids sit in a message (`role` present) or a handoff.
+/// Where the sender, the ids and the recipients sit in a message or a handoff.
 struct Pointers {
     sender: &'static str,
     id: &'static str,
     recipients: &'static str,
+    task: &'static str,
 }
 
-fn pointers(document: &Value) -> Pointers {
-    if document.get("role").is_some() {
-        Pointers {
-            sender: "/name",
-            id: "/id",
-            recipients: "/recipient",
-        }
+const MESSAGE_POINTERS: Pointers = Pointers {
+    sender: "/name",
+    id: "/id",
+    recipients: "/recipient",
+    task: "/metadata/task_id",
+};
+
+const HANDOFF_POINTERS: Pointers = Pointers {
+    sender: "/metadata/sender_id",
+    id: "/metadata/message_id",
+    recipients: "/metadata/recipient_id",
+    task: "/metadata/task_id",
+};
+
+/// The pointers of a document the bus reads as `kind` (only messages and handoffs are routed).
+fn pointers(kind: Kind) -> &'static Pointers {
+    if kind == Kind::Message {
+        &MESSAGE_POINTERS
     } else {
-        Pointers {
-            sender: "/metadata/sender_id",
-            id: "/metadata/message_id",
-            recipients: "/metadata/recipient_id",
-        }
+        &HANDOFF_POINTERS
     }
 }
 
 /// Refuses, before anything is stored, what the caller may not send: another sender's name,
-/// ids that could inject a path or a header, what the policy forbids.
-fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<(), ApiError> {
-    let at = pointers(document);
-    if let Some(sender) = document.pointer(at.sender).and_then(Value::as_str)
-        && sender != agent
-    {
-        return Err(ApiError::forbidden(format!(
-            "the sender at {} is {sender:?}, but the token belongs to agent {agent:?}; an agent sends only as itself",
-            at.sender
-        )));
-    }
-    if let Some(id) = document.pointer(at.id).and_then(Value::as_str) {
-        check_id(&format!("the message id at {}", at.id), id)?;
-    }
-    let recipients: Vec<&str> = match document.pointer(at.recipients) {
-        Some(Value::String(s)) => vec![s],
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
+/// ids that could inject a path, a header or a log line, what the policy forbids.
+///
+/// The document's kind is decided once, by the classification the bus routes by
+/// ([`Envelope::from_document`]): a document the bus would not route (a conversation, a data
+/// part, the keys of two kinds) is refused here and nothing is stored. The checks run on the
+/// envelope the message would be stored and delivered under. A message or handoff whose routing
+/// keys are missing or malformed gives no envelope (`None`): the bus refuses it and keeps it as
+/// a dead letter, once its sender (when given) is the caller.
+fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<Option<Envelope>, ApiError> {
+    let kind = detect_kind(document)
+        .map_err(|problem| ApiError::invalid(vec![Issue::from(&problem)], None))?;
+    let env = match Envelope::from_document(document, Bytes::new()) {
+        Ok(env) => env,
+        Err(issues) if !matches!(kind, Kind::Message | Kind::Handoff) => {
+            return Err(ApiError::invalid(issues, None));
+        }
+        Err(_) => {
+            let at = pointers(kind);
+            if let Some(sender) = document.pointer(at.sender).and_then(Value::as_str) {
+                check_sender(at, sender, agent)?;
+            }
+            if let Some(id) = document.pointer(at.id).and_then(Value::as_str) {
+                check_id(&format!("the message id at {}", at.id), id)?;
+            }
+            return Ok(None);
+        }
     };
-    for r in &recipients {
+    let at = pointers(kind);
+    match env.sender.as_deref() {
+        Some(sender) => check_sender(at, sender, agent)?,
+        None => {
+            let issue = Issue::new(at.sender, "the sending agent's id", "nothing")
+                .with_hint(format!("set {} to {agent:?}", at.sender));
+            return Err(ApiError::invalid(vec![issue], None));
+        }
+    }
+    check_id(&format!("the message id at {}", at.id), &env.id)?;
+    for r in &env.recipients {
         check_id(&format!("the recipient at {}", at.recipients), r)?;
     }
-    let handoff_type = document
-        .pointer("/payload/handoff_type")
-        .and_then(Value::as_str);
-    policy.may_send(agent, &recipients, handoff_type)?;
-    if let Ok(env) = Envelope::from_document(document, Vec::new())
-        && env.sender.is_none()
-    {
-        let issue = Issue::new(at.sender, "the sending agent's id", "nothing")
-            .with_hint(format!("set {} to {agent:?}", at.sender));
-        return Err(ApiError::invalid(vec![issue], None));
+    for (what, id) in [
+        (format!("the task id at {}", at.task), &env.task_id),
+        (
+            "the correlation id at /metadata/correlation_id".to_owned(),
+            &env.correlation_id,
+        ),
+        ("the conversation id".to_owned(), &env.conversation_id),
+    ] {
+        if let Some(id) = id {
+            check_id(&what, id)?;
+        }
     }
-    Ok(())
+    let recipients: Vec<&str> = env.recipients.iter().map(String::as_str).collect();
+    policy.may_send(agent, &recipients, env.handoff_type.as_deref())?;
+    Ok(Some(env))
+}
+
+/// Refuses (403) a sender other than the calling agent.
+fn check_sender(at: &Pointers, sender: &str, agent: &str) -> Result<(), ApiError> {
+    if sender == agent {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!(
+        "the sender at {} is {:?}, but the token belongs to agent {agent:?}; an agent sends only as itself",
+        at.sender,
+        sender.escape_debug().to_string()
+    )))
 }
 
 /// Publishes one message or handoff; the body is the document itself.
@@ -208,10 +251,13 @@ async fn store(
 ) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
     let (bytes, mut document) = read?;
     record_keys(&document);
-    admit(&app.policy, agent, &document)?;
+    let env = admit(&app.policy, agent, &document)?;
     let kept = app.blobs.keep_media(&mut document).await?;
     let redacted = app.redactor.apply(&mut document);
-    let traced = trace(app, &mut document, carried).await;
+    let traced = match &env {
+        Some(env) => trace(app, &mut document, env, carried).await,
+        None => false,
+    };
     let bytes = if kept || redacted || traced {
         serde_json::to_vec(&document).map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
@@ -249,38 +295,41 @@ async fn store(
 /// Stores the context to pass on (`carried`, the trace the publish span joined, or the span's
 /// own): in the message's metadata, and by message id beside it (for handoffs, whose metadata
 /// cannot take it); true when the document changed.
-async fn trace(app: &AppState, document: &mut Value, carried: Option<String>) -> bool {
+async fn trace(
+    app: &AppState,
+    document: &mut Value,
+    env: &Envelope,
+    carried: Option<String>,
+) -> bool {
     let span = tracing::Span::current();
-    let correlation = document
-        .pointer("/metadata/correlation_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
     let Some(tp) = telemetry::outgoing(&span, carried) else {
         return false;
     };
-    let id = document
-        .pointer(pointers(document).id)
-        .and_then(Value::as_str);
-    if let Some(id) = id
-        && let Err(e) = app.traces.keep(id, correlation.as_deref(), &tp).await
+    if let Err(e) = app
+        .traces
+        .keep(&env.id, env.correlation_id.as_deref(), &tp)
+        .await
     {
         tracing::warn!(error = %e, "trace context not kept");
     }
     telemetry::stamp(document, &tp)
 }
 
-/// Records the document's ids (never its contents) on the current span.
+/// Records the document's ids (never its contents) on the current span: only ids of the safe
+/// alphabet, so that nothing a client sent can break a log line or forge one.
 fn record_keys(document: &Value) {
     let span = tracing::Span::current();
-    let at = pointers(document);
+    let at = pointers(detect_kind(document).unwrap_or(Kind::Handoff));
     for (name, pointer) in [
         ("message_id", at.id),
         ("messaging.message.id", at.id),
         ("messaging.destination.name", at.recipients),
         ("correlation_id", "/metadata/correlation_id"),
-        ("task_id", "/metadata/task_id"),
+        ("task_id", at.task),
     ] {
-        if let Some(v) = document.pointer(pointer).and_then(Value::as_str) {
+        if let Some(v) = document.pointer(pointer).and_then(Value::as_str)
+            && id_problem(v).is_none()
+        {
             span.record(name, field::display(v));
         }
     }
@@ -335,7 +384,11 @@ mod tests {
 
     #[test]
     fn reads_the_handoff_sender() {
-        let handoff = json!({"metadata": {"sender_id": "alice", "message_id": "h/1"}});
+        let handoff = json!({
+            "metadata": {"sender_id": "alice", "message_id": "h/1", "recipient_id": "bob",
+                         "task_id": "t-1", "priority": "HIGH"},
+            "payload": {"handoff_type": "STATUS_UPDATE"}
+        });
         assert_eq!(
             admit(&Policy::default(), "bob", &handoff)
                 .unwrap_err()
