@@ -184,6 +184,18 @@ pub trait Bus: Send + Sync {
         mut env: Envelope,
         document: Option<&Value>,
     ) -> BusResult<Receipt> {
+        if let Some(issue) = expired(&env, now_ms()) {
+            let reason = DeadReason::Expired {
+                expired_at_ms: env.expires_at_ms.unwrap_or_default(),
+            };
+            let id = self
+                .record_rejected(&env.bytes, Some(&env.id), reason)
+                .await?;
+            return Err(BusError::Invalid {
+                issues: vec![issue],
+                dead_letter_id: id,
+            });
+        }
         let bindings = self.bindings().await?;
         let queues = resolve(&mut env, document, &self.config().rules, &bindings);
         if queues.is_empty() {
@@ -242,8 +254,11 @@ pub trait Bus: Send + Sync {
         }
     }
 
-    /// Stores a dead letter again on its queue (clearing its expiration and delivery count),
-    /// or publishes refused bytes again, then deletes the dead letter.
+    /// Stores a dead letter again on its queue (with a fresh delivery count), or publishes
+    /// refused bytes again, then deletes the dead letter.
+    ///
+    /// A dead letter that would be refused again (invalid, or past its expiration time) is
+    /// refused with [`BusError::Invalid`] naming it, and stays as it was: one entry, not two.
     async fn replay(&self, dead_letter_id: &str) -> BusResult<Receipt> {
         let letter = self
             .dead_letters()
@@ -251,23 +266,60 @@ pub trait Bus: Send + Sync {
             .into_iter()
             .find(|d| d.id == dead_letter_id)
             .ok_or_else(|| BusError::UnknownDeadLetter(dead_letter_id.to_owned()))?;
-        let receipt = match (letter.envelope, letter.queue) {
-            (Some(mut env), Some(queue)) => {
-                env.expires_at_ms = None;
+        if let Some(issue) = letter.envelope.as_ref().and_then(|e| expired(e, now_ms())) {
+            return Err(BusError::Invalid {
+                issues: vec![issue],
+                dead_letter_id: dead_letter_id.to_owned(),
+            });
+        }
+        let again = match (letter.envelope, letter.queue) {
+            (Some(env), Some(queue)) => {
                 let queues = vec![queue];
                 self.store(&env, &queues, false).await?;
-                Receipt {
+                Ok(Receipt {
                     id: env.id,
                     duplicate: false,
                     queues,
-                }
+                })
             }
-            (Some(env), None) => self.publish_envelope(env).await?,
-            (None, _) => self.publish(letter.bytes).await?,
+            (Some(env), None) => self.publish_envelope(env).await,
+            (None, _) => self.publish(letter.bytes).await,
+        };
+        let receipt = match again {
+            Ok(receipt) => receipt,
+            Err(BusError::Invalid {
+                issues,
+                dead_letter_id: refused_again,
+            }) => {
+                // Refused again: the new dead letter is the old one over again.
+                if refused_again != dead_letter_id {
+                    self.remove_dead_letter(&refused_again).await?;
+                }
+                return Err(BusError::Invalid {
+                    issues,
+                    dead_letter_id: dead_letter_id.to_owned(),
+                });
+            }
+            Err(e) => return Err(e),
         };
         self.remove_dead_letter(dead_letter_id).await?;
         Ok(receipt)
     }
+}
+
+/// Why `env` may not be published or replayed at `now_ms`: its expiration time has passed.
+pub(crate) fn expired(env: &Envelope, now_ms: i64) -> Option<Issue> {
+    let at = env.expires_at_ms.filter(|&t| t <= now_ms)?;
+    let when = chrono::DateTime::from_timestamp_millis(at)
+        .map_or_else(|| at.to_string(), |t| t.to_rfc3339());
+    Some(
+        Issue::new(
+            "/metadata/expiration_time",
+            "a time still to come",
+            format!("{when}, which has passed"),
+        )
+        .with_hint("set a later expiration_time, or leave it out for a message that never expires"),
+    )
 }
 
 /// What `publish_envelope` does unless a backend takes a shorter way: validates the bytes when

@@ -462,8 +462,8 @@ impl Bus for MemoryBus {
             &[],
             &self.bindings.read().unwrap_or_else(|p| p.into_inner()),
         );
-        if queues.is_empty() {
-            // Dead-lettered as unroutable there.
+        if queues.is_empty() || env.expires_at_ms.is_some_and(|t| t <= now_ms()) {
+            // Refused there: unroutable, or expired.
             return self.publish_routed(env, None).await;
         }
         let id = env.id.clone();

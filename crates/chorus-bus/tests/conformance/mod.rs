@@ -360,7 +360,25 @@ pub async fn seed_examples_through_core_validation(f: &Fixture) {
         (letters[0].id.as_str(), letters[0].bytes.as_slice()),
         (dead_letter_id.as_str(), invalid.as_slice())
     );
-    // The seed's example expired in 2023: accepted on publish, never handed out.
+    let delivered = one(&bus, "technical_support_agent_pool", SHORT)
+        .await
+        .expect("the example is delivered");
+    bus.ack(&delivered).await.unwrap();
+    // The example as the seed printed it expires in 2023: refused on publish, with the pointer,
+    // and kept byte for byte as an expired dead letter, which a replay does not revive.
+    let mut stale: Value = serde_json::from_slice(&valid).unwrap();
+    stale["metadata"]["expiration_time"] = json!("2023-10-27T12:00:00.000Z");
+    stale["metadata"]["message_id"] = json!(mid());
+    let stale = bytes(&stale);
+    let err = bus.publish(stale.clone()).await.unwrap_err();
+    let BusError::Invalid {
+        issues,
+        dead_letter_id,
+    } = err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(issues[0].pointer, "/metadata/expiration_time", "{issues:?}");
     assert!(
         one(&bus, "technical_support_agent_pool", SHORT)
             .await
@@ -368,8 +386,40 @@ pub async fn seed_examples_through_core_validation(f: &Fixture) {
     );
     let letters = bus.dead_letters().await.unwrap();
     assert_eq!(letters.len(), 2);
-    assert_eq!(letters[1].reason.kind(), "expired");
-    assert_eq!(letters[1].bytes, valid, "kept byte for byte");
+    let letter = letters.iter().find(|l| l.id == dead_letter_id).unwrap();
+    assert_eq!(letter.reason.kind(), "expired");
+    assert_eq!(letter.bytes, stale, "kept byte for byte");
+    let again = bus.replay(&dead_letter_id).await.unwrap_err();
+    assert!(
+        matches!(&again, BusError::Invalid { dead_letter_id: d, .. } if *d == dead_letter_id),
+        "{again}"
+    );
+    assert_eq!(
+        bus.dead_letter_count().await.unwrap(),
+        2,
+        "kept once, not twice"
+    );
+    // The invalid example, replayed, is refused again and stays one dead letter.
+    let invalid_letter = letters.iter().find(|l| l.id != dead_letter_id).unwrap();
+    let again = bus.replay(&invalid_letter.id).await.unwrap_err();
+    assert!(
+        matches!(&again, BusError::Invalid { dead_letter_id: d, .. } if *d == invalid_letter.id),
+        "{again}"
+    );
+    let ids: Vec<String> = bus
+        .dead_letters()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&invalid_letter.id), "{ids:?}");
+    assert!(
+        one(&bus, "technical_support_agent_pool", SHORT)
+            .await
+            .is_none()
+    );
 }
 
 pub async fn durable_before_ack(f: &Fixture) {
