@@ -27,13 +27,25 @@ pub struct ServerConfig {
     /// Seconds an agent holds a delivery before it is delivered again.
     #[serde(default = "default_ack_wait_secs")]
     pub ack_wait_secs: u64,
-    /// Requests that write (publish, ack, nack) an agent may make per second on average;
-    /// 0 turns the limit off.
+    /// Messages an agent may publish per second on average; 0 turns the limit off.
     #[serde(default = "default_rate_per_sec")]
     pub rate_per_sec: f64,
-    /// Requests that write an agent may make at once.
+    /// Messages an agent may publish at once.
     #[serde(default = "default_rate_burst")]
     pub rate_burst: u32,
+    /// Acks, nacks and lease extensions an agent may make per second on average (a reader
+    /// draining a queue settles as fast as it reads); 0 turns the limit off.
+    #[serde(default = "default_settle_rate_per_sec")]
+    pub settle_rate_per_sec: f64,
+    /// Accept messages to recipients that are neither a configured agent nor an inbox some agent
+    /// reads (a pool); by default they are refused (422), since nobody would read them. With no
+    /// agents configured every recipient is accepted.
+    #[serde(default)]
+    pub accept_unknown_recipients: bool,
+    /// Unsettled deliveries one inbox stream holds at once unless the agent's entry or the
+    /// request (`?max_in_flight=`) says otherwise.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: usize,
     /// PEM certificate chain; with `tls_key`, the server speaks HTTPS only.
     #[serde(default)]
     pub tls_cert: Option<std::path::PathBuf>,
@@ -43,6 +55,9 @@ pub struct ServerConfig {
     /// What is redacted before a message is stored.
     #[serde(default)]
     pub redact: RedactConfig,
+    /// Deliveries of a message before it becomes a dead letter (`max_deliver`).
+    #[serde(default = "default_max_deliver")]
+    pub max_deliver: u32,
     /// Seconds within which a re-published message id is not stored again.
     #[serde(default = "default_dedupe_window_secs")]
     pub dedupe_window_secs: u64,
@@ -66,6 +81,9 @@ pub struct AgentEntry {
     /// Inboxes it may read besides its own (e.g. pools).
     #[serde(default)]
     pub read: Vec<String>,
+    /// Unsettled deliveries one stream of this agent's inbox holds at once.
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
 }
 
 impl AgentEntry {
@@ -90,8 +108,34 @@ fn default_rate_burst() -> u32 {
     400
 }
 
+fn default_settle_rate_per_sec() -> f64 {
+    5000.0
+}
+
+fn default_max_in_flight() -> usize {
+    16
+}
+
+/// The most unsettled deliveries one inbox stream may hold.
+pub const MAX_IN_FLIGHT: usize = 1000;
+
+/// Refuses a `max_in_flight` outside 1 to [`MAX_IN_FLIGHT`].
+fn check_in_flight(name: &str, value: Option<usize>) -> Result<(), String> {
+    match value {
+        Some(n) if !(1..=MAX_IN_FLIGHT).contains(&n) => Err(format!(
+            "{name}: expected 1 to {}, found {n}",
+            MAX_IN_FLIGHT
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn default_ack_wait_secs() -> u64 {
     30
+}
+
+fn default_max_deliver() -> u32 {
+    5
 }
 
 fn default_dedupe_window_secs() -> u64 {
@@ -107,10 +151,14 @@ impl Default for ServerConfig {
             ack_wait_secs: default_ack_wait_secs(),
             rate_per_sec: default_rate_per_sec(),
             rate_burst: default_rate_burst(),
+            settle_rate_per_sec: default_settle_rate_per_sec(),
+            accept_unknown_recipients: false,
+            max_in_flight: default_max_in_flight(),
             redact: RedactConfig::default(),
             tls_cert: None,
             tls_key: None,
             dedupe_window_secs: default_dedupe_window_secs(),
+            max_deliver: default_max_deliver(),
             media: MediaConfig::default(),
         }
     }
@@ -164,10 +212,24 @@ impl ServerConfig {
                 return Err(fail(format!("agents.{id:?}: the agent id {why}")));
             }
             check_hash(&format!("agents.{id}.token_sha256"), &agent.token_sha256).map_err(fail)?;
+            check_in_flight(&format!("agents.{id}.max_in_flight"), agent.max_in_flight)
+                .map_err(fail)?;
         }
-        if !(self.rate_per_sec >= 0.0 && self.rate_per_sec.is_finite()) {
+        for (name, rate) in [
+            ("rate_per_sec", self.rate_per_sec),
+            ("settle_rate_per_sec", self.settle_rate_per_sec),
+        ] {
+            if !(rate >= 0.0 && rate.is_finite()) {
+                return Err(fail(format!(
+                    "{name}: expected a number of requests a second, 0 or more"
+                )));
+            }
+        }
+        check_in_flight("max_in_flight", Some(self.max_in_flight)).map_err(fail)?;
+        if self.max_deliver == 0 {
             return Err(fail(
-                "rate_per_sec: expected a number of requests a second, 0 or more".into(),
+                "max_deliver: expected 1 or more deliveries before a message is dead-lettered"
+                    .into(),
             ));
         }
         Redactor::new(&self.redact).map_err(fail)?;

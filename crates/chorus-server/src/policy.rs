@@ -11,6 +11,8 @@ use crate::error::ApiError;
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     agents: BTreeMap<String, AgentEntry>,
+    max_in_flight: usize,
+    accept_unknown: bool,
 }
 
 impl Policy {
@@ -18,7 +20,31 @@ impl Policy {
     pub fn new(config: &ServerConfig) -> Policy {
         Policy {
             agents: config.agents.clone(),
+            max_in_flight: config.max_in_flight,
+            accept_unknown: config.accept_unknown_recipients,
         }
+    }
+
+    /// The first of `recipients` nobody would read: neither a configured agent nor an inbox an
+    /// agent reads (none when unknown recipients are accepted, or no agent is configured).
+    pub fn unknown_recipient<'a>(&self, recipients: &[&'a str]) -> Option<&'a str> {
+        if self.accept_unknown || self.agents.is_empty() {
+            return None;
+        }
+        recipients.iter().copied().find(|r| {
+            !self.agents.contains_key(*r)
+                && !self.agents.values().any(|a| a.read.iter().any(|x| x == r))
+        })
+    }
+
+    /// Unsettled deliveries one stream of `inbox` holds at once: the agent's setting, else the
+    /// server's.
+    pub fn max_in_flight(&self, inbox: &str) -> usize {
+        self.agents
+            .get(inbox)
+            .and_then(|a| a.max_in_flight)
+            .unwrap_or(self.max_in_flight)
+            .max(1)
     }
 
     /// Refuses (403) unless the caller is the admin, the inbox's agent, or an agent allowed

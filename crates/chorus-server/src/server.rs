@@ -57,6 +57,7 @@ impl Store {
         let bus_config = BusConfig {
             ack_wait: config.ack_wait(),
             dedupe_window: config.dedupe_window(),
+            max_deliver: config.max_deliver,
             ..BusConfig::default()
         };
         self.spec.open(bus_config).await
@@ -174,9 +175,13 @@ impl Server {
             )),
             policy: Arc::new(Policy::new(config)),
             rate: Arc::new(RateLimiter::new(config.rate_per_sec, config.rate_burst)),
+            settle_rate: Arc::new(RateLimiter::new(
+                config.settle_rate_per_sec,
+                settle_burst(config),
+            )),
             // The config was checked when it was read; an unchecked one redacts nothing.
             redactor: Arc::new(Redactor::new(&config.redact).unwrap_or_default()),
-            inboxes: Arc::new(Inboxes::default()),
+            inboxes: Arc::new(Inboxes::new(config.ack_wait())),
             metrics: Arc::new(Metrics::default()),
             confirmations: side.confirmations,
             blobs: side.blobs,
@@ -251,4 +256,10 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
+}
+
+/// The settle limiter's burst: two seconds' worth of settles, at least one.
+fn settle_burst(config: &ServerConfig) -> u32 {
+    // Saturating: a huge rate only means "no practical limit".
+    (config.settle_rate_per_sec * 2.0).clamp(1.0, f64::from(u32::MAX)) as u32
 }

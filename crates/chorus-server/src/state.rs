@@ -24,8 +24,10 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     /// What each agent may read and send.
     pub policy: Arc<Policy>,
-    /// Per-agent limits on requests that write.
+    /// Per-agent limits on publishing.
     pub rate: Arc<RateLimiter>,
+    /// Per-agent limits on acks, nacks and lease extensions.
+    pub settle_rate: Arc<RateLimiter>,
     /// What is redacted before storing.
     pub redactor: Arc<Redactor>,
     /// Deliveries handed to agents over SSE and not yet settled.

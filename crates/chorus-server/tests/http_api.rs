@@ -188,7 +188,9 @@ async fn health_and_openapi() {
     for path in [
         "/v1/messages",
         "/v1/agents/{agent}/inbox",
-        "/v1/agents/{agent}/inbox/{message_id}/{action}",
+        "/v1/agents/{agent}/inbox/{message_id}/ack",
+        "/v1/agents/{agent}/inbox/{message_id}/nack",
+        "/v1/agents/{agent}/inbox/{message_id}/in-progress",
         "/healthz",
         "/metrics",
     ] {

@@ -78,7 +78,8 @@ fn mixed(from: &str, to: &str) -> Vec<(&'static str, Value)> {
 /// Replaces the value at `pointer` (whose parent exists) in a copy of `doc`.
 fn with(doc: &Value, pointer: &str, value: &str) -> Value {
     let mut doc = doc.clone();
-    *doc.pointer_mut(pointer).unwrap_or_else(|| panic!("{pointer}")) = value.into();
+    *doc.pointer_mut(pointer)
+        .unwrap_or_else(|| panic!("{pointer}")) = value.into();
     doc
 }
 
@@ -119,7 +120,11 @@ async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
             ("a pattern recipient", recipient, "billing.*", 400),
         ];
         for (what, pointer, value, status) in forgeries {
-            refused.push((format!("{kind}: {what}"), with(&doc, pointer, value), status));
+            refused.push((
+                format!("{kind}: {what}"),
+                with(&doc, pointer, value),
+                status,
+            ));
         }
         let task_doc = if kind == "message" {
             let mut d = doc.clone();
@@ -128,7 +133,11 @@ async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
         } else {
             with(&doc, task, "t\r\nEvil")
         };
-        refused.push((format!("{kind}: a line break in the task id"), task_doc, 400));
+        refused.push((
+            format!("{kind}: a line break in the task id"),
+            task_doc,
+            400,
+        ));
         if kind == "handoff" {
             refused.push((
                 format!("{kind}: a line break in the correlation id"),

@@ -64,6 +64,7 @@ pub struct DeadLetterBody {
 
 /// Where a conversation page starts.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct After {
     /// Entries after this sequence number (0: from the start).
     #[serde(default)]

@@ -40,6 +40,7 @@ impl From<TrackSummary> for Track {
 
 /// How many entries to list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct Limit {
     /// At most this many (default 100, at most 1000).

@@ -54,6 +54,7 @@ pub struct ConsumeBody {
 
 /// Which confirmations to list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StateFilter {
     /// pending, approved, rejected or consumed; all when absent.
     #[serde(default)]

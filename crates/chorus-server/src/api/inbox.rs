@@ -1,5 +1,6 @@
 //! An agent's inbox: a Server-Sent Events stream resuming from `Last-Event-ID`, ack and nack.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -12,12 +13,13 @@ use chorus_bus::Delivery;
 use futures::{Stream, StreamExt, stream};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::api::document;
-use crate::api::extract::ApiPath;
+use crate::api::extract::{ApiPath, ApiQuery};
 use crate::api::publish::body_error;
 use crate::auth::Caller;
+use crate::config::MAX_IN_FLIGHT;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
 use crate::state::AppState;
@@ -70,46 +72,121 @@ fn event(app: &AppState, seq: u64, d: &Delivery, traceparent: Option<String>) ->
         .unwrap_or_else(|_| Event::default().event("error").data("unencodable message"))
 }
 
-/// The events of `agent`'s inbox after sequence number `after`: held deliveries first, then
-/// new ones as they arrive; ends when the server stops or after reporting a store failure.
-fn events(app: AppState, agent: String, after: u64) -> impl Stream<Item = Event> {
-    let stopped = app.stopped();
-    stream::unfold(Some((app, agent, after)), |state| async move {
-        let (app, agent, mut after) = state?;
+/// One open inbox stream: a competing consumer of the inbox that holds at most
+/// `max_in_flight` unsettled deliveries; what it holds is handed back when it is dropped.
+struct Reader {
+    app: AppState,
+    agent: String,
+    stream: u64,
+    /// Held deliveries numbered up to this were seen before a reconnection (`Last-Event-ID`).
+    skip: u64,
+    max_in_flight: usize,
+    /// Deliveries taken for this stream and not yet sent.
+    pending: VecDeque<(u64, Delivery)>,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.app.inboxes.release(&self.agent, self.stream);
+    }
+}
+
+impl Reader {
+    /// The next event: a held delivery no other stream has, else new deliveries from the bus,
+    /// waiting while the stream holds `max_in_flight`; an error event ends the stream.
+    async fn next(&mut self) -> Result<Event, Event> {
         loop {
-            if let Some((seq, d)) = app.inboxes.next_after(&agent, after) {
-                after = seq;
-                let traceparent = telemetry::of_delivery(&app.traces, &d).await;
-                let e = event(&app, seq, &d, traceparent);
-                return Some((e, Some((app, agent, after))));
+            if let Some((seq, d)) = self.pending.pop_front() {
+                let traceparent = telemetry::of_delivery(&self.app.traces, &d).await;
+                return Ok(event(&self.app, seq, &d, traceparent));
             }
-            match app.bus.receive(&agent, BATCH, WAIT).await {
-                Ok(deliveries) => {
-                    for d in deliveries {
-                        app.metrics.delivered.inc();
-                        let tp = telemetry::of_delivery(&app.traces, &d).await;
-                        let span =
-                            telemetry::span_for("deliver", "receive", &agent, &d, tp.as_deref());
-                        tracing::info!(
-                            parent: &span,
-                            %agent,
-                            message_id = %d.envelope.id,
-                            attempt = d.attempt,
-                            correlation_id = %d.envelope.correlation_id.as_deref().unwrap_or("-"),
-                            "delivered"
-                        );
-                        app.inboxes.hold(&agent, d);
-                    }
-                }
-                Err(e) => {
+            let app = self.app.clone();
+            let changed = app.inboxes.changed();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let held = app.inboxes.in_flight(&self.agent, self.stream);
+            if held >= self.max_in_flight {
+                let _ = tokio::time::timeout(WAIT, changed).await;
+                continue;
+            }
+            if let Some(next) = app.inboxes.claim_after(&self.agent, self.stream, self.skip) {
+                self.pending.push_back(next);
+                continue;
+            }
+            let want = BATCH.min(self.max_in_flight - held);
+            let deliveries = app
+                .bus
+                .receive(&self.agent, want, Duration::ZERO)
+                .await
+                .map_err(|e| {
                     // Event data may not hold a carriage return.
                     let text = e.to_string().replace('\r', " ");
-                    return Some((Event::default().event("error").data(text), None));
+                    Event::default().event("error").data(text)
+                })?;
+            if deliveries.is_empty() {
+                tokio::select! {
+                    () = app.bus.wait_for(&self.agent, WAIT) => {}
+                    () = changed => {}
                 }
+                continue;
             }
+            for d in deliveries {
+                app.metrics.delivered.inc();
+                let tp = telemetry::of_delivery(&app.traces, &d).await;
+                let span =
+                    telemetry::span_for("deliver", "receive", &self.agent, &d, tp.as_deref());
+                tracing::info!(
+                    parent: &span,
+                    agent = %self.agent,
+                    message_id = %d.envelope.id,
+                    attempt = d.attempt,
+                    correlation_id = %d.envelope.correlation_id.as_deref().unwrap_or("-"),
+                    "delivered"
+                );
+                let seq = app.inboxes.hold(&self.agent, self.stream, d.clone());
+                self.pending.push_back((seq, d));
+            }
+        }
+    }
+}
+
+/// The events of `agent`'s inbox for one stream: held deliveries first (after `skip`), then new
+/// ones as they arrive; ends when the server stops or after reporting a store failure.
+fn events(
+    app: AppState,
+    agent: String,
+    skip: u64,
+    max_in_flight: usize,
+) -> impl Stream<Item = Event> {
+    let stopped = app.stopped();
+    let stream = app.inboxes.open_stream();
+    let reader = Reader {
+        app,
+        agent,
+        stream,
+        skip,
+        max_in_flight,
+        pending: VecDeque::new(),
+    };
+    stream::unfold(Some(reader), |reader| async move {
+        let mut reader = reader?;
+        match reader.next().await {
+            Ok(e) => Some((e, Some(reader))),
+            Err(e) => Some((e, None)),
         }
     })
     .take_until(stopped)
+}
+
+/// How an inbox is read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ReadOptions {
+    /// Unsettled deliveries this stream may hold at once (1 to 1000; default: the agent's
+    /// `max_in_flight` in `chorus.toml`, else the server's, 16 unless set). The stream sends the
+    /// next message once one is acked or nacked.
+    pub max_in_flight: Option<usize>,
 }
 
 /// Streams `agent`'s inbox as Server-Sent Events (`event: message`, data [`InboxEvent`]).
@@ -124,6 +201,7 @@ fn events(app: AppState, agent: String, after: u64) -> impl Stream<Item = Event>
     params(
         ("agent" = String, Path, description = "The agent id"),
         ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event received"),
+        ReadOptions,
     ),
     responses(
         (status = 200, description = "An endless stream of `message` events", content_type = "text/event-stream", body = InboxEvent),
@@ -137,13 +215,24 @@ pub async fn inbox(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath(agent): ApiPath<String>,
+    ApiQuery(options): ApiQuery<ReadOptions>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     check_id("the agent id", &agent)?;
     app.policy.may_read(&caller, &agent)?;
+    let max_in_flight = match options.max_in_flight {
+        Some(n @ 1..=MAX_IN_FLIGHT) => n,
+        Some(n) => {
+            return Err(ApiError::bad_request(
+                "bad_query",
+                format!("max_in_flight is {n}; it must be from 1 to {MAX_IN_FLIGHT}"),
+            ));
+        }
+        None => app.policy.max_in_flight(&agent),
+    };
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
-    let after = app.inboxes.resume_after(last);
-    let stream = events(app, agent, after).map(Ok);
+    let skip = app.inboxes.resume_after(last);
+    let stream = events(app, agent, skip, max_in_flight).map(Ok);
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
@@ -155,47 +244,177 @@ pub enum Settle {
     Ack,
     /// Not done: deliver it again after `delay_ms` (body `{"delay_ms": n}`, optional).
     Nack,
+    /// Still working: the ack deadline starts again (as JetStream's `+WPI`).
+    #[serde(rename = "in-progress")]
+    InProgress,
 }
 
-/// Acks or nacks a held delivery of `agent`'s inbox.
+impl Settle {
+    fn name(self) -> &'static str {
+        match self {
+            Settle::Ack => "ack",
+            Settle::Nack => "nack",
+            Settle::InProgress => "in-progress",
+        }
+    }
+}
+
+/// Which delivery a settle is meant for.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SettleOptions {
+    /// The `attempt` of the event being settled: when the message was delivered again since,
+    /// the answer is 409 and the newer delivery is left alone.
+    pub attempt: Option<u32>,
+}
+
+/// Acknowledges a held delivery of `agent`'s inbox: done, never delivered again.
 #[utoipa::path(
     post,
-    path = "/v1/agents/{agent}/inbox/{message_id}/{action}",
+    path = "/v1/agents/{agent}/inbox/{message_id}/ack",
     tag = "inbox",
     params(
         ("agent" = String, Path, description = "The agent id"),
         ("message_id" = String, Path, description = "The id of the delivered message"),
-        ("action" = Settle, Path, description = "`ack` or `nack`"),
+        SettleOptions,
     ),
-    request_body(content = Option<NackBody>, content_type = "application/json", description = "For nack only; optional"),
     responses(
-        (status = 204, description = "Settled"),
-        (status = 400, description = "An unsafe id, an unknown action or a malformed body", body = ErrorBody),
+        (status = 204, description = "Acknowledged"),
+        (status = 400, description = "An unsafe id, a bad query or a malformed body", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Another agent's inbox", body = ErrorBody),
         (status = 404, description = "No such delivery is held", body = ErrorBody),
-        (status = 409, description = "The ack deadline passed; the message was delivered again", body = ErrorBody),
-        (status = 429, description = "Too many requests from this agent; see Retry-After", body = ErrorBody),
+        (status = 409, description = "The ack deadline passed, or `attempt` names an older delivery; the message was delivered again", body = ErrorBody),
+        (status = 429, description = "Too many settles from this agent; see Retry-After", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
+pub async fn ack(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath((agent, message_id)): ApiPath<(String, String)>,
+    ApiQuery(options): ApiQuery<SettleOptions>,
+) -> Result<StatusCode, ApiError> {
+    settle_as(
+        app,
+        caller,
+        agent,
+        message_id,
+        Settle::Ack,
+        options,
+        Duration::ZERO,
+    )
+    .await
+}
+
+/// Gives a held delivery of `agent`'s inbox back: delivered again after `delay_ms`.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent}/inbox/{message_id}/nack",
+    tag = "inbox",
+    params(
+        ("agent" = String, Path, description = "The agent id"),
+        ("message_id" = String, Path, description = "The id of the delivered message"),
+        SettleOptions,
+    ),
+    request_body(content = NackBody, content_type = "application/json", description = "Optional: an empty body is a nack without delay"),
+    responses(
+        (status = 204, description = "Given back"),
+        (status = 400, description = "An unsafe id, a bad query or a malformed body", body = ErrorBody),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Another agent's inbox", body = ErrorBody),
+        (status = 404, description = "No such delivery is held", body = ErrorBody),
+        (status = 409, description = "The ack deadline passed, or `attempt` names an older delivery; the message was delivered again", body = ErrorBody),
+        (status = 429, description = "Too many settles from this agent; see Retry-After", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn nack(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath((agent, message_id)): ApiPath<(String, String)>,
+    ApiQuery(options): ApiQuery<SettleOptions>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
+    let delay = nack_delay(&bytes)?;
+    settle_as(app, caller, agent, message_id, Settle::Nack, options, delay).await
+}
+
+/// Says a held delivery of `agent`'s inbox is still being worked on: its ack deadline starts
+/// again (as JetStream's `+WPI` or an SQS visibility timeout).
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent}/inbox/{message_id}/in-progress",
+    tag = "inbox",
+    params(
+        ("agent" = String, Path, description = "The agent id"),
+        ("message_id" = String, Path, description = "The id of the delivered message"),
+        SettleOptions,
+    ),
+    responses(
+        (status = 204, description = "The ack deadline starts again"),
+        (status = 400, description = "An unsafe id, a bad query or a malformed body", body = ErrorBody),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Another agent's inbox", body = ErrorBody),
+        (status = 404, description = "No such delivery is held", body = ErrorBody),
+        (status = 409, description = "The ack deadline passed, or `attempt` names an older delivery; the message was delivered again", body = ErrorBody),
+        (status = 429, description = "Too many settles from this agent; see Retry-After", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn in_progress(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath((agent, message_id)): ApiPath<(String, String)>,
+    ApiQuery(options): ApiQuery<SettleOptions>,
+) -> Result<StatusCode, ApiError> {
+    settle_as(
+        app,
+        caller,
+        agent,
+        message_id,
+        Settle::InProgress,
+        options,
+        Duration::ZERO,
+    )
+    .await
+}
+
+/// Any other action word under a delivery (not in the OpenAPI document): `ack`, `nack` and
+/// `in-progress` are answered by their own routes, anything else is a 400 naming them.
 pub async fn settle(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath((agent, message_id, action)): ApiPath<(String, String, Settle)>,
+    ApiQuery(options): ApiQuery<SettleOptions>,
     body: Result<Bytes, BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
+    let delay = match action {
+        Settle::Nack => nack_delay(&bytes)?,
+        Settle::Ack | Settle::InProgress => Duration::ZERO,
+    };
+    settle_as(app, caller, agent, message_id, action, options, delay).await
+}
+
+/// Settles (or extends) the held delivery of `message_id` in `agent`'s inbox.
+async fn settle_as(
+    app: AppState,
+    caller: Caller,
+    agent: String,
+    message_id: String,
+    action: Settle,
+    options: SettleOptions,
+    delay: Duration,
 ) -> Result<StatusCode, ApiError> {
     check_id("the agent id", &agent)?;
     check_id("the message id", &message_id)?;
     app.policy.may_read(&caller, &agent)?;
     if let Caller::Agent(me) = &caller {
-        app.rate.check(me)?;
+        app.settle_rate.check(me)?;
     }
-    let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
-    let delay = match action {
-        Settle::Ack => Duration::ZERO,
-        Settle::Nack => nack_delay(&bytes)?,
-    };
     let (d, held_for) = app.inboxes.get(&agent, &message_id).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -205,7 +424,25 @@ pub async fn settle(
             ),
         )
     })?;
+    if let Some(attempt) = options.attempt
+        && attempt != d.attempt
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "superseded",
+            format!(
+                "attempt {attempt} of {message_id:?} is no longer held: attempt {} was delivered since; settle that one",
+                d.attempt
+            ),
+        ));
+    }
     match action {
+        Settle::InProgress => {
+            app.bus.in_progress(&d).await?;
+            app.inboxes.renew(&agent, &message_id);
+            tracing::debug!(%agent, %message_id, "in progress");
+            return Ok(StatusCode::NO_CONTENT);
+        }
         Settle::Ack => {
             app.bus.ack(&d).await?;
             app.metrics.acked.inc();
@@ -218,13 +455,7 @@ pub async fn settle(
     }
     app.inboxes.settle(&agent, &d);
     let tp = telemetry::of_delivery(&app.traces, &d).await;
-    let span = telemetry::span_for(
-        "settle",
-        if action == Settle::Ack { "ack" } else { "nack" },
-        &agent,
-        &d,
-        tp.as_deref(),
-    );
+    let span = telemetry::span_for("settle", action.name(), &agent, &d, tp.as_deref());
     tracing::info!(parent: &span, %agent, %message_id, action = ?action, "settled");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -13,7 +13,7 @@ use axum::Json;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -53,7 +53,9 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(publish::publish))
         .routes(routes!(inbox::inbox))
-        .routes(routes!(inbox::settle))
+        .routes(routes!(inbox::ack))
+        .routes(routes!(inbox::nack))
+        .routes(routes!(inbox::in_progress))
         .routes(routes!(admin::dead_letters))
         .routes(routes!(admin::replay))
         .routes(routes!(admin::task))
@@ -72,6 +74,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .split_for_parts();
     let document = openapi.clone();
     let router = router
+        .route(
+            "/v1/agents/{agent}/inbox/{message_id}/{action}",
+            post(inbox::settle),
+        )
         .route("/openapi.json", get(move || async move { Json(document) }))
         .merge(crate::ui::routes())
         .fallback(|| async {

@@ -190,7 +190,8 @@ impl SseEvent {
 /// Reads events from a `text/event-stream` response.
 pub struct SseReader {
     response: reqwest::Response,
-    buffer: String,
+    /// Bytes read and not yet parsed: a chunk may end inside a multi-byte character.
+    buffer: Vec<u8>,
 }
 
 impl SseReader {
@@ -204,6 +205,21 @@ impl SseReader {
         SseReader::open_at(&server.base, agent, token, last_event_id).await
     }
 
+    /// Opens `agent`'s inbox with `token` and the query string `query` (`max_in_flight=2`).
+    pub async fn open_with(
+        server: &TestServer,
+        agent: &str,
+        token: &str,
+        query: &str,
+    ) -> SseReader {
+        SseReader::open_url(
+            &format!("{}/v1/agents/{agent}/inbox?{query}", server.base),
+            token,
+            None,
+        )
+        .await
+    }
+
     /// The same on the server at `base` (`http://host:port`).
     pub async fn open_at(
         base: &str,
@@ -211,8 +227,17 @@ impl SseReader {
         token: &str,
         last_event_id: Option<&str>,
     ) -> SseReader {
+        SseReader::open_url(
+            &format!("{base}/v1/agents/{agent}/inbox"),
+            token,
+            last_event_id,
+        )
+        .await
+    }
+
+    async fn open_url(url: &str, token: &str, last_event_id: Option<&str>) -> SseReader {
         let mut request = client()
-            .get(format!("{base}/v1/agents/{agent}/inbox"))
+            .get(url)
             .bearer_auth(token)
             .timeout(Duration::from_secs(120));
         if let Some(id) = last_event_id {
@@ -226,7 +251,7 @@ impl SseReader {
         );
         SseReader {
             response,
-            buffer: String::new(),
+            buffer: Vec::new(),
         }
     }
 
@@ -234,9 +259,10 @@ impl SseReader {
     pub async fn next_within(&mut self, wait: Duration) -> Option<SseEvent> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
-            while let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                if let Some(e) = parse_block(&block) {
+            while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+                let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
+                let block = std::str::from_utf8(&block).expect("an event is UTF-8");
+                if let Some(e) = parse_block(block) {
                     return Some(e);
                 }
             }
@@ -244,8 +270,7 @@ impl SseReader {
                 .await
                 .ok()?
                 .expect("stream read")?;
-            self.buffer
-                .push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+            self.buffer.extend_from_slice(&chunk);
         }
     }
 

@@ -1,0 +1,355 @@
+//! Agent pools over real HTTP: several workers read one pool inbox, and each message is handled
+//! by exactly one of them; a worker that goes away hands its messages back at once; a stream
+//! holds at most `max_in_flight` unsettled deliveries; a handler slower than the ack wait keeps
+//! its delivery with `in-progress` and is never given a message twice.
+//!
+//! On SQLite always; on NATS JetStream and Redis when CHORUS_TEST_NATS_URL / CHORUS_TEST_REDIS_URL
+//! are set (and then an unreachable server fails the test).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chorus_bus::Bus;
+use common::*;
+use tokio::sync::mpsc;
+
+/// One message a worker handled: who, which message, which attempt.
+#[derive(Debug)]
+struct Handled {
+    worker: usize,
+    id: String,
+    attempt: u64,
+}
+
+/// How a worker behaves.
+#[derive(Clone, Copy)]
+struct Work {
+    /// Time spent on each message before the ack.
+    takes: Duration,
+    /// Every this long while working, the worker says `in-progress`.
+    heartbeat: Option<Duration>,
+    /// `max_in_flight` of the worker's stream.
+    max_in_flight: usize,
+}
+
+/// A worker: reads the pool inbox as bob, works on each message, acks it, reports it.
+fn worker(
+    server: Arc<TestServer>,
+    n: usize,
+    work: Work,
+    done: mpsc::UnboundedSender<Handled>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let query = format!("max_in_flight={}", work.max_in_flight);
+        let mut inbox = SseReader::open_with(&server, "pool", BOB, &query).await;
+        while let Some(event) = inbox.next_within(Duration::from_secs(60)).await {
+            let (id, attempt) = delivered(&event);
+            let mut left = work.takes;
+            while !left.is_zero() {
+                let step = work.heartbeat.unwrap_or(left).min(left);
+                tokio::time::sleep(step).await;
+                left -= step;
+                if work.heartbeat.is_some() && !left.is_zero() {
+                    assert_eq!(
+                        settle(&server, "pool", BOB, &id, "in-progress").await,
+                        204,
+                        "worker {n}: in-progress for {id}"
+                    );
+                }
+            }
+            let status = settle(&server, "pool", BOB, &id, "ack").await;
+            assert_eq!(status, 204, "worker {n}: ack of {id} attempt {attempt}");
+            if done
+                .send(Handled {
+                    worker: n,
+                    id,
+                    attempt,
+                })
+                .is_err()
+            {
+                return;
+            }
+        }
+    })
+}
+
+fn pool_config(ack_wait_secs: u64) -> chorus_server::ServerConfig {
+    let mut c = config(ack_wait_secs);
+    c.agents.get_mut("bob").unwrap().read = vec!["pool".into()];
+    c.rate_per_sec = 0.0;
+    c
+}
+
+/// Publishes `count` messages from alice to the pool; returns their ids.
+async fn publish_to_pool(server: &TestServer, prefix: &str, count: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(count);
+    for i in 0..count {
+        let id = format!("{prefix}-{i}");
+        let r = publish(server, ALICE, &message(&id, "alice", "pool", "work")).await;
+        assert_eq!(r.status(), 201, "publish {id}");
+        ids.push(id);
+    }
+    ids
+}
+
+/// Collects reports until every id in `ids` was handled (or the patience runs out), then checks
+/// that each was handled exactly once; returns how many each worker handled.
+async fn handled_once(
+    reports: &mut mpsc::UnboundedReceiver<Handled>,
+    ids: &[String],
+    patience: Duration,
+) -> BTreeMap<usize, usize> {
+    let mut seen: BTreeMap<String, Vec<(usize, u64)>> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + patience;
+    while seen.len() < ids.len() {
+        match tokio::time::timeout_at(deadline, reports.recv()).await {
+            Ok(Some(h)) => seen.entry(h.id).or_default().push((h.worker, h.attempt)),
+            _ => break,
+        }
+    }
+    // Anything handled twice would arrive shortly after the last first handling.
+    while let Ok(Some(h)) = tokio::time::timeout(Duration::from_millis(300), reports.recv()).await {
+        seen.entry(h.id).or_default().push((h.worker, h.attempt));
+    }
+    let missing: Vec<&String> = ids.iter().filter(|id| !seen.contains_key(*id)).collect();
+    assert!(missing.is_empty(), "never handled: {missing:?}");
+    let twice: Vec<_> = seen.iter().filter(|(_, h)| h.len() > 1).collect();
+    assert!(twice.is_empty(), "handled more than once: {twice:?}");
+    let mut per_worker = BTreeMap::new();
+    for handlings in seen.values() {
+        *per_worker.entry(handlings[0].0).or_insert(0) += 1;
+    }
+    per_worker
+}
+
+/// `workers` workers share the pool; one of them is killed while it holds messages; every
+/// message is handled once and no message is delivered twice by the store.
+async fn competing_workers(
+    server: Arc<TestServer>,
+    bus_delivered: impl AsyncFn() -> f64,
+    workers: usize,
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let work = Work {
+        takes: Duration::from_millis(20),
+        heartbeat: None,
+        max_in_flight: 4,
+    };
+    let mut tasks: Vec<_> = (0..workers)
+        .map(|n| worker(server.clone(), n, work, tx.clone()))
+        .collect();
+    // A worker that takes messages and never settles them, killed while it holds them.
+    let doomed = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let mut inbox = SseReader::open_with(&server, "pool", BOB, "max_in_flight=3").await;
+            loop {
+                let _ = inbox.next().await;
+            }
+        })
+    };
+    let ids = publish_to_pool(&server, &format!("w{workers}"), 60).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    doomed.abort();
+    let per_worker = handled_once(&mut rx, &ids, Duration::from_secs(30)).await;
+    eprintln!("{workers} workers: handled per worker {per_worker:?}");
+    if workers > 1 {
+        assert!(per_worker.len() > 1, "the work was shared: {per_worker:?}");
+    }
+    assert_eq!(
+        bus_delivered().await,
+        60.0,
+        "the store delivered each message once (the killed worker's were handed back, not redelivered)"
+    );
+    for t in tasks.drain(..) {
+        t.abort();
+    }
+}
+
+async fn delivered_metric(server: &TestServer) -> f64 {
+    let text = metrics_text(server).await;
+    text.lines()
+        .find_map(|l| l.strip_prefix("chorus_delivered_total ")?.parse().ok())
+        .unwrap_or_else(|| panic!("no chorus_delivered_total in\n{text}"))
+}
+
+async fn sqlite_server(ack_wait_secs: u64) -> (tempfile::TempDir, Arc<TestServer>) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &pool_config(ack_wait_secs)).await;
+    (dir, Arc::new(server))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_message_of_a_pool_goes_to_one_worker_on_sqlite() {
+    for workers in [1, 4, 16] {
+        let (_dir, server) = sqlite_server(30).await;
+        let metrics = server.clone();
+        competing_workers(server, async || delivered_metric(&metrics).await, workers).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stream_holds_at_most_max_in_flight() {
+    let (_dir, server) = sqlite_server(30).await;
+    publish_to_pool(&server, "f", 5).await;
+    let mut inbox = SseReader::open_with(&server, "pool", BOB, "max_in_flight=2").await;
+    let first = delivered(&inbox.next().await).0;
+    let _second = delivered(&inbox.next().await).0;
+    assert!(
+        inbox
+            .next_within(Duration::from_millis(500))
+            .await
+            .is_none(),
+        "a third delivery while two are held"
+    );
+    // Another stream of the pool takes the rest meanwhile.
+    let mut other = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
+    assert_eq!(delivered(&other.next().await).0, "f-2");
+    assert_eq!(settle(&server, "pool", BOB, &first, "ack").await, 204);
+    assert_eq!(delivered(&inbox.next().await).0, "f-3");
+    for bad in [
+        "max_in_flight=0",
+        "max_in_flight=1001",
+        "max_in_flight=x",
+        "other=1",
+    ] {
+        let r = client()
+            .get(server.url(&format!("/v1/agents/pool/inbox?{bad}")))
+            .bearer_auth(BOB)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn a_closed_stream_hands_its_messages_back_at_once() {
+    let (_dir, server) = sqlite_server(30).await;
+    publish_to_pool(&server, "h", 3).await;
+    let mut first = SseReader::open_with(&server, "pool", BOB, "max_in_flight=3").await;
+    for _ in 0..3 {
+        first.next().await;
+    }
+    let mut second = SseReader::open_with(&server, "pool", BOB, "max_in_flight=3").await;
+    assert!(
+        second
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none(),
+        "held by the first stream"
+    );
+    drop(first);
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push(delivered(&second.next().await));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "handed back at once, not after the 30 s ack wait: {:?}",
+        started.elapsed()
+    );
+    got.sort();
+    assert_eq!(
+        got,
+        vec![("h-0".into(), 1), ("h-1".into(), 1), ("h-2".into(), 1)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_handlers_that_say_in_progress_get_each_message_once() {
+    // The ack wait is 1 s; each message takes 1.2 s, with in-progress every 300 ms.
+    let (_dir, server) = sqlite_server(1).await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let work = Work {
+        takes: Duration::from_millis(1200),
+        heartbeat: Some(Duration::from_millis(300)),
+        max_in_flight: 1,
+    };
+    let tasks: Vec<_> = (0..16)
+        .map(|n| worker(server.clone(), n, work, tx.clone()))
+        .collect();
+    let ids = publish_to_pool(&server, "slow", 150).await;
+    handled_once(&mut rx, &ids, Duration::from_secs(60)).await;
+    assert_eq!(
+        delivered_metric(&server).await,
+        150.0,
+        "no redelivery although every handler outlived the ack wait"
+    );
+    for t in tasks {
+        t.abort();
+    }
+}
+
+#[tokio::test]
+async fn an_ack_of_an_older_attempt_leaves_the_newer_delivery_alone() {
+    let (_dir, server) = sqlite_server(1).await;
+    publish_to_pool(&server, "old", 1).await;
+    let mut inbox = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
+    assert_eq!(delivered(&inbox.next().await), ("old-0".into(), 1));
+    // No ack within the 1 s ack wait: delivered again.
+    drop(inbox);
+    let mut inbox = SseReader::open_with(&server, "pool", BOB, "max_in_flight=2").await;
+    let mut attempt = 1;
+    while attempt == 1 {
+        attempt = delivered(&inbox.next().await).1;
+    }
+    let path = |a: u64| format!("/v1/agents/pool/inbox/old-0/ack?attempt={a}");
+    let stale = client()
+        .post(server.url(&path(1)))
+        .bearer_auth(BOB)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 409, "{}", stale.text().await.unwrap());
+    let current = client()
+        .post(server.url(&path(attempt)))
+        .bearer_auth(BOB)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(current.status(), 204);
+}
+
+#[cfg(any(feature = "nats", feature = "redis"))]
+async fn on_store(backend: &str, var: &str) {
+    let Ok(url) = std::env::var(var) else {
+        eprintln!("\n*** pools on {backend} NOT tested: {var} not set ***\n");
+        return;
+    };
+    for workers in [1, 4, 16] {
+        let ns = format!("chorus_test_pool_{}", uuid::Uuid::new_v4().simple());
+        let address = format!("{url}?namespace={ns}");
+        let store = chorus_server::Store::parse(&address).expect("a store address");
+        let config = pool_config(30);
+        let bus: Arc<dyn Bus> = store
+            .open(&config)
+            .await
+            .unwrap_or_else(|e| panic!("the server at {url} is reachable: {e}"));
+        let server = Arc::new(TestServer::start_on(bus.clone(), &config).await);
+        let metrics = server.clone();
+        competing_workers(server, async || delivered_metric(&metrics).await, workers).await;
+        drop(bus);
+        store
+            .spec()
+            .destroy_namespace()
+            .await
+            .expect("delete the test namespace");
+    }
+}
+
+#[cfg(feature = "nats")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_message_of_a_pool_goes_to_one_worker_on_nats() {
+    on_store("NATS", "CHORUS_TEST_NATS_URL").await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_message_of_a_pool_goes_to_one_worker_on_redis() {
+    on_store("Redis", "CHORUS_TEST_REDIS_URL").await;
+}
