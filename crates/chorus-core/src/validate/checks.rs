@@ -66,8 +66,8 @@ pub(crate) fn check_message(
     citations: &mut KnownCitations,
     problems: &mut Vec<Problem>,
 ) {
-    let role = str_at(message, "role").unwrap_or_default();
-    if role == "tool" && message.get("tool_call_id").is_none() {
+    let role = str_at(message, "role");
+    if role == Some("tool") && message.get("tool_call_id").is_none() {
         problems.push(
             Problem::error(
                 format!("{pointer}/tool_call_id"),
@@ -77,7 +77,10 @@ pub(crate) fn check_message(
         );
     }
     let calls = array_at(message, "tool_calls");
-    if !calls.is_empty() && role != "assistant" {
+    if let Some(role) = role
+        && role != "assistant"
+        && !calls.is_empty()
+    {
         problems.push(Problem::error(
             format!("{pointer}/tool_calls"),
             format!(

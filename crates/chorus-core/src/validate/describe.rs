@@ -30,6 +30,23 @@ pub(crate) fn shown(value: &Value) -> String {
     }
 }
 
+/// A problem found by a schema, with what it says about the document's values.
+pub(crate) struct SchemaProblem {
+    /// The problem as reported.
+    pub problem: Problem,
+    /// What the schema found wrong.
+    pub broken: Broken,
+}
+
+/// What a schema problem means for the checks that read the document after the schema.
+pub(crate) enum Broken {
+    /// A property the schema does not know; the known values are still as the schema expects.
+    UnknownField,
+    /// The value at this pointer (and everything under it) is missing or not what the schema
+    /// expects, so later checks must not read it.
+    Value(String),
+}
+
 /// The broken rule, as far as hints care.
 enum Rule<'a> {
     Type,
@@ -42,9 +59,10 @@ enum Rule<'a> {
 
 /// Converts one schema error into problems; `anyOf`/`oneOf` failures are explained through the
 /// branch that fits the value's type, so the pointer lands where the mistake is.
-pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Problem> {
+pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<SchemaProblem> {
     let pointer = error.instance_path().as_str();
     let found = error.instance();
+    let mut broken = Broken::Value(pointer.to_owned());
     let (message, rule) = match error.kind() {
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
             return explain_alternatives(pointer, found, context);
@@ -63,17 +81,26 @@ pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Pro
                 Rule::Type,
             )
         }
-        ValidationErrorKind::Required { property } => (
-            format!("expected property {property}, found it missing"),
-            Rule::Other,
-        ),
-        ValidationErrorKind::AdditionalProperties { unexpected } => (
-            format!(
-                "expected only known properties, found unexpected {}",
-                quoted(unexpected)
-            ),
-            Rule::Other,
-        ),
+        ValidationErrorKind::Required { property } => {
+            if let Some(name) = property.as_str() {
+                broken = Broken::Value(format!("{pointer}/{}", escape(name)));
+            }
+            (
+                format!("expected property {property}, found it missing"),
+                Rule::Other,
+            )
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            broken = Broken::UnknownField;
+            (
+                format!(
+                    "expected only known properties, found unexpected {}",
+                    quoted(unexpected)
+                ),
+                Rule::Other,
+            )
+        }
         ValidationErrorKind::Enum { options } => (
             format!("expected one of {options}, found {}", shown(found)),
             Rule::Enum,
@@ -103,7 +130,23 @@ pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Pro
         ),
         _ => (error.to_string(), Rule::Other),
     };
-    vec![problem_with_hint(pointer, message, &rule, found)]
+    vec![SchemaProblem {
+        problem: problem_with_hint(pointer, message, &rule, found),
+        broken,
+    }]
+}
+
+/// `name` as one JSON-pointer segment.
+fn escape(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// A problem that makes the value at its own pointer unreadable for later checks.
+fn broken_value(problem: Problem) -> SchemaProblem {
+    SchemaProblem {
+        broken: Broken::Value(problem.pointer.clone()),
+        problem,
+    }
 }
 
 fn problem_with_hint(pointer: &str, message: String, rule: &Rule<'_>, found: &Value) -> Problem {
@@ -120,7 +163,7 @@ fn explain_alternatives(
     pointer: &str,
     found: &Value,
     branches: &[Vec<ValidationError<'static>>],
-) -> Vec<Problem> {
+) -> Vec<SchemaProblem> {
     let at_root = |e: &ValidationError<'_>| e.instance_path().as_str() == pointer;
     let constants: Option<Vec<String>> = branches
         .iter()
@@ -140,7 +183,12 @@ fn explain_alternatives(
             constants.join(", "),
             shown(found)
         );
-        return vec![problem_with_hint(pointer, message, &Rule::Enum, found)];
+        return vec![broken_value(problem_with_hint(
+            pointer,
+            message,
+            &Rule::Enum,
+            found,
+        ))];
     }
     let mismatched = |e: &ValidationError<'_>| {
         at_root(e)
@@ -181,7 +229,12 @@ fn explain_alternatives(
         expected.join(" or "),
         describe_found(found)
     );
-    vec![problem_with_hint(pointer, message, &Rule::Type, found)]
+    vec![broken_value(problem_with_hint(
+        pointer,
+        message,
+        &Rule::Type,
+        found,
+    ))]
 }
 
 fn describe_found(found: &Value) -> String {

@@ -28,6 +28,7 @@ pub use problem::{Problem, Severity};
 
 use crate::handoff::{HandoffType, VersionCheck};
 use crate::schema::{Kind, handoff_base_schema, handoff_data_schema};
+use describe::Broken;
 
 /// The outcome of validating one document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,7 +234,9 @@ impl Validator {
         }
     }
 
-    /// Validates a parsed document; `kind: None` recognises the kind from the shape.
+    /// Validates a parsed document; `kind: None` recognises the kind from the shape. Every
+    /// semantic check runs, whatever the version and unknown fields, except on values the schema
+    /// found missing or of the wrong shape (those are reported once, by the schema).
     pub fn validate_value(&self, value: &Value, kind: Option<Kind>) -> Report {
         let kind = match kind.map_or_else(|| detect_kind(value), Ok) {
             Ok(kind) => kind,
@@ -244,30 +247,30 @@ impl Validator {
                 };
             }
         };
-        let schema = &self.kinds[&kind];
-        let mut problems: Vec<Problem> = if schema.is_valid(value) {
-            Vec::new()
-        } else {
-            schema
-                .iter_errors(value)
-                .flat_map(|e| describe::problems_from_schema_error(&e))
-                .collect()
-        };
+        let mut found = SchemaFindings::default();
+        found.add(&self.kinds[&kind], value, "");
         if kind == Kind::Handoff {
-            self.check_handoff_data(value, &mut problems);
+            self.check_handoff_data(value, &mut found);
+            if is_newer_minor(value) {
+                found.accept_unknown_fields();
+            }
         }
-        if problems.is_empty() {
-            self.semantic_checks(value, kind, &mut problems);
-        } else if kind == Kind::Handoff {
-            relax_for_newer_minor(value, &mut problems);
-        }
+        let mut semantic = Vec::new();
+        self.semantic_checks(value, kind, &mut semantic);
+        let mut problems = found.problems;
+        problems.extend(semantic.into_iter().filter(|p| {
+            !found
+                .unreadable
+                .iter()
+                .any(|b| is_at_or_under(&p.pointer, b))
+        }));
         Report {
             kind: Some(kind),
             problems,
         }
     }
 
-    fn check_handoff_data(&self, value: &Value, problems: &mut Vec<Problem>) {
+    fn check_handoff_data(&self, value: &Value, found: &mut SchemaFindings) {
         let (Some(name), Some(data)) = (
             value
                 .pointer("/payload/handoff_type")
@@ -276,15 +279,8 @@ impl Validator {
         ) else {
             return;
         };
-        if let Some(validator) = self.data_schemas.get(name)
-            && !validator.is_valid(data)
-        {
-            for error in validator.iter_errors(data) {
-                for mut problem in describe::problems_from_schema_error(&error) {
-                    problem.pointer.insert_str(0, "/payload/data");
-                    problems.push(problem);
-                }
-            }
+        if let Some(validator) = self.data_schemas.get(name) {
+            found.add(validator, data, "/payload/data");
         }
     }
 
@@ -302,19 +298,58 @@ impl Validator {
     }
 }
 
-/// A handoff of a newer minor version may carry fields this build does not know: warnings.
-fn relax_for_newer_minor(value: &Value, problems: &mut [Problem]) {
-    let version = value
-        .pointer("/metadata/protocol_version")
-        .and_then(Value::as_str)
-        .and_then(crate::handoff::ProtocolVersion::parse);
-    if version.map(|v| v.check()) == Some(VersionCheck::NewerMinor) {
-        for problem in problems
-            .iter_mut()
-            .filter(|p| p.message.contains("unexpected"))
-        {
+/// What the schemas found: the problems, which of them are unknown fields, and the pointers
+/// whose values later checks must not read.
+#[derive(Default)]
+struct SchemaFindings {
+    problems: Vec<Problem>,
+    /// Indices into `problems` of unknown-field problems.
+    unknown_fields: Vec<usize>,
+    /// Pointers of missing or mistyped values.
+    unreadable: Vec<String>,
+}
+
+impl SchemaFindings {
+    /// Validates `value` against `schema`, its pointers prefixed by `prefix`.
+    fn add(&mut self, schema: &jsonschema::Validator, value: &Value, prefix: &str) {
+        if schema.is_valid(value) {
+            return;
+        }
+        for error in schema.iter_errors(value) {
+            for found in describe::problems_from_schema_error(&error) {
+                let mut problem = found.problem;
+                problem.pointer.insert_str(0, prefix);
+                match found.broken {
+                    Broken::UnknownField => self.unknown_fields.push(self.problems.len()),
+                    Broken::Value(pointer) => self.unreadable.push(format!("{prefix}{pointer}")),
+                }
+                self.problems.push(problem);
+            }
+        }
+    }
+
+    /// Turns unknown-field errors into warnings: a newer minor version may add fields.
+    fn accept_unknown_fields(&mut self) {
+        for &i in &self.unknown_fields {
+            let problem = &mut self.problems[i];
             problem.severity = Severity::Warning;
             problem.hint = Some("accepted: a newer minor protocol version may add fields".into());
         }
     }
+}
+
+/// True when `pointer` is `base` or lies inside the value at `base`.
+fn is_at_or_under(pointer: &str, base: &str) -> bool {
+    pointer
+        .strip_prefix(base)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// True for a handoff whose `protocol_version` is a newer minor of the supported major.
+fn is_newer_minor(value: &Value) -> bool {
+    value
+        .pointer("/metadata/protocol_version")
+        .and_then(Value::as_str)
+        .and_then(crate::handoff::ProtocolVersion::parse)
+        .is_some_and(|v| v.check() == VersionCheck::NewerMinor)
 }
