@@ -54,7 +54,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     let backend = match StoreSpec::parse(&args.backend) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("chorus bench bus: {e}");
+            errln!("chorus bench bus: {e}");
             return ExitCode::from(2);
         }
     };
@@ -62,9 +62,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => {
-            eprintln!(
-                "chorus bench bus: --duration must be a positive number of seconds, found {s}"
-            );
+            errln!("chorus bench bus: --duration must be a positive number of seconds, found {s}");
             return ExitCode::from(2);
         }
     };
@@ -87,7 +85,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("chorus bench bus: cannot start the async runtime: {e}");
+            errln!("chorus bench bus: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
@@ -133,16 +131,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
     match outcome {
         Ok(report) => match serde_json::to_string(&report) {
             Ok(json) => {
-                println!("{json}");
+                outln!("{json}");
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("chorus bench bus: cannot print the report: {e}");
+                errln!("chorus bench bus: cannot print the report: {e}");
                 ExitCode::from(2)
             }
         },
         Err(e) => {
-            eprintln!("chorus bench bus: {e}");
+            errln!("chorus bench bus: {e}");
             ExitCode::from(2)
         }
     }

@@ -2,7 +2,6 @@
 //! server (its HTTP API, admin token) or in the confirmations file of a server's store or of an
 //! embedded flow (read directly).
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use chorus_agent::confirm::{
@@ -105,7 +104,7 @@ pub fn run(args: ConfirmArgs) -> ExitCode {
 }
 
 fn fail(Failure(code, message): Failure) -> ExitCode {
-    eprintln!("chorus confirm: {message}");
+    errln!("chorus confirm: {message}");
     ExitCode::from(code)
 }
 
@@ -297,12 +296,10 @@ fn print_json(list: &[Confirmation]) -> Result<(), Failure> {
     write_out(&out)
 }
 
+/// Writes `text` to standard output (a closed pipe ends the command quietly).
 fn write_out(text: &str) -> Result<(), Failure> {
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|e| Failure(2, format!("cannot write to standard output: {e}")))
+    out!("{text}");
+    Ok(())
 }
 
 #[cfg(test)]

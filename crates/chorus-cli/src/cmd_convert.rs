@@ -1,6 +1,5 @@
 //! `chorus convert`: convert a conversation between provider formats through chorus.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use chorus_formats::{EncodeOptions, Error, Format, NamePolicy, convert};
@@ -53,7 +52,7 @@ pub fn run(args: ConvertArgs) -> ExitCode {
     {
         Ok(text) => text,
         Err(message) => {
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             return ExitCode::from(2);
         }
     };
@@ -65,36 +64,19 @@ pub fn run(args: ConvertArgs) -> ExitCode {
         add_generation_prompt: args.add_generation_prompt,
         enable_thinking: args.enable_thinking,
     };
-    let mut stderr = std::io::stderr().lock();
     match convert(args.from, args.to, &input, &options, args.strict) {
         Ok(encoded) => {
             for loss in &encoded.losses {
-                let _ = writeln!(
-                    stderr,
-                    "{}",
-                    serde_json::to_string(loss).unwrap_or_default()
-                );
+                errln!("{}", serde_json::to_string(loss).unwrap_or_default());
             }
-            let mut stdout = std::io::stdout().lock();
-            if stdout
-                .write_all(encoded.value.as_bytes())
-                .and_then(|()| stdout.flush())
-                .is_err()
-            {
-                return ExitCode::from(2);
-            }
+            out!("{}", encoded.value);
             ExitCode::SUCCESS
         }
         Err(Error::Lossy(losses)) => {
             for loss in &losses {
-                let _ = writeln!(
-                    stderr,
-                    "{}",
-                    serde_json::to_string(loss).unwrap_or_default()
-                );
+                errln!("{}", serde_json::to_string(loss).unwrap_or_default());
             }
-            let _ = writeln!(
-                stderr,
+            errln!(
                 "error: --strict: {} cannot carry {} item(s) of the input",
                 args.to.id(),
                 losses.len()
@@ -102,7 +84,7 @@ pub fn run(args: ConvertArgs) -> ExitCode {
             ExitCode::from(1)
         }
         Err(other) => {
-            let _ = writeln!(stderr, "error: {}: {other}", args.file);
+            errln!("error: {}: {other}", args.file);
             ExitCode::from(1)
         }
     }

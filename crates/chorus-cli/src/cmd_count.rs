@@ -75,15 +75,13 @@ pub(crate) fn read_text(path: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| format!("{path}: expected UTF-8 text; {e}"))
 }
 
-/// Writes `text` and a newline to standard output; a closed pipe is not an error.
+/// Writes `text` and a newline to standard output (a closed pipe ends the command quietly).
 pub(crate) fn print_stdout(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{text}");
+    outln!("{text}");
 }
 
 /// Prints `message` as an error and returns exit code `code`.
 pub(crate) fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+    errln!("error: {message}");
     ExitCode::from(code)
 }

@@ -16,13 +16,13 @@ pub struct FormatsArgs {
 pub fn run(args: FormatsArgs) -> ExitCode {
     let tables: Vec<_> = Format::ALL.iter().map(|f| f.capabilities()).collect();
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&tables).unwrap_or_default()
         );
     } else {
         for table in tables {
-            println!("{table}");
+            outln!("{table}");
         }
     }
     ExitCode::SUCCESS

@@ -153,13 +153,13 @@ pub fn run(args: HarmonyArgs) -> ExitCode {
     match result {
         Ok(Output { stdout, warnings }) => {
             for warning in warnings {
-                eprintln!("chorus harmony: {file}: {warning}");
+                errln!("chorus harmony: {file}: {warning}");
             }
-            print!("{stdout}");
+            out!("{stdout}");
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("chorus harmony: {file}: {error}");
+            errln!("chorus harmony: {file}: {error}");
             ExitCode::from(1)
         }
     }
@@ -168,11 +168,11 @@ pub fn run(args: HarmonyArgs) -> ExitCode {
 /// Reads the file as UTF-8; exit code 2 when it cannot be read.
 fn read_text(file: &str) -> Result<String, ExitCode> {
     let bytes = read_input(file).map_err(|e| {
-        eprintln!("chorus harmony: {e}");
+        errln!("chorus harmony: {e}");
         ExitCode::from(2)
     })?;
     String::from_utf8(bytes).map_err(|e| {
-        eprintln!("chorus harmony: {file}: not UTF-8: {e}");
+        errln!("chorus harmony: {file}: not UTF-8: {e}");
         ExitCode::from(1)
     })
 }

@@ -47,7 +47,7 @@ pub struct RunArgs {
 /// errors (including an unusable flow file).
 pub fn run(args: RunArgs) -> ExitCode {
     let usage = |e: &dyn std::fmt::Display| {
-        eprintln!("chorus run: {e}");
+        errln!("chorus run: {e}");
         ExitCode::from(2)
     };
     let text = match std::fs::read_to_string(&args.flow) {
@@ -95,7 +95,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                     );
                     match &bar {
                         Some(bar) => bar.println(line),
-                        None => eprintln!("{line}"),
+                        None => errln!("{line}"),
                     }
                 }),
             })
@@ -132,23 +132,26 @@ pub fn run(args: RunArgs) -> ExitCode {
     match result {
         Ok(report) => {
             for item in &report.outputs {
-                println!("{}: {}", item.recipients().join(","), item.text());
+                outln!("{}: {}", item.recipients().join(","), item.text());
             }
             for c in &report.pending_confirmations {
-                eprintln!(
+                errln!(
                     "pending confirmation {}: {} wants to call {} with {}",
-                    c.id, c.agent, c.tool, c.arguments
+                    c.id,
+                    c.agent,
+                    c.tool,
+                    c.arguments
                 );
             }
             if let (Some(c), Some(hint)) = (
                 report.pending_confirmations.first(),
                 confirmations.decide_with.as_deref(),
             ) {
-                eprintln!("approve with: chorus confirm approve {} {hint}", c.id);
+                errln!("approve with: chorus confirm approve {} {hint}", c.id);
             }
             if report.usage.calls > 0 {
                 for (name, totals) in &report.per_agent {
-                    eprintln!(
+                    errln!(
                         "agent {name}: {} model calls, {} prompt + {} completion tokens, ${:.6}",
                         totals.calls,
                         totals.prompt_tokens,
@@ -156,7 +159,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                         totals.cost_usd
                     );
                 }
-                eprintln!(
+                errln!(
                     "model calls: {}, tokens: {} prompt + {} completion, cost: ${:.6}",
                     report.usage.calls,
                     report.usage.prompt_tokens,
@@ -164,7 +167,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                     report.usage.cost_usd
                 );
             }
-            eprintln!(
+            errln!(
                 "flow ended after {} steps (task {})",
                 report.steps,
                 flow.task_id()
@@ -173,7 +176,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
         Err(FlowError::Spec(e)) => usage(&format!("{}: {e}", args.flow.display())),
         Err(e @ FlowError::Failed(_)) => {
-            eprintln!("chorus run: {e}");
+            errln!("chorus run: {e}");
             ExitCode::from(1)
         }
     }
@@ -211,7 +214,7 @@ fn open_confirmations(args: &RunArgs, spec: &FlowSpec) -> Result<ConfirmationSto
         return Ok(memory());
     };
     let sqlite = SqliteConfirmations::open(&path).map_err(|e| format!("--confirmations: {e}"))?;
-    eprintln!(
+    errln!(
         "confirmations of this flow are kept in {} (chorus confirm list --store {})",
         path.display(),
         args.confirmations
@@ -252,7 +255,7 @@ impl Progress {
                 bar.inc(1);
                 bar.set_message(item.describe());
             }
-            None => eprintln!("{}", item.describe()),
+            None => errln!("{}", item.describe()),
         }
     }
 

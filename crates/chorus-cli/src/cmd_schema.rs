@@ -29,7 +29,7 @@ pub fn run(args: SchemaArgs) -> ExitCode {
                     .iter()
                     .map(HandoffType::as_str)
                     .collect();
-                eprintln!(
+                errln!(
                     "chorus schema: no built-in data schema for {name:?}; expected one of {}",
                     names.join(", ")
                 );
@@ -37,11 +37,11 @@ pub fn run(args: SchemaArgs) -> ExitCode {
             }
         },
         (Some(_), kind) => {
-            eprintln!("chorus schema: --handoff-type goes with the kind `handoff`, not `{kind}`");
+            errln!("chorus schema: --handoff-type goes with the kind `handoff`, not `{kind}`");
             return ExitCode::from(2);
         }
     };
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(&schema).expect("schemas serialize")
     );

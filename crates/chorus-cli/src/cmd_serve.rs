@@ -27,11 +27,11 @@ pub struct ServeArgs {
 /// Runs `chorus serve`.
 pub fn run(args: ServeArgs) -> ExitCode {
     if let Some(token) = &args.hash_token {
-        println!("{}", hash_token(token));
+        outln!("{}", hash_token(token));
         return ExitCode::SUCCESS;
     }
     let fail = |e: &dyn std::fmt::Display| {
-        eprintln!("chorus serve: {e}");
+        errln!("chorus serve: {e}");
         ExitCode::from(2)
     };
     let config = match &args.config {
@@ -73,9 +73,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
             _ => None,
         };
         let scheme = if acceptor.is_some() { "https" } else { "http" };
-        println!("chorus serve: listening on {scheme}://{addr} (store {store})");
+        outln!("chorus serve: listening on {scheme}://{addr} (store {store})");
         if let Some(token) = server.generated_admin_token() {
-            println!("chorus serve: admin token for this run: {token}");
+            outln!("chorus serve: admin token for this run: {token}");
         }
         let served = match acceptor {
             Some(acceptor) => match tls::TlsListener::new(listener, acceptor) {
@@ -86,7 +86,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         };
         match served {
             Ok(()) => {
-                println!("chorus serve: stopped");
+                outln!("chorus serve: stopped");
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),

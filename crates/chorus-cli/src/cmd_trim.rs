@@ -104,7 +104,7 @@ pub fn run(args: TrimArgs) -> ExitCode {
                 report["format_losses"] = serde_json::to_value(&encoded.losses).unwrap_or_default();
             }
             print_stdout(&encoded.value);
-            eprintln!("{}", serde_json::to_string(&report).unwrap_or_default());
+            errln!("{}", serde_json::to_string(&report).unwrap_or_default());
             ExitCode::SUCCESS
         }
         Err(CommandError::Input(e)) => fail(1, &format!("{}: {e}", args.file)),

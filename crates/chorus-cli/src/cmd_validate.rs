@@ -72,7 +72,7 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     if let Some(dir) = &args.schemas
         && let Err(error) = validator.load_data_schema_dir(dir)
     {
-        eprintln!("chorus validate: {error}");
+        errln!("chorus validate: {error}");
         return ExitCode::from(2);
     }
     let mut rejected = false;
@@ -81,7 +81,7 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     for file in &args.files {
         match read_input(file) {
             Err(message) => {
-                eprintln!("{message}");
+                errln!("{message}");
                 io_failed = true;
             }
             Ok(bytes) => {
@@ -107,7 +107,7 @@ pub fn run(args: ValidateArgs) -> ExitCode {
                 })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).expect("rows serialize")
         );
@@ -122,7 +122,7 @@ pub fn run(args: ValidateArgs) -> ExitCode {
 fn print_text(file: &str, kind: Option<Kind>, problems: &[Problem]) {
     if problems.iter().all(|p| p.severity == Severity::Warning) {
         let kind = kind.map_or("document", Kind::name);
-        println!("{file}: ok ({kind})");
+        outln!("{file}: ok ({kind})");
     }
     for problem in problems {
         let pointer = if problem.pointer.is_empty() {
@@ -140,6 +140,6 @@ fn print_text(file: &str, kind: Option<Kind>, problems: &[Problem]) {
             .as_ref()
             .map(|h| format!(" (hint: {h})"))
             .unwrap_or_default();
-        println!("{file}: {pointer}: {level}{}{hint}", problem.message);
+        outln!("{file}: {pointer}: {level}{}{hint}", problem.message);
     }
 }

@@ -1,4 +1,9 @@
 //! The `chorus` command: thin commands over the chorus crates.
+// All output goes through `output`, which ends quietly on a closed pipe instead of panicking.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod output;
 
 mod cmd_bench;
 mod cmd_confirm;
