@@ -1,4 +1,5 @@
-//! `chorus validate`: check messages, conversations, handoffs and data parts.
+//! `chorus validate`: check messages, conversations, handoffs and data parts, one document per
+//! file or one per line of a JSON Lines file (`.jsonl`, `.ndjson` or `--jsonl`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,10 @@ pub struct ValidateArgs {
     /// Largest document allowed, in bytes.
     #[arg(long, default_value_t = Limits::default().max_bytes)]
     max_bytes: usize,
+    /// Read every input as JSON Lines, one document per line (files ending in `.jsonl` or
+    /// `.ndjson` always are); problems name the line as FILE:LINE.
+    #[arg(long)]
+    jsonl: bool,
     /// Files to validate; `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
@@ -57,10 +62,20 @@ enum Format {
 #[derive(Serialize)]
 struct Row<'a> {
     file: &'a str,
+    /// The line of a JSON Lines input (1-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
     pointer: &'a str,
     message: &'a str,
     hint: Option<&'a str>,
     severity: Severity,
+}
+
+/// The problems of one document and where it was.
+struct Checked<'a> {
+    file: &'a str,
+    line: Option<usize>,
+    problems: Vec<Problem>,
 }
 
 /// Runs `chorus validate`: 0 all valid, 1 any rejected, 2 usage or I/O error.
@@ -77,29 +92,47 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     }
     let mut rejected = false;
     let mut io_failed = false;
-    let mut results: Vec<(String, Vec<Problem>)> = Vec::new();
+    let mut results: Vec<Checked> = Vec::new();
     for file in &args.files {
-        match read_input(file) {
+        let bytes = match read_input(file) {
+            Ok(bytes) => bytes,
             Err(message) => {
                 errln!("{message}");
                 io_failed = true;
+                continue;
             }
-            Ok(bytes) => {
-                let report = validator.validate_bytes(&bytes, args.kind.0);
-                rejected |= !report.is_valid();
-                if args.format == Format::Text {
-                    print_text(file, report.kind, &report.problems);
-                }
-                results.push((file.clone(), report.problems));
+        };
+        let jsonl = args.jsonl || is_jsonl_name(file);
+        let documents = if jsonl {
+            json_lines(&bytes)
+        } else {
+            vec![(None, bytes.as_slice())]
+        };
+        if jsonl && documents.is_empty() && args.format == Format::Text {
+            outln!("{file}: ok (no documents)");
+        }
+        for (line, document) in documents {
+            let report = validator.validate_bytes(document, args.kind.0);
+            rejected |= !report.is_valid();
+            let checked = Checked {
+                file,
+                line,
+                problems: report.problems,
+            };
+            if args.format == Format::Text {
+                print_text(&checked, report.kind);
+            } else {
+                results.push(checked);
             }
         }
     }
     if args.format == Format::Json {
         let rows: Vec<Row> = results
             .iter()
-            .flat_map(|(file, problems)| {
-                problems.iter().map(move |p| Row {
-                    file,
+            .flat_map(|checked| {
+                checked.problems.iter().map(move |p| Row {
+                    file: checked.file,
+                    line: checked.line,
                     pointer: &p.pointer,
                     message: &p.message,
                     hint: p.hint.as_deref(),
@@ -119,10 +152,32 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     }
 }
 
-fn print_text(file: &str, kind: Option<Kind>, problems: &[Problem]) {
+/// True for a file name that says JSON Lines.
+fn is_jsonl_name(file: &str) -> bool {
+    let lower = file.to_ascii_lowercase();
+    lower.ends_with(".jsonl") || lower.ends_with(".ndjson")
+}
+
+/// The documents of a JSON Lines input with their 1-based line numbers; blank lines (and a
+/// `\r` before each newline) are skipped.
+fn json_lines(bytes: &[u8]) -> Vec<(Option<usize>, &[u8])> {
+    bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, line)| (Some(i + 1), line.strip_suffix(b"\r").unwrap_or(line)))
+        .filter(|(_, line)| !line.trim_ascii().is_empty())
+        .collect()
+}
+
+fn print_text(checked: &Checked, kind: Option<Kind>) {
+    let place = match checked.line {
+        Some(line) => format!("{}:{line}", checked.file),
+        None => checked.file.to_owned(),
+    };
+    let problems = &checked.problems;
     if problems.iter().all(|p| p.severity == Severity::Warning) {
         let kind = kind.map_or("document", Kind::name);
-        outln!("{file}: ok ({kind})");
+        outln!("{place}: ok ({kind})");
     }
     for problem in problems {
         let pointer = if problem.pointer.is_empty() {
@@ -140,6 +195,6 @@ fn print_text(file: &str, kind: Option<Kind>, problems: &[Problem]) {
             .as_ref()
             .map(|h| format!(" (hint: {h})"))
             .unwrap_or_default();
-        outln!("{file}: {pointer}: {level}{}{hint}", problem.message);
+        outln!("{place}: {pointer}: {level}{}{hint}", problem.message);
     }
 }

@@ -147,6 +147,12 @@ fn validate_stops_quietly_after_the_lines_that_were_read() {
     let dir = tempfile::tempdir().unwrap();
     // Far more output than a pipe buffers, so the pipe is closed while chorus still writes.
     let line = json!({"role": "user", "content": "hi"}).to_string();
+    let many = format!("{line}\n").repeat(20_000);
+    let file = write(dir.path(), "many.jsonl", &many);
+    let closed = closed_after(dir.path(), &["validate", &file], 1);
+    assert_quiet("validate many.jsonl | head -1", &closed);
+    assert_eq!(closed.read, ["many.jsonl:1: ok (message)"]);
+
     let files: Vec<String> = (0..8000)
         .map(|i| write(dir.path(), &format!("m{i}.json"), &line))
         .collect();
