@@ -11,6 +11,8 @@ use chorus_agent::confirm::{
 use chorus_server::Store;
 use clap::{Args, Subcommand};
 
+use crate::output::FormatArgs;
+
 /// The environment variable read when `--admin-token` is not given.
 const TOKEN_ENV: &str = "CHORUS_ADMIN_TOKEN";
 
@@ -67,9 +69,9 @@ struct Source {
     /// opened directly.
     #[arg(long, value_name = "STORE")]
     store: Option<String>,
-    /// One JSON object per line instead of a table.
-    #[arg(long)]
-    json: bool,
+    /// A table (text), or one JSON object per line (json).
+    #[command(flatten)]
+    output: FormatArgs,
 }
 
 /// A `--state` value: one state, or all.
@@ -116,7 +118,7 @@ async fn act(action: Action) -> Result<(), Failure> {
                 .list(state.0)
                 .await
                 .map_err(|e| Failure(2, e.to_string()))?;
-            print_list(&list, state.0, source.json)
+            print_list(&list, state.0, source.output.json())
         }
         Action::Approve(d) => decide(d, true).await,
         Action::Reject(d) => decide(d, false).await,
@@ -130,7 +132,7 @@ async fn decide(d: Decide, approve: bool) -> Result<(), Failure> {
         .decide(&d.id, approve, "cli", d.note)
         .await
         .map_err(|e| refused(&d.id, approve, e))?;
-    if d.source.json {
+    if d.source.output.json() {
         return print_json(&[decided]);
     }
     let word = if approve { "approved" } else { "rejected" };

@@ -4,18 +4,20 @@ use std::process::ExitCode;
 
 use chorus_formats::Format;
 
+use crate::output::FormatArgs;
+
 /// Arguments of `chorus formats`.
 #[derive(Debug, clap::Args)]
 pub struct FormatsArgs {
-    /// Print the tables as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// Tables (text) or an array of them (json).
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 /// Prints what each format carries.
 pub fn run(args: FormatsArgs) -> ExitCode {
     let tables: Vec<_> = Format::ALL.iter().map(|f| f.capabilities()).collect();
-    if args.json {
+    if args.output.json() {
         outln!(
             "{}",
             serde_json::to_string_pretty(&tables).unwrap_or_default()

@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use chorus_core::validate::Limits;
 use chorus_core::{Kind, Problem, Severity, Validator};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde::Serialize;
 
 use crate::input::read_input;
+use crate::output::FormatArgs;
 
 /// Arguments of `chorus validate`.
 #[derive(Debug, Args)]
@@ -17,9 +18,9 @@ pub struct ValidateArgs {
     /// What the documents are; `auto` tells from their shape.
     #[arg(long, default_value = "auto", value_parser = parse_kind)]
     kind: KindChoice,
-    /// Output: one line per problem, or a JSON array.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    /// Output: one line per problem (text), or a JSON array of them (json).
+    #[command(flatten)]
+    output: FormatArgs,
     /// A directory of `<type>_data.schema.json` files for handoff data.
     #[arg(long, value_name = "DIR")]
     schemas: Option<PathBuf>,
@@ -49,13 +50,6 @@ fn parse_kind(name: &str) -> Result<KindChoice, String> {
     name.parse()
         .map(|kind| KindChoice(Some(kind)))
         .map_err(|e| format!("{e}, or auto"))
-}
-
-/// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
 }
 
 /// One problem as the JSON output shows it.
@@ -108,7 +102,7 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         } else {
             vec![(None, bytes.as_slice())]
         };
-        if jsonl && documents.is_empty() && args.format == Format::Text {
+        if jsonl && documents.is_empty() && !args.output.json() {
             outln!("{file}: ok (no documents)");
         }
         for (line, document) in documents {
@@ -119,14 +113,14 @@ pub fn run(args: ValidateArgs) -> ExitCode {
                 line,
                 problems: report.problems,
             };
-            if args.format == Format::Text {
+            if !args.output.json() {
                 print_text(&checked, report.kind);
             } else {
                 results.push(checked);
             }
         }
     }
-    if args.format == Format::Json {
+    if args.output.json() {
         let rows: Vec<Row> = results
             .iter()
             .flat_map(|checked| {

@@ -25,7 +25,13 @@ use clap::{Parser, Subcommand};
 
 /// chorus: one message protocol for multi-agent LLM systems.
 #[derive(Debug, Parser)]
-#[command(name = "chorus", version, about)]
+#[command(
+    name = "chorus",
+    version,
+    about,
+    after_help = "Machine-readable output: `--format json` or its short form `--json` \
+                  (validate, formats, confirm). A closed output pipe (`chorus … | head`) ends a command quietly."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

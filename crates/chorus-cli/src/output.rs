@@ -45,3 +45,29 @@ fn stop(error: &io::Error) -> ! {
     ));
     process::exit(2);
 }
+
+/// How a command prints its result: `--format text|json`, with `--json` the same as
+/// `--format json`; every command with a machine-readable output takes both spellings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FormatArgs {
+    /// Output for people (text) or for programs (json).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// The same as `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+}
+
+/// The output formats of [`FormatArgs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+impl FormatArgs {
+    /// True when the output is to be JSON.
+    pub fn json(&self) -> bool {
+        self.json || self.format == Format::Json
+    }
+}

@@ -72,6 +72,16 @@ fn decides_in_a_servers_confirmations_file() {
     let out = chorus(&[&["confirm", "list", "--json"][..], &at].concat(), "");
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
+    let long = chorus(
+        &[&["confirm", "list", "--format", "json"][..], &at].concat(),
+        "",
+    );
+    assert_eq!(stdout(&long), stdout(&out), "--format json is --json");
+    let text = chorus(
+        &[&["confirm", "list", "--format", "text"][..], &at].concat(),
+        "",
+    );
+    assert_eq!(stdout(&text), table, "--format text is the default");
     assert_eq!(lines[0]["id"], id);
     assert_eq!(lines[0]["arguments"], ARGS);
 
