@@ -24,6 +24,14 @@ pub struct ServerConfig {
     /// Largest request body accepted, in bytes.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
+    /// Seconds a client may take to send a request's headers, and a keep-alive connection may
+    /// stay idle; the connection is closed after it.
+    #[serde(default = "default_header_timeout_secs")]
+    pub header_timeout_secs: u64,
+    /// Connections open at once; more are closed as they arrive (each costs memory, and none
+    /// needs a token to open).
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
     /// Seconds an agent holds a delivery before it is delivered again.
     #[serde(default = "default_ack_wait_secs")]
     pub ack_wait_secs: u64,
@@ -134,6 +142,14 @@ fn default_ack_wait_secs() -> u64 {
     30
 }
 
+fn default_header_timeout_secs() -> u64 {
+    10
+}
+
+fn default_max_connections() -> usize {
+    10_000
+}
+
 fn default_max_deliver() -> u32 {
     5
 }
@@ -148,6 +164,8 @@ impl Default for ServerConfig {
             admin_token_sha256: None,
             agents: BTreeMap::new(),
             max_body_bytes: default_max_body_bytes(),
+            header_timeout_secs: default_header_timeout_secs(),
+            max_connections: default_max_connections(),
             ack_wait_secs: default_ack_wait_secs(),
             rate_per_sec: default_rate_per_sec(),
             rate_burst: default_rate_burst(),

@@ -5,6 +5,7 @@ pub mod api;
 pub mod auth;
 pub mod blobs;
 pub mod config;
+mod connections;
 pub mod error;
 pub mod ids;
 pub mod inbox;

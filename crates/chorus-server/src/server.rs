@@ -4,6 +4,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use chorus_agent::confirm::{Confirmations, MemoryConfirmations, SqliteConfirmations};
@@ -15,6 +16,7 @@ use crate::api::router;
 use crate::auth::{Tokens, hash_token};
 use crate::blobs::BlobStore;
 use crate::config::ServerConfig;
+use crate::connections::ConnectionLimits;
 use crate::inbox::Inboxes;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
@@ -144,6 +146,7 @@ impl SideStores {
 /// A server ready to accept connections.
 pub struct Server {
     router: Router,
+    limits: ConnectionLimits,
     openapi: utoipa::openapi::OpenApi,
     stop: watch::Sender<bool>,
     generated_admin_token: Option<String>,
@@ -192,6 +195,10 @@ impl Server {
         let (router, openapi) = router(state);
         Server {
             router,
+            limits: ConnectionLimits {
+                header_timeout: Duration::from_secs(config.header_timeout_secs.max(1)),
+                max_connections: config.max_connections,
+            },
             openapi,
             stop,
             generated_admin_token,
@@ -220,12 +227,12 @@ impl Server {
         L::Addr: std::fmt::Debug,
     {
         let stop = self.stop;
-        axum::serve(listener, self.router)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                let _ = stop.send(true);
-            })
-            .await
+        crate::connections::serve(listener, self.router, self.limits, async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        })
+        .await;
+        Ok(())
     }
 }
 

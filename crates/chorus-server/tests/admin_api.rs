@@ -79,6 +79,48 @@ async fn a_message_nacked_past_max_deliver_is_a_dead_letter_and_replays() {
 }
 
 #[tokio::test]
+async fn a_dead_letter_can_be_deleted_and_is_never_delivered_again() {
+    let (_dir, server) = fresh(30).await;
+    publish(&server, ALICE, &message("doomed", "alice", "bob", "x")).await;
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    nack_past_max_deliver(&server, &mut inbox, ("bob", BOB), "doomed").await;
+    let id = loop {
+        let (_, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
+        if let Some(id) = letters[0]["id"].as_str() {
+            break id.to_owned();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let delete = |token: &'static str, id: String| {
+        client()
+            .delete(server.url(&format!("/v1/dead-letters/{id}")))
+            .bearer_auth(token)
+            .send()
+    };
+    assert_eq!(delete(BOB, id.clone()).await.unwrap().status(), 403);
+    assert_eq!(delete(ADMIN, id.clone()).await.unwrap().status(), 204);
+    assert_eq!(delete(ADMIN, id.clone()).await.unwrap().status(), 404);
+    let (_, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
+    assert_eq!(letters, serde_json::json!([]));
+    // Neither this stream nor a new one is handed the dead message again.
+    assert!(
+        inbox
+            .next_within(std::time::Duration::from_millis(300))
+            .await
+            .is_none()
+    );
+    drop(inbox);
+    let mut again = SseReader::open(&server, "bob", BOB, None).await;
+    assert!(
+        again
+            .next_within(std::time::Duration::from_millis(300))
+            .await
+            .is_none()
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn task_and_conversation_timelines() {
     let (_dir, server) = fresh(30).await;
     for id in [H1, H2] {

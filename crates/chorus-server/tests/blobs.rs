@@ -263,3 +263,32 @@ async fn remote_urls_stay_as_given_by_default() {
     bucket_task.abort();
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_refused_message_writes_no_media() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let url = format!("data:image/png;base64,{PNG_B64}");
+    // Invalid (a tool message without its call id) with 50 images: refused, nothing written.
+    let mut invalid = image_message("bad-media", &url);
+    invalid["role"] = "tool".into();
+    let parts = invalid["content"].as_array_mut().unwrap();
+    for _ in 0..49 {
+        parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+    }
+    let r = publish(&server, ALICE, &invalid).await;
+    assert_eq!(r.status(), 422, "{}", r.text().await.unwrap());
+    // Routing keys missing: refused too, nothing written.
+    let mut unroutable = image_message("no-recipient", &url);
+    unroutable.as_object_mut().unwrap().remove("recipient");
+    assert_eq!(publish(&server, ALICE, &unroutable).await.status(), 422);
+    let written = std::fs::read_dir(dir.path().join("chorus-blobs"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(written, 0, "no blob file for refused messages");
+    // The same image in a valid message is kept.
+    let r = publish(&server, ALICE, &image_message("good-media", &url)).await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    assert_eq!(blob_files(dir.path()).len(), 1);
+    server.stop().await;
+}

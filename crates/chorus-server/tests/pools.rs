@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chorus_bus::Bus;
 use common::*;
 use tokio::sync::mpsc;
 
@@ -326,7 +325,7 @@ async fn on_store(backend: &str, var: &str) {
         let address = format!("{url}?namespace={ns}");
         let store = chorus_server::Store::parse(&address).expect("a store address");
         let config = pool_config(30);
-        let bus: Arc<dyn Bus> = store
+        let bus: Arc<dyn chorus_bus::Bus> = store
             .open(&config)
             .await
             .unwrap_or_else(|e| panic!("the server at {url} is reachable: {e}"));

@@ -131,7 +131,7 @@ pub async fn dead_letters(
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
         (status = 404, description = "No such dead letter", body = ErrorBody),
-        (status = 422, description = "Still invalid; kept as a new dead letter", body = ErrorBody),
+        (status = 422, description = "It would be refused again (invalid, or past its expiration time): why, and the dead letter kept as it was", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -152,6 +152,38 @@ pub async fn replay(
         app.metrics.saw_inbox(q);
     }
     Ok(Json(receipt.into()))
+}
+
+/// Deletes a dead letter for good (admin token).
+#[utoipa::path(
+    delete,
+    path = "/v1/dead-letters/{id}",
+    tag = "admin",
+    params(("id" = String, Path, description = "The dead letter's id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
+        (status = 403, description = "Not the admin token", body = ErrorBody),
+        (status = 404, description = "No such dead letter", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_dead_letter(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin("dead letters")?;
+    check_id("the dead letter id", &id)?;
+    if !app.bus.dead_letters().await?.iter().any(|d| d.id == id) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no dead letter {id:?}"),
+        ));
+    }
+    app.bus.remove_dead_letter(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Every stored message of a task, in publish order (admin token).

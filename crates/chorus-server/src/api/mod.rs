@@ -58,6 +58,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(inbox::in_progress))
         .routes(routes!(admin::dead_letters))
         .routes(routes!(admin::replay))
+        .routes(routes!(admin::delete_dead_letter))
         .routes(routes!(admin::task))
         .routes(routes!(admin::conversation))
         .routes(routes!(ops::healthz))

@@ -257,7 +257,13 @@ async fn store(
     let (bytes, mut document) = read?;
     record_keys(&document);
     let env = admit(&app.policy, agent, &document)?;
-    let kept = app.blobs.keep_media(&mut document).await?;
+    // Media is written only for a document the bus will take: one it refuses (kept as a dead
+    // letter with its media inline) writes no file.
+    let kept = if env.is_some() && !refused_anyway(app, &document) {
+        app.blobs.keep_media(&mut document).await?
+    } else {
+        false
+    };
     let redacted = app.redactor.apply(&mut document);
     let traced = match &env {
         Some(env) => trace(app, &mut document, env, carried).await,
@@ -295,6 +301,18 @@ async fn store(
             Err(e)
         }
     }
+}
+
+/// True when `document` carries media and the bus's validator would refuse it (checked only
+/// then: the bus validates every document again when it is published).
+fn refused_anyway(app: &AppState, document: &Value) -> bool {
+    app.blobs.has_media(document)
+        && app
+            .bus
+            .config()
+            .validator
+            .as_ref()
+            .is_some_and(|v| !v.validate(document).is_empty())
 }
 
 /// Stores the context to pass on (`carried`, the trace the publish span joined, or the span's

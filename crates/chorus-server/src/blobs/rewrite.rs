@@ -135,6 +135,13 @@ fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
 }
 
 impl BlobStore {
+    /// True when `document` has images or audio that [`BlobStore::keep_media`] would move.
+    pub fn has_media(&self, document: &Value) -> bool {
+        let mut jobs = Vec::new();
+        collect(document, "", self.config.fetch_remote, &mut jobs);
+        !jobs.is_empty()
+    }
+
     /// Moves the images and audio of `document` into the store and points the document at
     /// them; returns true when anything changed.
     pub async fn keep_media(&self, document: &mut Value) -> Result<bool, ApiError> {

@@ -1,0 +1,83 @@
+//! The accept loop: each connection under a header and idle timeout, at most a configured number
+//! open at once, and drained gracefully on shutdown.
+//!
+//! `axum::serve` gives no way to set hyper's header-read timeout or to bound connections, so an
+//! unauthenticated client could hold half-sent requests and idle keep-alive connections forever;
+//! this loop is the same accept-and-serve with those limits (hyper's own builder and graceful
+//! shutdown do the work).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::serve::Listener;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::Semaphore;
+
+/// How many connections the server keeps and how long it waits for a request.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// The longest a client may take to send a request's headers, and the longest a keep-alive
+    /// connection may stay idle between requests; the connection is closed after it.
+    pub header_timeout: Duration,
+    /// Connections open at once; a connection past it is closed at once.
+    pub max_connections: usize,
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then lets the requests under way
+/// finish.
+pub async fn serve<L: Listener>(
+    mut listener: L,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let warned = AtomicBool::new(false);
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(limits.header_timeout))
+        .keep_alive_timeout(limits.header_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let (io, _) = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            if !warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    max_connections = limits.max_connections,
+                    "connection limit reached; new connections are closed until some end"
+                );
+            }
+            drop(io);
+            continue;
+        };
+        warned.store(false, Ordering::Relaxed);
+        let service = TowerToHyperService::new(router.clone());
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A connection's end (closed, timed out, reset) is nothing to report.
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
