@@ -229,8 +229,16 @@ fn untouched_parts_come_back(
     Ok(())
 }
 
+/// 300 cases a run, or `PROPTEST_CASES` when set (to search harder, e.g. 5000).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(300)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn chorus_round_trips_exactly(c in conversation()) {

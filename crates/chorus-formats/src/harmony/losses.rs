@@ -112,11 +112,13 @@ fn instructions(m: &Message, at: &str, seen: bool, others: bool, losses: &mut Lo
 fn parts_losses(m: &Message, parts: &[ContentPart], at: &str, losses: &mut Losses) {
     let mut texts = 0;
     let mut reasoning = 0;
+    let mut text_before = false;
     for (k, part) in parts.iter().enumerate() {
         let part_at = format!("{at}/content/{k}");
         match part {
             ContentPart::Text(t) => {
                 texts += 1;
+                text_before |= !t.text.is_empty();
                 if t.index.is_some() {
                     losses.push(
                         format!("{part_at}/index"),
@@ -128,6 +130,13 @@ fn parts_losses(m: &Message, parts: &[ContentPart], at: &str, losses: &mut Losse
             }
             ContentPart::Reasoning(r) => {
                 reasoning += 1;
+                if text_before && m.role == Role::Assistant {
+                    losses.push(
+                        &part_at,
+                        Policy::Moved,
+                        "reasoning is rendered before the text (the analysis channel comes first)",
+                    );
+                }
                 if r.signature.is_some() {
                     losses.push(
                         format!("{part_at}/signature"),

@@ -78,3 +78,38 @@ fn malformed_text_is_rejected_with_a_token_position() {
     let err = decode("<|start|>user<|message|>hi<|end|><|message|>").unwrap_err();
     assert!(err.pointer.starts_with("token "), "{err}");
 }
+
+/// Found by the round-trip property test: text then reasoning came back as reasoning then text.
+#[test]
+fn reasoning_after_text_is_reported_as_moved() {
+    for calls in [true, false] {
+        let mut assistant = json!({"role": "assistant", "content": [
+            {"type": "text", "text": "hello"}, {"type": "reasoning", "text": "think"}]});
+        if calls {
+            assistant["tool_calls"] = json!([{"id": "call_0", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{}"}}]);
+        }
+        let conversation: Conversation =
+            serde_json::from_value(json!({"messages": [assistant]})).unwrap();
+        let out = encode(&conversation, &EncodeOptions::default()).unwrap();
+        let back = decode(&out.value).unwrap();
+        assert_ne!(back.messages[0].content, conversation.messages[0].content);
+        assert!(
+            out.losses
+                .iter()
+                .any(|l| l.path == "/messages/0/content/1" && l.policy == Policy::Moved),
+            "{:?}",
+            out.losses
+        );
+    }
+}
+
+#[test]
+fn reasoning_before_text_keeps_its_order_without_a_loss() {
+    let conversation: Conversation = serde_json::from_value(json!({"messages": [
+        {"role": "assistant", "content": [{"type": "reasoning", "text": "think"}, {"type": "text", "text": "hello"}]}]}))
+    .unwrap();
+    let out = encode(&conversation, &EncodeOptions::default()).unwrap();
+    assert!(out.losses.is_empty(), "{:?}", out.losses);
+    assert_eq!(decode(&out.value).unwrap().messages, conversation.messages);
+}
