@@ -1,10 +1,12 @@
 //! Passes and helpers shared by the codecs.
 
 pub mod arguments;
+pub mod call_ids;
 pub mod extras;
 pub mod fields;
 pub mod json;
 pub mod media;
 pub mod names;
 pub mod pairing;
+pub mod pyjson;
 pub mod rotation;

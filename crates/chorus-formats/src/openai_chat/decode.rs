@@ -7,7 +7,9 @@ use chorus_core::{
 use serde_json::{Map, Value};
 
 use crate::chorus::from_value;
+use crate::common::call_ids;
 use crate::common::json::{Items, child, describe, item};
+use crate::common::pyjson::dumps;
 use crate::error::DecodeError;
 
 /// Decodes a request object `{messages, tools?, ...}`; other keys are kept in `extra`.
@@ -32,13 +34,40 @@ pub fn request(value: Value) -> Result<Conversation, DecodeError> {
     };
     let tools = match map.remove("tools") {
         None => None,
-        Some(tools) => Some(from_value(tools, "/tools")?),
+        Some(Value::Array(tools)) => Some(
+            tools
+                .into_iter()
+                .enumerate()
+                .map(|(i, tool)| from_value(wrapped_tool(tool), &item("/tools", i)))
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(other) => Some(from_value(other, "/tools")?),
     };
-    Ok(Conversation {
+    let mut conversation = Conversation {
         messages,
         tools,
         extra: map,
-    })
+    };
+    call_ids::fill(&mut conversation.messages);
+    Ok(conversation)
+}
+
+/// A tool given without the `function` wrapper (`{name, description, parameters}`, as chat
+/// templates and the Responses API take it) in the Chat Completions shape.
+fn wrapped_tool(tool: Value) -> Value {
+    match tool {
+        Value::Object(mut map) if !map.contains_key("function") && map.contains_key("name") => {
+            let kind = match map.remove("type") {
+                Some(Value::String(kind)) => kind,
+                _ => "function".to_owned(),
+            };
+            let mut wrapped = Map::new();
+            wrapped.insert("type".into(), Value::String(kind));
+            wrapped.insert("function".into(), Value::Object(map));
+            Value::Object(wrapped)
+        }
+        other => other,
+    }
 }
 
 /// Decodes an array of Chat Completions messages found at `pointer`.
@@ -64,6 +93,7 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
     message.content = None;
     let mut role_value = None;
     let mut reasoning = None;
+    let mut tool_name = None;
     let mut extra = Map::new();
     // One pass over the keys: no hashing per known field.
     for (key, value) in map {
@@ -87,6 +117,7 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
             "channel" => message.channel = string(value)?,
             "recipient" => message.recipient = string(value)?,
             "reasoning_content" => reasoning = string(value)?,
+            "tool_name" if value.is_string() => tool_name = string(value)?,
             "created_at" if !value.is_null() => {
                 message.created_at = Some(from_value::<CreatedAt>(
                     value,
@@ -118,6 +149,14 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
         }
     }
     message.role = role(role_value, pointer)?;
+    // Ollama names the function a tool message answers `tool_name`.
+    match (tool_name, &message.name) {
+        (Some(tool_name), None) => message.name = Some(tool_name),
+        (Some(tool_name), Some(_)) => {
+            extra.insert("tool_name".into(), Value::String(tool_name));
+        }
+        (None, _) => {}
+    }
     message.extra = extra;
     if let Some(reasoning) = reasoning {
         prepend_reasoning(&mut message, reasoning);
@@ -238,6 +277,9 @@ fn tool_calls(items: Vec<Value>, pointer: &str) -> Result<Vec<ToolCall>, DecodeE
         .collect()
 }
 
+/// One call: `{id?, type?, function: {name, arguments}}` or flat `{id?, name, arguments}`;
+/// `arguments` is JSON text or any JSON value (written as Python's `json.dumps` writes it, which is
+/// what chat templates print). A missing id is left empty for [`call_ids::fill`].
 fn tool_call(value: Value, pointer: &str) -> Result<ToolCall, DecodeError> {
     let Value::Object(mut map) = value else {
         return Err(DecodeError::new(
@@ -246,30 +288,30 @@ fn tool_call(value: Value, pointer: &str) -> Result<ToolCall, DecodeError> {
             describe(&value),
         ));
     };
-    let id = opt_string(&mut map, "id", pointer)?
-        .ok_or_else(|| DecodeError::new(child(pointer, "id"), "a string field `id`", "nothing"))?;
+    let id = opt_string(&mut map, "id", pointer)?.unwrap_or_default();
     let kind = opt_string(&mut map, "type", pointer)?;
-    let fn_at = child(pointer, "function");
-    let Some(Value::Object(mut function)) = map.remove("function") else {
-        return Err(DecodeError::new(
-            fn_at,
-            "an object {name, arguments}",
-            "something else",
-        ));
+    let (mut function, fn_at) = match map.remove("function") {
+        Some(Value::Object(function)) => (function, child(pointer, "function")),
+        None if map.contains_key("name") => (std::mem::take(&mut map), pointer.to_owned()),
+        found => {
+            return Err(DecodeError::new(
+                child(pointer, "function"),
+                "an object {name, arguments}",
+                found.as_ref().map_or_else(|| "nothing".into(), describe),
+            )
+            .hint("a call is {\"function\": {\"name\": ..., \"arguments\": ...}} or {\"name\": ..., \"arguments\": ...}"));
+        }
     };
     let name = opt_string(&mut function, "name", &fn_at)?.ok_or_else(|| {
         DecodeError::new(child(&fn_at, "name"), "a string field `name`", "nothing")
     })?;
     let arguments = match function.remove("arguments") {
         Some(Value::String(s)) => s,
-        Some(other) => {
-            return Err(DecodeError::new(child(&fn_at, "arguments"), "a JSON string", describe(&other))
-                .hint("`arguments` must be the JSON text of the arguments (JSON.stringify it), not an object"));
-        }
+        Some(other) => dumps(&other),
         None => {
             return Err(DecodeError::new(
                 child(&fn_at, "arguments"),
-                "a string field `arguments`",
+                "a field `arguments` (JSON text or a JSON value)",
                 "nothing",
             ));
         }
@@ -292,12 +334,49 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn object_arguments_are_rejected_with_a_hint() {
+    fn object_arguments_are_written_as_python_json_text() {
         let input = json!({"messages": [{"role": "assistant", "content": null, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}]});
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"b": 1.5e-7, "a": "é"}}}]}]});
+        let conversation = request(input).unwrap();
+        let call = &conversation.messages[0].calls()[0];
+        assert_eq!(call.function.arguments, r#"{"b": 1.5e-07, "a": "é"}"#);
+    }
+
+    #[test]
+    fn a_call_without_arguments_is_rejected_at_its_pointer() {
+        let input = json!({"messages": [{"role": "assistant", "tool_calls": [
+            {"function": {"name": "f"}}]}]});
         let err = request(input).unwrap_err();
         assert_eq!(err.pointer, "/messages/0/tool_calls/0/function/arguments");
-        assert!(err.hint.unwrap().contains("JSON"));
+    }
+
+    #[test]
+    fn ollama_and_template_shapes_are_taken() {
+        let input = json!({
+            "tools": [{"name": "f", "parameters": {"type": "object"}, "description": "d"}],
+            "messages": [
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "f", "arguments": {"x": 1}}},
+                {"name": "g", "arguments": "{}"}]},
+            {"role": "tool", "tool_name": "g", "content": "G"},
+            {"role": "tool", "content": "F"}]});
+        let conversation = request(input).unwrap();
+        let calls = conversation.messages[0].calls();
+        assert_eq!(calls[0].id, "call_0");
+        assert_eq!(calls[1].id, "call_1");
+        assert_eq!(calls[1].function.name, "g");
+        assert_eq!(conversation.messages[1].name.as_deref(), Some("g"));
+        assert_eq!(
+            conversation.messages[1].tool_call_id.as_deref(),
+            Some("call_1")
+        );
+        assert_eq!(
+            conversation.messages[2].tool_call_id.as_deref(),
+            Some("call_0")
+        );
+        let tool = &conversation.tools.unwrap()[0];
+        assert_eq!(tool.kind.as_deref(), Some("function"));
+        assert_eq!(tool.function.description.as_deref(), Some("d"));
     }
 
     #[test]

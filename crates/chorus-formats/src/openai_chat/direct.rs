@@ -112,6 +112,8 @@ impl<'de> Visitor<'de> for MessageSeed {
                 "channel" => message.channel = map.next_value()?,
                 "recipient" => message.recipient = map.next_value()?,
                 "reasoning_content" => reasoning = map.next_value()?,
+                // Ollama's `tool_name` is read by the value-based decoder.
+                "tool_name" => return Err(de::Error::custom("tool_name")),
                 "created_at" => message.created_at = map.next_value::<Option<CreatedAt>>()?,
                 "metadata" => message.metadata = map.next_value::<Option<Metadata>>()?,
                 "tool_calls" => {

@@ -52,7 +52,8 @@ pub fn decode_str(input: &str) -> Result<Conversation, DecodeError> {
         stream.push_sse(input)?;
         return stream.finish();
     }
-    if let Some(conversation) = direct::request(input) {
+    if let Some(mut conversation) = direct::request(input) {
+        crate::common::call_ids::fill(&mut conversation.messages);
         return Ok(conversation);
     }
     decode(crate::registry::parse_json(input)?)

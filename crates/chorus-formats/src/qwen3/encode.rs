@@ -8,9 +8,9 @@ use crate::common::json::{child, item};
 use crate::common::media::data_as_text;
 use crate::common::names;
 use crate::common::pairing::paired_order;
+use crate::common::pyjson::dumps;
 use crate::loss::{Losses, Policy};
 use crate::options::EncodeOptions;
-use crate::qwen3::pyjson::dumps;
 use crate::qwen3::{TOOLS_FOOTER, TOOLS_HEADER, call_id};
 
 /// A message as the template sees it: string content, optional reasoning, calls.
@@ -33,9 +33,7 @@ pub fn render(conversation: &Conversation, options: &EncodeOptions, losses: &mut
     let mut calls_seen = 0;
     let mut messages: Vec<Flat> = Vec::with_capacity(named.len());
     for (index, m) in &named {
-        if let Some(flat) = flatten(*index, m, &mut calls_seen, losses) {
-            messages.push(flat);
-        }
+        messages.push(flatten(*index, m, &mut calls_seen, losses));
     }
     check_result_ids(&named, losses);
     drop_all(&conversation.extra, "", "Qwen3 text", losses);
@@ -165,7 +163,7 @@ fn assistant(out: &mut String, m: &Flat, after_query: bool, last: bool, losses: 
 }
 
 /// The template's view of one message, with what it cannot carry reported.
-fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losses) -> Option<Flat> {
+fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losses) -> Flat {
     let at = item("/messages", index);
     report_unsupported(
         m,
@@ -189,7 +187,14 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
             Policy::Dropped,
             "the Qwen3 template renders no developer messages",
         );
-        return None;
+        // It still counts in the template's message positions (first, last, neighbours).
+        return Flat {
+            index,
+            role: Role::Developer,
+            content: String::new(),
+            reasoning: None,
+            calls: Vec::new(),
+        };
     }
     let mut content = String::new();
     let mut reasoning: Option<String> = None;
@@ -225,6 +230,9 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
                             Policy::Dropped,
                             "an empty reasoning part renders as no think block",
                         );
+                        // Like an empty `reasoning_content`: the content is not searched for
+                        // `</think>`.
+                        reasoning.get_or_insert_with(String::new);
                     }
                     ContentPart::Reasoning(r) if m.role == Role::Assistant => {
                         if reasoning.is_some() || texts > 0 {
@@ -335,13 +343,13 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
         );
         calls.clear();
     }
-    Some(Flat {
+    Flat {
         index,
         role: m.role,
         content,
         reasoning,
         calls,
-    })
+    }
 }
 
 /// Tool results are matched to calls by position when parsed; other ids are reported.

@@ -3,7 +3,7 @@
 
 pub mod decode;
 pub mod encode;
-pub mod pyjson;
+pub use crate::common::pyjson;
 #[cfg(test)]
 mod tests;
 
