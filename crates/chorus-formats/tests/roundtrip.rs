@@ -288,6 +288,62 @@ proptest! {
     }
 }
 
+/// A generated conversation with some results taken out and an orphan result put in.
+fn unpaired() -> impl Strategy<Value = Conversation> {
+    (
+        conversation(),
+        prop::collection::vec(any::<bool>(), 8),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(mut c, keep, at)| {
+            let mut k = 0;
+            c.messages.retain(|m| {
+                k += 1;
+                m.role != Role::Tool || keep[k % keep.len()]
+            });
+            let mut orphan = Message::new(Role::Tool, "late");
+            orphan.tool_call_id = Some("no_such_call".into());
+            let at = at.index(c.messages.len() + 1);
+            c.messages.insert(at, orphan);
+            c
+        })
+}
+
+/// Anthropic, Gemini and Responses refuse a result without its call and a call without its
+/// result: what the encoders send is always paired, and strict conversion refuses instead.
+fn sends_only_pairs(format: Format, c: &Conversation) -> Result<(), TestCaseError> {
+    let encoded = format.encode(c, &EncodeOptions::default()).unwrap();
+    let back = format.decode(&encoded.value).unwrap();
+    prop_assert!(
+        is_paired(&back.messages),
+        "{} sent an unpaired request:\n{}",
+        format.id(),
+        encoded.value
+    );
+    if !is_paired(&c.messages) {
+        prop_assert!(
+            encoded
+                .losses
+                .iter()
+                .any(|l| l.policy == Policy::Dropped && l.path.starts_with("/messages/")),
+            "{}: nothing reported dropped",
+            format.id()
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn provider_requests_are_always_paired(c in unpaired()) {
+        for format in [Format::Anthropic, Format::Gemini, Format::OpenAiResponses] {
+            sends_only_pairs(format, &c)?;
+        }
+    }
+}
+
 #[test]
 fn the_generator_produces_loss_free_cases_for_every_format() {
     use proptest::strategy::ValueTree;

@@ -11,7 +11,7 @@ use crate::common::extras::{drop_all, for_target, merge_into};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::names;
-use crate::common::pairing::paired_order;
+use crate::common::pairing::without_orphans;
 use crate::loss::{Losses, Policy};
 use crate::options::EncodeOptions;
 
@@ -51,11 +51,7 @@ impl Turn {
 
 /// Encodes a conversation as a Messages API request.
 pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
-    let order = paired_order(&conversation.messages, losses);
-    let ordered = order
-        .into_iter()
-        .map(|i| (i, conversation.messages[i].clone()))
-        .collect();
+    let ordered = without_orphans(&conversation.messages, losses);
     let messages = names::apply(ordered, options.names, losses);
     let mut system: Vec<(usize, &Message)> = Vec::new();
     let mut turns: Vec<Turn> = Vec::new();

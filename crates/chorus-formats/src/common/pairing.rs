@@ -48,6 +48,74 @@ pub fn paired_order(messages: &[Message], losses: &mut Losses) -> Vec<usize> {
     order
 }
 
+/// The messages in [`paired_order`], as `(original index, message)`, without what providers that
+/// check pairing reject (Anthropic, Gemini, Responses): a result that answers no earlier call
+/// (or answers one a second time) is dropped, and so is a call that gets no result; an assistant
+/// message left with neither calls nor content goes too. Each drop is reported.
+pub fn without_orphans(messages: &[Message], losses: &mut Losses) -> Vec<(usize, Message)> {
+    let order = paired_order(messages, losses);
+    let mut called: HashSet<&str> = HashSet::new();
+    let mut answered: HashSet<&str> = HashSet::new();
+    let mut keep = vec![true; messages.len()];
+    for &i in &order {
+        let m = &messages[i];
+        called.extend(m.calls().iter().map(|c| c.id.as_str()));
+        if m.role != Role::Tool {
+            continue;
+        }
+        match m.tool_call_id.as_deref() {
+            Some(id) if called.contains(id) && answered.insert(id) => {}
+            _ => {
+                keep[i] = false;
+                losses.push(
+                    format!("/messages/{i}"),
+                    Policy::Dropped,
+                    "a tool result that answers no earlier call (the provider would refuse it)",
+                );
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(order.len());
+    for i in order {
+        if !keep[i] {
+            continue;
+        }
+        let mut m = messages[i].clone();
+        if let Some(Some(calls)) = &mut m.tool_calls {
+            let before = calls.len();
+            let mut k = 0;
+            calls.retain(|c| {
+                let kept = answered.contains(c.id.as_str());
+                if !kept {
+                    losses.push(
+                        format!("/messages/{i}/tool_calls/{k}"),
+                        Policy::Dropped,
+                        "a call without a result (the provider would refuse it)",
+                    );
+                }
+                k += 1;
+                kept
+            });
+            if before > 0 && calls.is_empty() {
+                m.tool_calls = None;
+                if m.parts()
+                    .iter()
+                    .all(|p| p.as_text().is_some_and(str::is_empty))
+                {
+                    losses.push(
+                        format!("/messages/{i}"),
+                        Policy::Dropped,
+                        "an assistant message left with no calls and no content",
+                    );
+                    continue;
+                }
+            }
+        }
+        out.push((i, m));
+    }
+    out
+}
+
 fn answers(message: &Message, open: &HashSet<&str>) -> bool {
     message.role == Role::Tool
         && message
@@ -106,6 +174,42 @@ mod tests {
         assert_eq!(losses.len(), 1);
         assert_eq!(losses[0].path, "/messages/3");
         assert!(is_paired(&messages));
+    }
+
+    #[test]
+    fn orphan_results_and_unanswered_calls_are_dropped_and_reported() {
+        let messages = vec![
+            result("early"),
+            call(&["a", "b"]),
+            result("a"),
+            result("a"),
+            Message::new(Role::User, "hi"),
+            call(&["c"]),
+        ];
+        let mut losses = Losses::default();
+        let out = without_orphans(&messages, &mut losses);
+        let kept: Vec<usize> = out.iter().map(|(i, _)| *i).collect();
+        assert_eq!(kept, [1, 2, 4]);
+        assert_eq!(out[0].1.calls().len(), 1);
+        assert!(is_paired(
+            &out.into_iter().map(|(_, m)| m).collect::<Vec<_>>()
+        ));
+        let paths: Vec<String> = losses
+            .finish(())
+            .losses
+            .into_iter()
+            .map(|l| l.path)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/messages/0",
+                "/messages/3",
+                "/messages/1/tool_calls/1",
+                "/messages/5/tool_calls/0",
+                "/messages/5"
+            ]
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::common::extras::{drop_all, for_target, merge_into, namespace};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::names;
-use crate::common::pairing::paired_order;
+use crate::common::pairing::without_orphans;
 use crate::gemini::parts::part;
 use crate::loss::{Losses, Policy};
 use crate::options::EncodeOptions;
@@ -19,11 +19,7 @@ const ME: Format = Format::Gemini;
 
 /// Encodes a conversation as a `generateContent` request.
 pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
-    let order = paired_order(&conversation.messages, losses);
-    let ordered = order
-        .into_iter()
-        .map(|i| (i, conversation.messages[i].clone()))
-        .collect();
+    let ordered = without_orphans(&conversation.messages, losses);
     let messages = names::apply(ordered, options.names, losses);
     let mut system_parts = Vec::new();
     let mut contents: Vec<Map<String, Value>> = Vec::new();

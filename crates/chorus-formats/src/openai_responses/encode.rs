@@ -8,7 +8,7 @@ use crate::common::extras::{drop_all, for_target, merge_into, namespace};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::names;
-use crate::common::pairing::paired_order;
+use crate::common::pairing::without_orphans;
 use crate::loss::{Losses, Policy};
 use crate::openai_chat::encode::ORIGIN;
 use crate::openai_responses::decode::stage;
@@ -32,11 +32,7 @@ fn extras(m: &Message, at: &str, losses: &mut Losses) -> Map<String, Value> {
 
 /// Encodes a conversation as a Responses request.
 pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
-    let order = paired_order(&conversation.messages, losses);
-    let ordered = order
-        .into_iter()
-        .map(|i| (i, conversation.messages[i].clone()))
-        .collect();
+    let ordered = without_orphans(&conversation.messages, losses);
     let messages = names::apply(ordered, options.names, losses);
     let mut out = Map::new();
     let mut input = Vec::new();
