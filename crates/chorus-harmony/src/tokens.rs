@@ -86,6 +86,15 @@ pub fn special_id(text: &str) -> Option<Rank> {
     (is_special(id) && !named && digits.len() == 6).then_some(id)
 }
 
+/// The first special token's literal name spelled inside `text` (`<|end|>`), if any.
+pub fn find_special_text(text: &str) -> Option<&str> {
+    text.match_indices("<|").find_map(|(open, _)| {
+        let close = text[open + 2..].find("|>")? + open + 4;
+        let candidate = &text[open..close];
+        special_id(candidate).map(|_| candidate)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +107,17 @@ mod tests {
         }
         assert_eq!(special_name(FIRST_SPECIAL - 1), None);
         assert_eq!(special_name(LAST_SPECIAL + 1), None);
+    }
+
+    #[test]
+    fn special_text_is_found_anywhere_in_a_string() {
+        assert_eq!(find_special_text("a<|<|end|>b"), Some("<|end|>"));
+        assert_eq!(
+            find_special_text("x <|reserved_200013|>"),
+            Some("<|reserved_200013|>")
+        );
+        assert_eq!(find_special_text("<|x|> <| end |> <|end"), None);
+        assert_eq!(find_special_text("é<|call|>"), Some("<|call|>"));
     }
 
     #[test]

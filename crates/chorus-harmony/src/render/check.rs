@@ -1,12 +1,13 @@
-//! The header allow-list: what may appear in roles' names, recipients, channels and content types.
+//! The header check: what may appear in roles' names, recipients, channels and content types.
 //!
-//! Header fields are written as text between special tokens, so a field holding `<|`, spaces or
-//! line breaks could forge a header. Names and recipients may hold ASCII letters, digits and
-//! `_ - . : / @`; channels must be `analysis`, `commentary`, `final` or listed in a system
-//! message's valid channels; content types are `<|constrain|>` plus a word, or a word
-//! (letters, digits and `_ - . + /`).
+//! The reference renders any text in these fields, and so does chorus, with one exception: a
+//! field that spells a special token (`<|end|>` in a recipient) is refused, because the text
+//! would read back as a control token. A content type may start with `<|constrain|>`, which is
+//! rendered as the special token. With `strict_channels`, a channel that the system message
+//! does not list (the standard three when no system message lists any) is refused as well.
 
 use crate::model::{Content, Message};
+use crate::tokens;
 
 /// A message that cannot be rendered; names the JSON pointer, what was expected and found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,8 +43,47 @@ impl RenderError {
 /// The channels every conversation may use.
 pub const STANDARD_CHANNELS: [&str; 3] = ["analysis", "commentary", "final"];
 
-/// Checks every message's header fields against the allow-list.
-pub fn check_conversation(messages: &[Message]) -> Result<(), RenderError> {
+const CONSTRAIN_MARK: &str = "<|constrain|>";
+
+/// Checks every message's header fields; see the module documentation.
+pub fn check_conversation(messages: &[Message], strict_channels: bool) -> Result<(), RenderError> {
+    let declared = declared_channels(messages);
+    for (index, message) in messages.iter().enumerate() {
+        if let Some(name) = &message.author.name {
+            check_no_special(index, "name", name, name)?;
+        }
+        if let Some(recipient) = &message.recipient {
+            check_no_special(index, "recipient", recipient, recipient)?;
+        }
+        if let Some(channel) = &message.channel {
+            check_no_special(index, "channel", channel, channel)?;
+            if strict_channels && !declared.contains(&channel.as_str()) {
+                return Err(RenderError::new(
+                    format!("/messages/{index}/channel"),
+                    format!(
+                        "a channel the system message lists ({})",
+                        declared.join(", ")
+                    ),
+                    format!("{channel:?}"),
+                    Some(
+                        "tool calls go on \"commentary\", answers on \"final\"; or leave strict channels off to render it as the reference does",
+                    ),
+                ));
+            }
+        }
+        if let Some(content_type) = &message.content_type {
+            let rest = content_type
+                .strip_prefix(CONSTRAIN_MARK)
+                .unwrap_or(content_type);
+            check_no_special(index, "content_type", content_type, rest)?;
+        }
+    }
+    Ok(())
+}
+
+/// The channels listed by the conversation's system messages, or the standard three when none
+/// lists any.
+fn declared_channels(messages: &[Message]) -> Vec<&str> {
     let declared: Vec<&str> = messages
         .iter()
         .flat_map(|m| &m.content)
@@ -52,63 +92,32 @@ pub fn check_conversation(messages: &[Message]) -> Result<(), RenderError> {
             _ => None,
         })
         .flat_map(|config| config.valid_channels.iter().map(String::as_str))
-        .filter(|channel| is_word(channel, "_-"))
         .collect();
-    for (index, message) in messages.iter().enumerate() {
-        if let Some(name) = &message.author.name {
-            check_identifier(index, "name", name)?;
-        }
-        if let Some(recipient) = &message.recipient {
-            check_identifier(index, "recipient", recipient)?;
-        }
-        if let Some(channel) = &message.channel
-            && !STANDARD_CHANNELS.contains(&channel.as_str())
-            && !declared.contains(&channel.as_str())
-        {
-            return Err(RenderError::new(
-                format!("/messages/{index}/channel"),
-                "analysis, commentary, final or a channel listed in the system message",
-                format!("{channel:?}"),
-                Some("tool calls go on \"commentary\", answers on \"final\""),
-            ));
-        }
-        if let Some(content_type) = &message.content_type {
-            let word = content_type
-                .strip_prefix("<|constrain|>")
-                .unwrap_or(content_type);
-            if !is_word(word, "_-.+/") {
-                return Err(RenderError::new(
-                    format!("/messages/{index}/content_type"),
-                    "a content type such as \"<|constrain|>json\" or \"code\"",
-                    format!("{content_type:?}"),
-                    None,
-                ));
-            }
-        }
+    if declared.is_empty() {
+        STANDARD_CHANNELS.to_vec()
+    } else {
+        declared
     }
-    Ok(())
 }
 
-fn check_identifier(index: usize, field: &str, value: &str) -> Result<(), RenderError> {
-    if is_word(value, "_-.:/@") {
+/// Refuses `checked` (part of the field's `value`) when it spells a special token.
+fn check_no_special(
+    index: usize,
+    field: &str,
+    value: &str,
+    checked: &str,
+) -> Result<(), RenderError> {
+    let Some(special) = tokens::find_special_text(checked) else {
         return Ok(());
-    }
+    };
     Err(RenderError::new(
         format!("/messages/{index}/{field}"),
-        "ASCII letters, digits and _ - . : / @ (e.g. \"functions.lookup_weather\")",
-        format!("{value:?}"),
-        value
-            .starts_with("to=")
-            .then_some("write the recipient without the \"to=\" prefix"),
+        "header text without special-token text",
+        format!("{value:?}, which spells the special token {special}"),
+        Some(
+            "header fields are written as text between control tokens; a special token's name there would read back as a control token",
+        ),
     ))
-}
-
-/// Whether `value` is non-empty and made of ASCII letters, digits and `extra`.
-fn is_word(value: &str, extra: &str) -> bool {
-    !value.is_empty()
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
 }
 
 #[cfg(test)]
@@ -117,44 +126,63 @@ mod tests {
     use crate::model::{Role, SystemContent};
 
     #[test]
-    fn forged_headers_are_rejected_with_the_field() {
+    fn special_token_text_is_refused_with_the_field() {
         let bad = Message::new(Role::Assistant, "x").with_recipient("functions.x<|message|>");
-        let err = check_conversation(&[bad]).unwrap_err();
+        let err = check_conversation(&[bad], false).unwrap_err();
         assert_eq!(err.pointer, "/messages/0/recipient");
+        assert!(err.to_string().contains("<|message|>"), "{err}");
         let bad = Message::new(Role::Assistant, "x").with_channel("final <|end|>");
         assert_eq!(
-            check_conversation(&[bad]).unwrap_err().pointer,
+            check_conversation(&[bad], false).unwrap_err().pointer,
             "/messages/0/channel"
         );
-        let bad = Message::new(Role::Assistant, "x").with_content_type("json x");
+        let bad =
+            Message::new(Role::Assistant, "x").with_content_type("<|constrain|><|constrain|>json");
         assert_eq!(
-            check_conversation(&[bad]).unwrap_err().pointer,
+            check_conversation(&[bad], false).unwrap_err().pointer,
             "/messages/0/content_type"
         );
-        let bad = Message::new(Role::Assistant, "x").with_recipient("to=functions.f");
-        assert!(
-            check_conversation(&[bad])
-                .unwrap_err()
-                .to_string()
-                .contains("without the \"to=\" prefix")
+        let bad = Message::from_tool("functions.f<|reserved_200013|>", "x");
+        assert_eq!(
+            check_conversation(&[bad], false).unwrap_err().pointer,
+            "/messages/0/name"
         );
     }
 
     #[test]
-    fn channels_declared_by_the_system_message_are_allowed() {
-        let mut system = SystemContent::default();
-        system
-            .channel_config
-            .as_mut()
-            .unwrap()
-            .valid_channels
-            .push("notes".into());
+    fn any_other_text_is_accepted() {
         let messages = [
-            Message::new(Role::System, system),
+            Message::new(Role::User, "x").with_recipient("Алиса"),
+            Message::from_tool("functions.未来天气", "x").with_channel("zoë 😀"),
             Message::new(Role::Assistant, "x")
-                .with_channel("notes")
-                .with_content_type("<|constrain|>json"),
+                .with_recipient("functions.поиск")
+                .with_content_type("<|constrain|>"),
+            Message::new(Role::Assistant, "x").with_content_type("json x <|x|> <|reserved_1|>"),
         ];
-        assert_eq!(check_conversation(&messages), Ok(()));
+        assert_eq!(check_conversation(&messages, false), Ok(()));
+    }
+
+    #[test]
+    fn strict_channels_follow_the_system_message() {
+        let mut system = SystemContent::default();
+        let channels = &mut system.channel_config.as_mut().unwrap().valid_channels;
+        channels.retain(|c| c != "commentary");
+        channels.push("notes".into());
+        let conversation = |channel: &str| {
+            [
+                Message::new(Role::System, system.clone()),
+                Message::new(Role::Assistant, "x").with_channel(channel),
+            ]
+        };
+        assert_eq!(check_conversation(&conversation("notes"), true), Ok(()));
+        assert_eq!(
+            check_conversation(&conversation("commentary"), false),
+            Ok(())
+        );
+        let err = check_conversation(&conversation("commentary"), true).unwrap_err();
+        assert_eq!(err.pointer, "/messages/1/channel");
+        let alone = [Message::new(Role::Assistant, "x").with_channel("secret")];
+        assert!(check_conversation(&alone, true).is_err());
+        assert_eq!(check_conversation(&alone[..0], true), Ok(()));
     }
 }

@@ -37,8 +37,11 @@ pub struct RenderOptions {
     pub drop_analysis: bool,
     /// The TypeScript printer for tool parameters.
     pub typescript: TypeScriptStyle,
-    /// Check roles' names, recipients, channels and content types against the allow-list.
+    /// Refuse header fields that spell a special token (`<|end|>` in a recipient); the
+    /// reference renders them as plain text.
     pub check_headers: bool,
+    /// Refuse a channel that the system message does not list (the reference renders it).
+    pub strict_channels: bool,
 }
 
 impl Default for RenderOptions {
@@ -49,6 +52,7 @@ impl Default for RenderOptions {
             drop_analysis: true,
             typescript: TypeScriptStyle::Reference,
             check_headers: true,
+            strict_channels: false,
         }
     }
 }
@@ -70,7 +74,7 @@ pub fn render_into(
     out: &mut Vec<Rank>,
 ) -> Result<(), RenderError> {
     if options.check_headers {
-        check::check_conversation(messages)?;
+        check::check_conversation(messages, options.strict_channels)?;
     }
     let encoding = encoding();
     let function_tools = declares_function_tools(messages);
@@ -113,7 +117,7 @@ pub fn render_into(
 /// Renders one message on its own (no conversation context: no `functions` channel line).
 pub fn render_message(message: &Message, style: TypeScriptStyle) -> Result<Vec<Rank>, RenderError> {
     let mut out = Vec::with_capacity(64);
-    check::check_conversation(std::slice::from_ref(message))?;
+    check::check_conversation(std::slice::from_ref(message), false)?;
     write_message(encoding(), 0, message, false, style, &mut out)?;
     Ok(out)
 }
