@@ -70,7 +70,7 @@ pub struct Output {
 pub fn render_command(input: &str, request: &RenderRequest) -> Result<Output, String> {
     let (conversation, warnings) = match request.from {
         ConversationFormat::HarmonyJson => (
-            read_json::<Conversation>(input, "an openai-harmony conversation")?,
+            read_reference_json::<Conversation>(input, "an openai-harmony conversation")?,
             Vec::new(),
         ),
         ConversationFormat::Chorus => {
@@ -171,6 +171,24 @@ fn describe(diagnostic: &Diagnostic) -> String {
 fn read_json<T: serde::de::DeserializeOwned>(input: &str, what: &str) -> Result<T, String> {
     let value: serde_json::Value = serde_json::from_str(input)
         .map_err(|e| format!("expected {what}, found invalid JSON: {e}"))?;
+    from_value(value, what)
+}
+
+/// Reads openai-harmony conversation JSON with the numbers the reference's Python package reads.
+fn read_reference_json<T: serde::de::DeserializeOwned>(
+    input: &str,
+    what: &str,
+) -> Result<T, String> {
+    let value: serde_json::Value = crate::reference_json::from_str(input)
+        .map_err(|e| format!("expected {what}, found invalid JSON: {e}"))?;
+    from_value(value, what)
+}
+
+/// A message array as a conversation; then the typed value.
+fn from_value<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    what: &str,
+) -> Result<T, String> {
     let value = match value {
         serde_json::Value::Array(items) if what.contains("conversation") => {
             json!({ "messages": items })

@@ -3,6 +3,7 @@
 pub mod builtin_tools;
 pub mod encoding;
 pub mod model;
+pub mod reference_json;
 pub mod render;
 pub mod tokens;
 pub mod typescript;

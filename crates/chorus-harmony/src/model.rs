@@ -332,6 +332,14 @@ pub struct Conversation {
     pub messages: Vec<Message>,
 }
 
+impl Conversation {
+    /// Reads conversation JSON as the reference's Python package (`Conversation.from_json`)
+    /// does, so numbers in tool schemas hold what the reference holds (see [`crate::reference_json`]).
+    pub fn from_json(text: &str) -> serde_json::Result<Self> {
+        crate::reference_json::from_str(text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

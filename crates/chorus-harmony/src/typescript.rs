@@ -6,6 +6,8 @@
 
 use serde_json::Value;
 
+use crate::reference_json;
+
 /// Which JSON-Schema-to-TypeScript printer to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TypeScriptStyle {
@@ -53,7 +55,7 @@ fn reference_default(default: &Value, schema: &Value, json_for_enum: bool) -> St
     match default.as_str() {
         Some(s) if !has_enum(schema) => format!("default: \"{s}\""),
         Some(s) if !json_for_enum => format!("default: {s}"),
-        _ => format!("default: {default}"),
+        _ => format!("default: {}", reference_json::to_string(default)),
     }
 }
 
@@ -248,14 +250,14 @@ impl Correct<'_> {
             };
         }
         if let Some(value) = schema.get("const") {
-            return value.to_string();
+            return reference_json::to_string(value);
         }
         if let Some(values) = schema.get("enum").and_then(Value::as_array)
             && !values.is_empty()
         {
             return values
                 .iter()
-                .map(Value::to_string)
+                .map(reference_json::to_string)
                 .collect::<Vec<_>>()
                 .join(" | ");
         }
@@ -344,7 +346,10 @@ impl Correct<'_> {
                 self.ty(property, &inner, depth)
             ));
             if let Some(default) = property.get("default") {
-                out.push_str(&format!(" // default: {default}"));
+                out.push_str(&format!(
+                    " // default: {}",
+                    reference_json::to_string(default)
+                ));
             }
             out.push('\n');
         }

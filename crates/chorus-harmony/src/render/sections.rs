@@ -115,7 +115,7 @@ fn response_formats_text(formats: &[ResponseFormat]) -> String {
                 text.push_str(&format!("// {line}\n"));
             }
         }
-        text.push_str(&format.schema.to_string());
+        text.push_str(&crate::reference_json::to_string(&format.schema));
     }
     text
 }
