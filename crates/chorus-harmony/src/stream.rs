@@ -99,7 +99,14 @@ impl StreamParser {
                 self.begin_header(false);
             }
             State::Header => self.header_tokens.push(token),
+            State::Content if lenient && token == tokens::CALL => {
+                self.reread_role_as_recipient(position);
+                self.finish_message();
+            }
             State::Content if tokens::is_stop(token) => self.finish_message(),
+            State::Content if lenient && token == tokens::MESSAGE && self.nothing_read() => {
+                self.note(position, DiagnosticKind::RepeatedMessage);
+            }
             State::Content if lenient && token == tokens::START => {
                 self.note(position, DiagnosticKind::MissingEnd);
                 self.finish_message();
@@ -374,6 +381,32 @@ impl StreamParser {
                 self.pending.drain(..consumed);
             }
         }
+    }
+
+    /// Whether the message being read has no content yet.
+    fn nothing_read(&self) -> bool {
+        self.content.is_empty() && self.pending.is_empty() && !self.broken
+    }
+
+    /// Lenient: a message that opened with a name instead of a role (read as a tool's output)
+    /// but ends with `<|call|>` is the assistant calling that name.
+    fn reread_role_as_recipient(&mut self, position: usize) {
+        let Some(header) = self
+            .header
+            .as_mut()
+            .filter(|h| h.author.role == Role::Tool && h.recipient.is_none())
+        else {
+            return;
+        };
+        let Some(name) = header.author.name.take() else {
+            return;
+        };
+        header.author.role = Role::Assistant;
+        header.recipient = Some(name.clone());
+        self.note(
+            position,
+            DiagnosticKind::Header(Repair::RoleWasRecipient(name)),
+        );
     }
 
     fn finish_message(&mut self) {

@@ -57,13 +57,14 @@ fn channel_and_recipient_in_either_order() {
     assert!(a.diagnostics.is_empty() && b.diagnostics.is_empty());
 }
 
+/// A bare `json` stays `json` (before issue 20 it became `<|constrain|>json`, which invents a
+/// token the model did not write; the reference keeps it too).
 #[test]
 fn constrain_with_or_without_space_or_absent() {
     for header in [
         "to=functions.get_weather<|constrain|>json",
         "to=functions.get_weather <|constrain|>json",
         "to=functions.get_weather <|constrain|> json",
-        "to=functions.get_weather json",
     ] {
         let output = lenient(
             &format!("<|channel|>commentary {header}<|message|>{{\"city\":\"Oslo\"}}<|call|>"),
@@ -75,13 +76,81 @@ fn constrain_with_or_without_space_or_absent() {
             "{header}"
         );
     }
-    let absent = lenient(
-        "<|channel|>commentary to=functions.get_weather json<|message|>{}<|call|>",
+    let text = "<|channel|>commentary to=functions.get_weather json<|message|>{}<|call|>";
+    let absent = lenient(text, Some(Role::Assistant));
+    assert_eq!(absent.messages, vec![call("{}").with_content_type("json")]);
+    assert!(absent.diagnostics.is_empty());
+    let strict = parse(
+        &encoding().encode_with_special_tokens(text),
+        Some(Role::Assistant),
+        ParseOptions::STRICT,
+    )
+    .unwrap();
+    assert_eq!(strict.messages, absent.messages);
+}
+
+#[test]
+fn whitespace_around_header_words() {
+    let text = "<|start|> assistant <|channel|> commentary to= functions.get_weather  <|constrain|>json <|message|>{}<|call|>";
+    let output = lenient(text, None);
+    assert_eq!(output.messages, vec![call("{}")]);
+    assert_eq!(
+        kinds(&output),
+        vec![
+            DiagnosticKind::Header(Repair::SpacedWord("<|channel|>commentary".into())),
+            DiagnosticKind::Header(Repair::SpacedWord("to=functions.get_weather".into())),
+        ]
+    );
+    assert!(strict_rejects(text, None));
+}
+
+#[test]
+fn repeated_message_token() {
+    let text = "<|channel|>final<|message|><|message|>Hi<|end|>";
+    let output = lenient(text, Some(Role::Assistant));
+    assert_eq!(
+        output.messages,
+        vec![Message::new(Role::Assistant, "Hi").with_channel("final")]
+    );
+    assert_eq!(kinds(&output), vec![DiagnosticKind::RepeatedMessage]);
+    // Later in the content it is text the model wrote, and stays.
+    let later = lenient(
+        "<|channel|>final<|message|>a<|message|>b<|end|>",
         Some(Role::Assistant),
     );
+    assert_eq!(later.messages[0].text(), "a<|message|>b");
+    assert!(later.diagnostics.is_empty());
+}
+
+#[test]
+fn role_word_that_is_really_a_recipient() {
+    let text = "<|start|>functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{}<|call|>";
+    let output = lenient(text, None);
+    assert_eq!(output.messages, vec![call("{}")]);
     assert_eq!(
-        kinds(&absent),
-        vec![DiagnosticKind::Header(Repair::MissingConstrain)]
+        kinds(&output),
+        vec![DiagnosticKind::Header(Repair::RoleWasRecipient(
+            "functions.get_weather".into()
+        ))]
+    );
+    // A tool's output (ending with <|end|>) keeps the name as its author.
+    let result = lenient(
+        "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>{}<|end|>",
+        None,
+    );
+    assert_eq!(result.messages[0].author.role, Role::Tool);
+    assert!(result.diagnostics.is_empty());
+}
+
+#[test]
+fn garbage_channel_word_without_a_known_prefix_is_kept() {
+    let output = lenient("<|channel|>json<|message|>x<|end|>", Some(Role::Assistant));
+    assert_eq!(output.messages[0].channel.as_deref(), Some("json"));
+    assert_eq!(
+        kinds(&output),
+        vec![DiagnosticKind::Header(Repair::UnknownChannel(
+            "json".into()
+        ))]
     );
 }
 

@@ -46,9 +46,18 @@ fn header_error(
 }
 
 /// Removes the first `<|channel|>VALUE` (value up to whitespace or `<`); returns the value.
-fn take_channel(header: &mut String, replacement: &str) -> Option<String> {
+/// With `skip_space`, whitespace between the marker and the value is skipped.
+fn take_channel(header: &mut String, replacement: &str, skip_space: bool) -> Option<String> {
     let at = header.find(CHANNEL_MARK)?;
-    let value_start = at + CHANNEL_MARK.len();
+    let mut value_start = at + CHANNEL_MARK.len();
+    if skip_space {
+        let rest = &header[value_start..];
+        let space = rest.len() - rest.trim_start().len();
+        let after = &rest[space..];
+        if !after.is_empty() && !after.starts_with('<') {
+            value_start += space;
+        }
+    }
     let rest = &header[value_start..];
     let len = rest
         .find(|c: char| c.is_whitespace() || c == '<')
@@ -61,7 +70,7 @@ fn take_channel(header: &mut String, replacement: &str) -> Option<String> {
 /// Parses a header exactly as the reference does. `role` is the role the prompt already opened.
 pub fn strict(text: &str, role: Option<Role>) -> Result<Header, HeaderError> {
     let mut header = text.to_string();
-    let channel = match take_channel(&mut header, "") {
+    let channel = match take_channel(&mut header, "", false) {
         Some(value) if value.is_empty() => {
             return Err(header_error(
                 "a channel name after <|channel|>",
@@ -155,8 +164,12 @@ pub enum Repair {
     UnknownChannel(String),
     /// No role was written; assistant was assumed.
     MissingRole,
-    /// A bare `json` content type was read as `<|constrain|>json`.
-    MissingConstrain,
+    /// A header word written with whitespace inside (`<|channel|> final`, `to= functions.x`),
+    /// read without it; holds the word as read.
+    SpacedWord(String),
+    /// A message that opened with a name instead of a role and ended with `<|call|>`: an
+    /// assistant's call to that recipient, not a tool's output; holds the name.
+    RoleWasRecipient(String),
     /// An analysis-channel message addresses a recipient.
     RecipientOnAnalysis,
     /// Header words that fit no field; kept at the start of the content.
@@ -173,7 +186,13 @@ pub fn lenient(
     let mut repairs = Vec::new();
     let mut header = text.to_string();
     let mut channels = Vec::new();
-    while let Some(value) = take_channel(&mut header, " ") {
+    let spaced = text
+        .match_indices(CHANNEL_MARK)
+        .map(|(at, _)| &text[at + CHANNEL_MARK.len()..])
+        .filter(|rest| rest.starts_with(char::is_whitespace) && !rest.trim_start().is_empty())
+        .filter(|rest| !rest.trim_start().starts_with('<'))
+        .count();
+    while let Some(value) = take_channel(&mut header, " ", true) {
         channels.push(value);
     }
     if channels.len() > 1 {
@@ -187,6 +206,11 @@ pub fn lenient(
         }
         None => None,
     };
+    if spaced > 0
+        && let Some(channel) = &channel
+    {
+        repairs.push(Repair::SpacedWord(format!("{CHANNEL_MARK}{channel}")));
+    }
     let header = header.replace(CONSTRAIN_MARK, " <|constrain|>");
     let mut words: Vec<String> = Vec::new();
     for word in header.split_whitespace() {
@@ -219,9 +243,13 @@ pub fn lenient(
     };
     let (mut recipient, mut content_type) = (None::<String>, None::<String>);
     let mut unplaced: Vec<String> = Vec::new();
-    for word in words {
+    while let Some(word) = words.next() {
         if !unplaced.is_empty() {
             unplaced.push(word);
+        } else if word == "to=" && recipient.is_none() && words.peek().is_some() {
+            let to = words.next().unwrap_or_default();
+            repairs.push(Repair::SpacedWord(format!("to={to}")));
+            recipient = Some(to);
         } else if let Some(to) = word.strip_prefix("to=").filter(|_| recipient.is_none()) {
             recipient = Some(to.to_string());
         } else if word.starts_with(CONSTRAIN_MARK) && content_type.is_none() {
@@ -237,10 +265,6 @@ pub fn lenient(
         } else {
             unplaced.push(word);
         }
-    }
-    if content_type.as_deref() == Some("json") {
-        repairs.push(Repair::MissingConstrain);
-        content_type = Some("<|constrain|>json".to_string());
     }
     if recipient.is_some() && channel.as_deref() == Some("analysis") {
         repairs.push(Repair::RecipientOnAnalysis);

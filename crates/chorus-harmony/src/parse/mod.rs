@@ -65,6 +65,8 @@ pub enum DiagnosticKind {
     HeaderCutOff,
     /// A `<|start|>` inside a message ended it.
     MissingEnd,
+    /// A second `<|message|>` right after the first was skipped.
+    RepeatedMessage,
     /// A `<|start|>` inside a header discarded the header so far.
     RestartedHeader,
     /// A stop token outside any message was ignored.
