@@ -47,7 +47,11 @@ const CONSTRAIN_MARK: &str = "<|constrain|>";
 
 /// Checks every message's header fields; see the module documentation.
 pub fn check_conversation(messages: &[Message], strict_channels: bool) -> Result<(), RenderError> {
-    let declared = declared_channels(messages);
+    let declared = if strict_channels {
+        declared_channels(messages)
+    } else {
+        Vec::new()
+    };
     for (index, message) in messages.iter().enumerate() {
         if let Some(name) = &message.author.name {
             check_no_special(index, "name", name, name)?;
