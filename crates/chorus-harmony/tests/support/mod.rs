@@ -1,6 +1,8 @@
 //! Generators shared by the property tests: texts, JSON Schemas, conversations, token streams.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod wild;
+
 use chorus_harmony::model::{
     ChannelConfig, DeveloperContent, ToolDescription, ToolNamespaceConfig,
 };
