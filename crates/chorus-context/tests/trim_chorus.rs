@@ -133,6 +133,67 @@ fn pinned_messages_alone_over_budget_fail_with_the_reason() {
     assert!(reason.contains("pinned"), "{reason}");
 }
 
+/// Runs `f` on a thread of its own and fails when it has not returned after a minute, so a
+/// trimming loop without an exit fails the test instead of hanging it.
+fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{what} did not return within a minute"))
+}
+
+#[test]
+fn an_empty_history_for_gpt_oss_fails_instead_of_hanging() {
+    // Regression: the gpt-oss re-plan loop had no exit when the plan could not shrink.
+    let result = within_a_minute("trim_chorus(gpt-oss-20b, [], 7)", || {
+        let c = TokenCounter::for_model("gpt-oss-20b").unwrap();
+        trim_chorus(&[], &[], &c, 7, None)
+    });
+    let fixed = TokenCounter::for_model("gpt-oss-20b")
+        .unwrap()
+        .count_messages(&[])
+        .unwrap()
+        .total;
+    match result {
+        Err(ContextError::DoesNotFit {
+            needed,
+            budget,
+            reason,
+        }) => {
+            assert_eq!(budget, 7);
+            assert_eq!(needed, fixed);
+            assert!(reason.contains("reply priming"), "{reason}");
+        }
+        other => panic!("expected DoesNotFit, got {other:?}"),
+    }
+}
+
+#[test]
+fn pinned_only_history_over_budget_fails_instead_of_claiming_success() {
+    // Regression: with nothing that may be dropped, the plan reported tokens_after above the
+    // budget and trimming succeeded.
+    let history = vec![
+        msg(Role::System, "s", &"rule ".repeat(60)),
+        msg(Role::Developer, "dev", "Answer in French."),
+        data_message("d"),
+    ];
+    for model in ["gpt-4o", "gpt-4", "approximate", "gpt-oss-20b"] {
+        let c = TokenCounter::for_model(model).unwrap();
+        let full = c.count_messages(&history).unwrap().total;
+        let err = trim_chorus(&history, &[], &c, full - 1, None).unwrap_err();
+        let ContextError::DoesNotFit { needed, budget, .. } = err else {
+            panic!("{model}: {err}")
+        };
+        assert_eq!((needed, budget), (full, full - 1), "{model}");
+        // At the exact budget everything is kept.
+        let t = trim_chorus(&history, &[], &c, full, None).unwrap();
+        assert_eq!(t.messages.len(), 3, "{model}");
+        assert!(t.report.tokens_after <= full, "{model}");
+    }
+}
+
 #[test]
 fn appending_reuses_cached_counts() {
     let c = counter();

@@ -5,7 +5,8 @@
 //! final unit; (4) media of what remains. Pinned units (system, developer and data messages,
 //! with any tool unit they are part of) are never touched. A caller's summary is counted from the
 //! first drop on. When even the pinned units, the final unit without media, the summary and the
-//! request's fixed tokens exceed the budget, planning fails and says so.
+//! request's fixed tokens exceed the budget (or a history holds nothing that may be dropped),
+//! planning fails and says so: a plan never claims to fit when it does not.
 
 use super::history::History;
 use crate::error::{ContextError, Result};
@@ -33,8 +34,20 @@ pub struct Plan {
 
 impl History {
     /// Plans the chorus strategy for `budget`; `summary_tokens` is the cost of the caller's
-    /// summary message, inserted when anything is dropped.
+    /// summary message, inserted when anything is dropped. Fails with
+    /// [`ContextError::DoesNotFit`] when even the smallest plan exceeds the budget.
     pub fn plan(&self, budget: usize, summary_tokens: Option<usize>) -> Result<Plan> {
+        let plan = self.plan_within(budget, summary_tokens);
+        if plan.tokens_after <= budget {
+            Ok(plan)
+        } else {
+            Err(self.does_not_fit(&plan, plan.tokens_after, budget, summary_tokens))
+        }
+    }
+
+    /// The first plan in the strategy's order whose count fits `budget`, or the last one (every
+    /// droppable thing dropped) when none does; its `tokens_after` then exceeds `budget`.
+    pub(crate) fn plan_within(&self, budget: usize, summary_tokens: Option<usize>) -> Plan {
         let before = self.total();
         let mut plan = Plan {
             tokens_before: before,
@@ -50,6 +63,7 @@ impl History {
         let fits = |total: usize| total <= budget;
         let newest = self.turns.iter().rposition(|t| !t.units.is_empty());
         let Some(newest) = newest.filter(|_| !fits(total)) else {
+            // It fits, or nothing may be dropped.
             return self.finish(plan, total);
         };
         // (1) media of older turns.
@@ -108,29 +122,55 @@ impl History {
                 plan.stripped_messages.push(m);
             }
         }
-        if fits(total) {
-            return self.finish(plan, total);
-        }
-        Err(ContextError::DoesNotFit {
-            needed: total,
-            budget,
-            reason: format!(
-                "pinned system/developer/data messages ({} tokens), the newest message with its tool results ({} tokens without media){} and the request's reply priming and tool definitions ({} tokens) cannot be dropped",
-                self.pinned_tokens,
-                last.tokens - last.saving,
-                if plan.summary {
-                    format!(", the summary ({summary} tokens)")
-                } else {
-                    String::new()
-                },
-                self.fixed
-            ),
-        })
+        self.finish(plan, total)
     }
 
-    fn finish(&self, mut plan: Plan, total: usize) -> Result<Plan> {
+    /// Why `plan`, the smallest plan, does not fit: `needed` tokens (its count, or for gpt-oss
+    /// its rendered count) against `budget`, with what could not be dropped.
+    pub(crate) fn does_not_fit(
+        &self,
+        plan: &Plan,
+        needed: usize,
+        budget: usize,
+        summary_tokens: Option<usize>,
+    ) -> ContextError {
+        let mut kept = vec![format!(
+            "the pinned system/developer/data messages ({} tokens)",
+            self.pinned_tokens
+        )];
+        if let Some(newest) = self.turns.iter().rposition(|t| !t.units.is_empty()) {
+            let units = &self.turns[newest].units;
+            let last = &self.units[units[units.len() - 1]];
+            kept.push(format!(
+                "the newest message with its tool results ({} tokens without media)",
+                last.tokens - last.saving
+            ));
+        } else {
+            kept.push("no message that may be dropped".into());
+        }
+        if plan.summary {
+            kept.push(format!(
+                "the summary ({} tokens)",
+                summary_tokens.unwrap_or_default()
+            ));
+        }
+        kept.push(format!(
+            "the request's reply priming and tool definitions ({} tokens)",
+            self.fixed
+        ));
+        ContextError::DoesNotFit {
+            needed,
+            budget,
+            reason: format!(
+                "{} must be kept; nothing else is left to drop",
+                kept.join(", ")
+            ),
+        }
+    }
+
+    fn finish(&self, mut plan: Plan, total: usize) -> Plan {
         plan.tokens_after = total;
-        Ok(plan)
+        plan
     }
 
     /// Message indexes of a turn's units, in unit order.
