@@ -3,7 +3,7 @@
 use chorus_context::command::{
     CommandError, CountArgs, CounterChoice, TrimArgs, TrimStrategy, count, trim,
 };
-use chorus_core::Conversation;
+use chorus_core::{ContentPart, Conversation};
 use serde_json::json;
 
 fn conversation() -> Conversation {
@@ -22,6 +22,7 @@ fn count_args(model: &str) -> CountArgs {
         model: model.into(),
         costs: None,
         read_files: false,
+        tokenizer: None,
     }
 }
 
@@ -36,6 +37,7 @@ fn trim_args(strategy: TrimStrategy, max_tokens: usize) -> TrimArgs {
         start_on: vec!["user".into()],
         end_on: vec![],
         summary: None,
+        tokenizer: None,
     }
 }
 
@@ -76,9 +78,22 @@ fn count_for_gpt_oss_is_the_harmony_rendering() {
 
 #[test]
 fn errors_are_input_or_usage() {
+    // An unknown model is no longer a usage error (issue 20): it is counted approximately, and
+    // says so; a tokenizer file that cannot be read is.
+    let unknown = count(&conversation(), &count_args("llama")).unwrap();
+    assert!(!unknown.exact);
+    assert!(
+        unknown.warnings[0].contains("llama"),
+        "{:?}",
+        unknown.warnings
+    );
+    let missing_tokenizer = CountArgs {
+        tokenizer: Some("/nonexistent/tokenizer.json".into()),
+        ..count_args("llama")
+    };
     assert!(matches!(
-        count(&conversation(), &count_args("llama")),
-        Err(CommandError::Usage(_))
+        count(&conversation(), &missing_tokenizer),
+        Err(CommandError::Usage(m)) if m.contains("/nonexistent/tokenizer.json")
     ));
     let mut args = trim_args(TrimStrategy::Chorus, 100);
     args.counter = CounterChoice::Messages;
@@ -110,4 +125,42 @@ fn trim_keeps_tools_and_reports() {
     assert_eq!(lc.kept.messages.len(), 2); // the system message and the last user message
     assert_eq!(lc.kept.messages[1].text(), "Of what?");
     assert_eq!(lc.report["messages_before"], json!(4));
+}
+
+#[test]
+fn every_provider_family_counts_and_says_whether_exactly() {
+    let conversation = conversation();
+    let exact = count(&conversation, &count_args("gpt-4o")).unwrap();
+    assert!(exact.exact && exact.warnings.is_empty());
+    assert_eq!(exact.tokenizer, "o200k_base");
+    for (model, rule) in [
+        ("claude-sonnet-4-5", "Anthropic"),
+        ("gemini-2.5-pro", "Gemini"),
+        ("some-unknown-model", "unknown model"),
+    ] {
+        let out = count(&conversation, &count_args(model)).unwrap();
+        assert!(!out.exact, "{model}");
+        assert!(
+            out.warnings[0].contains(rule),
+            "{model}: {:?}",
+            out.warnings
+        );
+        assert_eq!(serde_json::to_value(&out).unwrap()["exact"], json!(false));
+        // Text is the o200k_base estimate; images follow the provider's own rule.
+        assert_eq!(out.breakdown.text, exact.breakdown.text, "{model}");
+        let table = chorus_context::media::CostTable::default();
+        let image = &conversation.messages[1].parts()[1];
+        let ContentPart::Image(image) = image else {
+            panic!("not an image")
+        };
+        let priced = chorus_context::media::MediaPricer::new(&table, model)
+            .unwrap()
+            .image(image, "/p")
+            .unwrap();
+        assert_eq!(out.breakdown.images as u64, priced, "{model}");
+    }
+    // The provider rules differ: the same image is not priced alike everywhere.
+    let claude = count(&conversation, &count_args("claude-sonnet-4-5")).unwrap();
+    let gemini = count(&conversation, &count_args("gemini-2.5-pro")).unwrap();
+    assert_ne!(claude.breakdown.images, gemini.breakdown.images);
 }

@@ -248,3 +248,73 @@ fn every_published_image_example_from_each_header_format() {
         }
     }
 }
+
+fn video_file(extra: serde_json::Value) -> ContentPart {
+    let mut part = json!({
+        "type": "file",
+        "file": {"url": "gs://bucket/clip.mp4", "mime_type": "video/mp4"}
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        part[k] = v.clone();
+    }
+    serde_json::from_value(part).unwrap()
+}
+
+#[test]
+fn gemini_video_costs_its_frames_and_its_audio_at_the_published_rates() {
+    // Google's video understanding guide: frames sampled at 1 per second, 258 tokens a frame
+    // (66 at media_resolution low) whatever the frame size, audio 32 tokens a second; Gemini 3:
+    // 280 a frame at high (its default here), 70 at low and medium.
+    let cases: [(&str, serde_json::Value, usize, usize); 5] = [
+        ("gemini-2.5-pro", json!({"duration_sec": 10}), 2580, 320),
+        (
+            "gemini-2.5-flash",
+            json!({"duration_sec": 10, "media_resolution": "low"}),
+            660,
+            320,
+        ),
+        (
+            "gemini-2.5-pro",
+            json!({"duration_sec": 10, "fps": 2}),
+            5160,
+            320,
+        ),
+        (
+            "gemini-3-pro-preview",
+            json!({"duration_sec": 10}),
+            2800,
+            320,
+        ),
+        (
+            "gemini-3-pro-preview",
+            json!({"duration_sec": 10, "media_resolution": "media_resolution_medium"}),
+            700,
+            320,
+        ),
+    ];
+    for (model, extra, frames, audio) in cases {
+        let counter = TokenCounter::for_model(model).unwrap();
+        let message = Message::with_parts(Role::User, vec![video_file(extra.clone())]);
+        let b = counter.count_message(&message, 0).unwrap();
+        assert_eq!((b.images, b.audio), (frames, audio), "{model} {extra}");
+    }
+    // A frame given as an image is priced as a frame, not tiled by its size.
+    let frame: ContentPart = serde_json::from_value(json!({
+        "type": "image_url",
+        "image_url": {"url": format!("data:image/png;base64,{}", STANDARD.encode(png(1920, 1080)))},
+        "video_metadata": {"video_id": "clip", "timestamp_sec": 3}
+    }))
+    .unwrap();
+    assert_eq!(image_cost("gemini-2.5-pro", &frame), 258);
+    // Models that take no video files count its name only; a Gemini video needs its duration.
+    let openai = TokenCounter::for_model("gpt-4o").unwrap();
+    let message = Message::with_parts(Role::User, vec![video_file(json!({"duration_sec": 10}))]);
+    assert_eq!(openai.count_message(&message, 0).unwrap().images, 0);
+    let gemini = TokenCounter::for_model("gemini-2.5-pro").unwrap();
+    let message = Message::with_parts(Role::User, vec![video_file(json!({}))]);
+    let err = gemini.count_message(&message, 4).unwrap_err().to_string();
+    assert!(
+        err.contains("/messages/4/content/0") && err.contains("duration_sec"),
+        "{err}"
+    );
+}

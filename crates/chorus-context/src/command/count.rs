@@ -2,8 +2,8 @@
 
 use chorus_core::Conversation;
 
-use super::CommandError;
-use crate::count::{ConversationCount, TokenCounter};
+use super::{CommandError, counter_for};
+use crate::count::ConversationCount;
 use crate::media::CostTable;
 
 /// Arguments of `chorus count`.
@@ -15,9 +15,12 @@ pub struct CountArgs {
     pub costs: Option<String>,
     /// Whether image parts may name local files.
     pub read_files: bool,
+    /// A Hugging Face `tokenizer.json` that counts the text.
+    pub tokenizer: Option<String>,
 }
 
-/// `{"total", "messages", "breakdown"}` of `conversation`.
+/// `{"total", "messages", "breakdown", "tokenizer", "exact"}` of `conversation`; its
+/// `warnings` say why a count is an estimate.
 pub fn count(
     conversation: &Conversation,
     args: &CountArgs,
@@ -26,6 +29,7 @@ pub fn count(
         Some(overlay) => CostTable::with_overlay(overlay)?,
         None => CostTable::default(),
     };
-    let counter = TokenCounter::with_table(&args.model, &table)?.read_local_files(args.read_files);
+    let counter = counter_for(&args.model, args.tokenizer.as_deref(), &table)?
+        .read_local_files(args.read_files);
     Ok(counter.count_conversation(conversation)?)
 }

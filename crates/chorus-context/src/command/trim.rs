@@ -7,7 +7,8 @@ use crate::count::{ApproxOptions, TokenCounter, count_tokens_approximately};
 use crate::trim::langchain::{LangChainOptions, MessageType, Strategy, split_lines, trim_messages};
 use crate::trim::trim_chorus;
 
-use super::CommandError;
+use super::{CommandError, counter_for};
+use crate::media::CostTable;
 
 /// `--strategy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +53,8 @@ pub struct TrimArgs {
     pub end_on: Vec<String>,
     /// The summary message's JSON, for the chorus strategy.
     pub summary: Option<String>,
+    /// A Hugging Face `tokenizer.json` that counts the text.
+    pub tokenizer: Option<String>,
 }
 
 /// What `chorus trim` prints.
@@ -61,6 +64,8 @@ pub struct TrimOutput {
     pub kept: Conversation,
     /// The report.
     pub report: Value,
+    /// Why the counts are estimates, when they are.
+    pub warnings: Vec<String>,
 }
 
 /// Trims `conversation`.
@@ -77,7 +82,11 @@ pub fn trim(conversation: &Conversation, args: &TrimArgs) -> Result<TrimOutput, 
                     ));
                 }
             };
-            let counter = TokenCounter::for_model(model)?;
+            let tokenizer = match args.counter {
+                CounterChoice::Model => args.tokenizer.as_deref(),
+                _ => None,
+            };
+            let counter = counter_for(model, tokenizer, &CostTable::default())?;
             let summary: Option<Message> = args
                 .summary
                 .as_deref()
@@ -92,6 +101,7 @@ pub fn trim(conversation: &Conversation, args: &TrimArgs) -> Result<TrimOutput, 
             Ok(TrimOutput {
                 kept: with_messages(conversation, t.messages),
                 report: serde_json::to_value(&t.report).unwrap_or_default(),
+                warnings: counter.warning().map(str::to_owned).into_iter().collect(),
             })
         }
         TrimStrategy::LangChainLast | TrimStrategy::LangChainFirst => langchain(conversation, args),
@@ -133,7 +143,11 @@ fn langchain(conversation: &Conversation, args: &TrimArgs) -> Result<TrimOutput,
         include_system: args.include_system,
     };
     let model = match args.counter {
-        CounterChoice::Model => Some(TokenCounter::for_model(&args.model)?),
+        CounterChoice::Model => Some(counter_for(
+            &args.model,
+            args.tokenizer.as_deref(),
+            &CostTable::default(),
+        )?),
         _ => None,
     };
     // The model counter must not fail inside LangChain's loop: check the input counts first.
@@ -161,8 +175,15 @@ fn langchain(conversation: &Conversation, args: &TrimArgs) -> Result<TrimOutput,
         "messages_before": messages.len(),
         "messages_after": kept.len(),
     });
+    let warnings = model
+        .as_ref()
+        .and_then(TokenCounter::warning)
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
     Ok(TrimOutput {
         kept: with_messages(conversation, kept),
         report,
+        warnings,
     })
 }

@@ -56,6 +56,14 @@ pub struct ConversationCount {
     pub messages: Vec<usize>,
     /// The total by category.
     pub breakdown: Breakdown,
+    /// The text tokenizer: an encoding name or a `tokenizer.json` path.
+    pub tokenizer: String,
+    /// Whether text was counted with the model's own tokenizer; false for estimates (Claude and
+    /// Gemini, whose tokenizers are not public, unknown models, the approximate counter).
+    pub exact: bool,
+    /// Why the count is an estimate, for the caller to show (not serialized).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// Counts the tokens a model will see, offline.
@@ -65,47 +73,85 @@ pub struct TokenCounter {
     text: Arc<dyn TextTokenizer>,
     media: MediaPricer,
     approx: ApproxOptions,
+    exact: bool,
+    warning: Option<String>,
 }
 
 /// Chorus's estimate of the framing of one tool call (not a published figure).
 const TOKENS_PER_TOOL_CALL: usize = 3;
 
 impl TokenCounter {
-    /// A counter for `model` with the default media cost table.
+    /// A counter for `model` with the default media cost table; a model of no known family is
+    /// counted approximately (see [`TokenCounter::warning`]).
     pub fn for_model(model: &str) -> Result<Self> {
         Self::with_table(model, &CostTable::default())
     }
 
     /// A counter for `model` with media prices from `table`.
     pub fn with_table(model: &str, table: &CostTable) -> Result<Self> {
-        let profile = ModelProfile::for_model(model)?;
+        let profile = ModelProfile::resolve(model);
         let text: Arc<dyn TextTokenizer> = match profile.family {
             Family::Cl100kBase => Arc::new(BpeEncoding::Cl100kBase),
             _ => Arc::new(BpeEncoding::O200kBase),
         };
         Ok(TokenCounter {
             media: MediaPricer::new(table, &profile.model)?,
+            exact: profile.family.exact(),
+            warning: profile.warning(),
             profile,
             text,
             approx: ApproxOptions::default(),
         })
     }
 
-    /// A counter with any text tokenizer (e.g. a Hugging Face `tokenizer.json`), the cookbook's
-    /// chat overheads, and the media prices `table` gives `media_model`.
+    /// A counter with any text tokenizer (e.g. a Hugging Face `tokenizer.json`) for `model`:
+    /// the cookbook's chat framing and the media prices `table` gives `model`. The count is
+    /// exact for text unless `model` is of a family whose tokenizer is not public.
     pub fn with_tokenizer(
         tokenizer: Arc<dyn TextTokenizer>,
-        media_model: &str,
+        model: &str,
         table: &CostTable,
     ) -> Result<Self> {
-        let mut profile = ModelProfile::for_model("gpt-4o")?;
-        profile.model = media_model.to_owned();
+        let mut profile = ModelProfile::resolve(model);
+        let closed = matches!(profile.family, Family::Anthropic | Family::Gemini);
+        if !closed {
+            // Text goes through `tokenizer`, whatever the model's own family would use.
+            profile.family = Family::Unknown;
+        }
+        let warning = closed.then(|| {
+            format!(
+                "`{}`: text counted with {}, which cannot be the provider's own tokenizer (it is not public): an estimate",
+                profile.model,
+                tokenizer.name()
+            )
+        });
         Ok(TokenCounter {
-            media: MediaPricer::new(table, media_model)?,
+            media: MediaPricer::new(table, &profile.model)?,
+            exact: !closed,
+            warning,
             profile,
             text: tokenizer,
             approx: ApproxOptions::default(),
         })
+    }
+
+    /// Why counts of this counter are estimates, when they are (for a warning on stderr).
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
+    }
+
+    /// Whether text is counted with the model's own tokenizer.
+    pub fn exact(&self) -> bool {
+        self.exact
+    }
+
+    /// The text tokenizer's name for reports: an encoding name or a `tokenizer.json` path.
+    pub fn tokenizer_name(&self) -> &str {
+        match self.profile.family {
+            Family::Approximate => "approximate",
+            Family::O200kHarmony => "o200k_harmony",
+            _ => self.text.name(),
+        }
     }
 
     /// Lets image parts name local files whose headers are then read.
@@ -179,7 +225,11 @@ impl TokenCounter {
                     .file
                     .filename
                     .as_deref()
-                    .map_or(0, |n| self.text.count(n))
+                    .map_or(0, |n| self.text.count(n));
+                if let Some((frames, audio)) = self.media.video(file, pointer)? {
+                    b.images += frames as usize;
+                    b.audio += audio as usize;
+                }
             }
             ContentPart::Other(map) => {
                 b.text += self.text.count(&Value::Object(map.clone()).to_string())
@@ -282,6 +332,9 @@ impl TokenCounter {
             total: breakdown.total(),
             messages: per_message,
             breakdown,
+            tokenizer: self.tokenizer_name().to_owned(),
+            exact: self.exact,
+            warnings: self.warning.iter().cloned().collect(),
         })
     }
 

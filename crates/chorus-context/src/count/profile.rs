@@ -11,8 +11,24 @@ pub enum Family {
     O200kHarmony,
     /// `cl100k_base`: gpt-4, gpt-3.5-turbo.
     Cl100kBase,
-    /// LangChain's `count_tokens_approximately` rules, for unknown models.
+    /// LangChain's `count_tokens_approximately` rules (`--model approximate`).
     Approximate,
+    /// Claude: Anthropic's tokenizer is not public; text is estimated with `o200k_base`.
+    Anthropic,
+    /// Gemini: Google's tokenizer is not public; text is estimated with `o200k_base`.
+    Gemini,
+    /// A model chorus does not know: text estimated with `o200k_base`, OpenAI framing.
+    Unknown,
+}
+
+impl Family {
+    /// Whether text is counted with the model's own tokenizer.
+    pub fn exact(self) -> bool {
+        matches!(
+            self,
+            Family::O200kBase | Family::O200kHarmony | Family::Cl100kBase
+        )
+    }
 }
 
 /// Chat overhead of the OpenAI cookbook ("How to count tokens with tiktoken").
@@ -95,8 +111,22 @@ const GPT4O_TOOLS: ToolHeuristic = ToolHeuristic {
 };
 
 impl ModelProfile {
-    /// The profile of `model`; `approximate` selects the approximate counter.
+    /// The profile of `model`; `approximate` selects the approximate counter; a name of no
+    /// known family is an error (see [`ModelProfile::resolve`] for the fallback).
     pub fn for_model(model: &str) -> Result<Self> {
+        let profile = Self::resolve(model);
+        if profile.family == Family::Unknown {
+            return Err(ContextError::UnknownModel {
+                model: model.to_owned(),
+                known: "gpt-oss*, gpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4*, gpt-4*, gpt-3.5*, claude*, gemini*, approximate"
+                    .into(),
+            });
+        }
+        Ok(profile)
+    }
+
+    /// The profile of `model`, falling back to [`Family::Unknown`] for a name of no known family.
+    pub fn resolve(model: &str) -> Self {
         let name = model.trim();
         let family = if name == "approximate" {
             Family::Approximate
@@ -106,12 +136,12 @@ impl ModelProfile {
             Family::O200kBase
         } else if CL100K_PREFIXES.iter().any(|p| name.starts_with(p)) {
             Family::Cl100kBase
+        } else if name.starts_with("claude") {
+            Family::Anthropic
+        } else if name.starts_with("gemini") {
+            Family::Gemini
         } else {
-            return Err(ContextError::UnknownModel {
-                model: model.to_owned(),
-                known: "gpt-oss*, gpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4*, gpt-4*, gpt-3.5*, approximate"
-                    .into(),
-            });
+            Family::Unknown
         };
         let overhead = if name == "gpt-3.5-turbo-0301" {
             ChatOverhead {
@@ -129,12 +159,35 @@ impl ModelProfile {
             },
             _ => GPT4O_TOOLS,
         };
-        Ok(ModelProfile {
+        ModelProfile {
             model: name.to_owned(),
             family,
             overhead,
             tools,
-        })
+        }
+    }
+
+    /// What a count for this model cannot promise, for a warning on stderr; `None` when text is
+    /// counted with the model's own tokenizer or the approximate counter was asked for.
+    pub fn warning(&self) -> Option<String> {
+        let why = match self.family {
+            Family::Unknown => format!(
+                "unknown model `{}`: counted approximately (o200k_base text, OpenAI chat framing and media rules)",
+                self.model
+            ),
+            Family::Anthropic => format!(
+                "`{}`: Anthropic's tokenizer is not public; text is estimated with o200k_base (images follow Anthropic's published rule)",
+                self.model
+            ),
+            Family::Gemini => format!(
+                "`{}`: Gemini's tokenizer is not public; text is estimated with o200k_base (images, video and audio follow Google's published rates)",
+                self.model
+            ),
+            _ => return None,
+        };
+        Some(format!(
+            "{why}; pass --tokenizer FILE (a Hugging Face tokenizer.json) to count text exactly"
+        ))
     }
 }
 
@@ -156,6 +209,16 @@ mod tests {
             ModelProfile::for_model("llama-3"),
             Err(ContextError::UnknownModel { .. })
         ));
+        assert_eq!(family("claude-sonnet-4-5"), Family::Anthropic);
+        assert_eq!(family("gemini-2.5-pro"), Family::Gemini);
+        assert_eq!(ModelProfile::resolve("llama-3").family, Family::Unknown);
+        assert!(
+            ModelProfile::resolve("llama-3")
+                .warning()
+                .unwrap()
+                .contains("llama-3")
+        );
+        assert!(ModelProfile::resolve("gpt-4o").warning().is_none());
     }
 
     #[test]

@@ -15,6 +15,17 @@ pub struct ImageRequest {
     pub video_frame: bool,
 }
 
+impl ImageRequest {
+    /// The Gemini `media_resolution` level asked for, or the one OpenAI's `detail` names.
+    fn level(&self) -> Option<Resolution> {
+        self.resolution.or(match self.detail {
+            Some(Detail::Low) => Some(Resolution::Low),
+            Some(Detail::High) => Some(Resolution::High),
+            _ => None,
+        })
+    }
+}
+
 /// Gemini 3 media resolution levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {
@@ -100,7 +111,15 @@ pub fn image_tokens(model: &ImageModel, width: u32, height: u32, request: ImageR
             small_side,
             tile_tokens,
             crop_divisor,
+            video_frame,
         } => {
+            if request.video_frame {
+                return u64::from(match request.level() {
+                    Some(Resolution::Low) => video_frame.low,
+                    Some(Resolution::High) => video_frame.high,
+                    _ => video_frame.medium,
+                });
+            }
             let small = u64::from(*small_side);
             if w <= small && h <= small {
                 return u64::from(*tile_tokens);
@@ -119,12 +138,7 @@ pub fn image_tokens(model: &ImageModel, width: u32, height: u32, request: ImageR
                 image
             };
             let level = request
-                .resolution
-                .or(match request.detail {
-                    Some(Detail::Low) => Some(Resolution::Low),
-                    Some(Detail::High) => Some(Resolution::High),
-                    _ => None,
-                })
+                .level()
                 .or_else(|| Resolution::parse(default))
                 .unwrap_or(Resolution::High);
             u64::from(match level {

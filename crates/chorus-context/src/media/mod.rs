@@ -5,7 +5,9 @@ pub mod image_cost;
 pub mod probe;
 pub mod table;
 
-use chorus_core::{AudioPart, ImagePart};
+use chorus_core::media::DataUrl;
+use chorus_core::{AudioPart, FilePart, ImagePart};
+use serde_json::{Map, Value};
 
 use crate::error::{ContextError, Result};
 pub use image_cost::{ImageRequest, Resolution, image_tokens};
@@ -18,6 +20,7 @@ pub struct MediaPricer {
     model: String,
     image: ImageModel,
     audio_per_second: Option<f64>,
+    video_fps: Option<f64>,
     remote_default: Size,
     read_files: bool,
 }
@@ -33,6 +36,7 @@ impl MediaPricer {
             model: model.to_owned(),
             image: table.image_models[&rule.image].clone(),
             audio_per_second: rule.audio_tokens_per_second,
+            video_fps: rule.video_frames_per_second,
             remote_default: table.remote_image_default,
             read_files: false,
         })
@@ -57,17 +61,48 @@ impl MediaPricer {
                 ),
             })?;
         let size = size.map_or(self.remote_default, |(size, _)| size);
-        let resolution = part
-            .extra
-            .get("media_resolution")
-            .and_then(|v| v.as_str())
-            .and_then(Resolution::parse);
         let request = ImageRequest {
             detail: part.image_url.detail,
-            resolution,
+            resolution: resolution(&part.extra),
             video_frame: part.video_metadata.is_some(),
         };
         Ok(image_tokens(&self.image, size.width, size.height, request))
+    }
+
+    /// Tokens of a whole video file at JSON pointer `pointer`, as (frames, audio): its frames
+    /// (sampled at the model's rate, or the part's `fps`) at the video-frame price, and its audio
+    /// track at the audio rate. `None` when the part is not a video or the model takes no video
+    /// files.
+    pub fn video(&self, part: &FilePart, pointer: &str) -> Result<Option<(u64, u64)>> {
+        let Some(default_fps) = self.video_fps.filter(|_| is_video(part)) else {
+            return Ok(None);
+        };
+        let number = |key: &str| {
+            part.extra
+                .get(key)
+                .or_else(|| part.file.extra.get(key))
+                .and_then(Value::as_f64)
+        };
+        let seconds = number("duration_sec").ok_or_else(|| ContextError::Media {
+            pointer: pointer.to_owned(),
+            what: "a video whose duration is given".into(),
+            found: "a video file part without \"duration_sec\"".into(),
+            hint: Some("add \"duration_sec\" (seconds) to the part or its file".into()),
+        })?;
+        let fps = number("fps").unwrap_or(default_fps);
+        let level = resolution(&part.extra).or_else(|| resolution(&part.file.extra));
+        let request = ImageRequest {
+            detail: None,
+            resolution: level,
+            video_frame: true,
+        };
+        let size = self.remote_default;
+        let frame = image_tokens(&self.image, size.width, size.height, request) as f64;
+        let audio = self.audio_per_second.unwrap_or(0.0);
+        Ok(Some((
+            (seconds * fps * frame).ceil() as u64,
+            (seconds * audio).ceil() as u64,
+        )))
     }
 
     /// Tokens of an audio part at JSON pointer `pointer`.
@@ -86,4 +121,22 @@ impl MediaPricer {
         })?;
         Ok((seconds * rate).ceil() as u64)
     }
+}
+
+/// A Gemini `media_resolution` level named in `extra`.
+fn resolution(extra: &Map<String, Value>) -> Option<Resolution> {
+    extra
+        .get("media_resolution")
+        .and_then(Value::as_str)
+        .and_then(Resolution::parse)
+}
+
+/// Whether a file part holds a video, by its media type or its `data:` URL's.
+fn is_video(part: &FilePart) -> bool {
+    let inline = part.file.file_data.as_deref().and_then(DataUrl::parse);
+    part.file
+        .mime_type
+        .as_deref()
+        .or(inline.map(|d| d.media_type))
+        .is_some_and(|m| m.starts_with("video/"))
 }

@@ -82,6 +82,9 @@ pub enum ImageModel {
         tile_tokens: u32,
         /// Crop unit = shortest side / this.
         crop_divisor: f64,
+        /// Costs of video frames, whatever their size: 66 at `media_resolution_low`, else 258.
+        #[serde(default = "gemini_tiles_video_frame")]
+        video_frame: ResolutionLevels,
     },
     /// Gemini 3: a fixed cost per `media_resolution` level.
     GeminiResolution {
@@ -104,6 +107,20 @@ pub struct ModelRule {
     /// Audio input tokens per second; absent when the model takes no audio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio_tokens_per_second: Option<f64>,
+    /// Frames per second a whole video file is sampled at (each priced as a video frame, plus
+    /// its audio track at the audio rate); absent when the model takes no video files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video_frames_per_second: Option<f64>,
+}
+
+/// Gemini 2.x video frames: 66 tokens at `media_resolution_low`, 258 otherwise (Google's video
+/// understanding guide), for tables written before the field existed.
+fn gemini_tiles_video_frame() -> ResolutionLevels {
+    ResolutionLevels {
+        low: 66,
+        medium: 258,
+        high: 258,
+    }
 }
 
 /// The whole table.
