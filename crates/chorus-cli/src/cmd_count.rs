@@ -11,9 +11,13 @@ use crate::input::read_input;
 /// Arguments of `chorus count`.
 #[derive(Debug, Args)]
 pub struct CountArgs {
-    /// Model whose tokenizer and media prices apply (e.g. gpt-4o, gpt-4, approximate).
+    /// Model whose tokenizer and media prices apply (e.g. gpt-4o, gpt-oss-20b, claude-sonnet-4-5,
+    /// gemini-2.5-pro, approximate); other names are counted approximately, with a warning.
     #[arg(long)]
     model: String,
+    /// A Hugging Face tokenizer.json that counts the text exactly (open models).
+    #[arg(long, value_name = "FILE")]
+    tokenizer: Option<String>,
     /// Input format id (chorus, openai-chat, openai-responses, anthropic, gemini, ...).
     #[arg(long, default_value = "chorus", value_parser = parse_format)]
     from: Format,
@@ -42,9 +46,11 @@ pub fn run(args: CountArgs) -> ExitCode {
         model: args.model,
         costs,
         read_files: args.read_files,
+        tokenizer: args.tokenizer,
     };
     match count(&conversation, &request) {
         Ok(out) => {
+            warn(&out.warnings);
             print_stdout(&serde_json::to_string_pretty(&out).unwrap_or_default());
             ExitCode::SUCCESS
         }
@@ -78,6 +84,13 @@ pub(crate) fn read_text(path: &str) -> Result<String, String> {
 /// Writes `text` and a newline to standard output (a closed pipe ends the command quietly).
 pub(crate) fn print_stdout(text: &str) {
     outln!("{text}");
+}
+
+/// Prints each of `warnings` on standard error.
+pub(crate) fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
 }
 
 /// Prints `message` as an error and returns exit code `code`.

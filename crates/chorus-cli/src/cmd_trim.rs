@@ -8,7 +8,7 @@ use chorus_context::command::{
 use chorus_formats::{EncodeOptions, Format};
 use clap::{Args, ValueEnum};
 
-use crate::cmd_count::{fail, parse_format, print_stdout, read_conversation, read_text};
+use crate::cmd_count::{fail, parse_format, print_stdout, read_conversation, read_text, warn};
 
 /// `--strategy` values.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -29,9 +29,12 @@ enum CounterArg {
 /// Arguments of `chorus trim`.
 #[derive(Debug, Args)]
 pub struct TrimArgs {
-    /// Model whose tokenizer and media prices apply.
+    /// Model whose tokenizer and media prices apply; other names are counted approximately.
     #[arg(long)]
     model: String,
+    /// A Hugging Face tokenizer.json that counts the text exactly (open models).
+    #[arg(long, value_name = "FILE")]
+    tokenizer: Option<String>,
     /// The token budget.
     #[arg(long)]
     max_tokens: usize,
@@ -92,9 +95,11 @@ pub fn run(args: TrimArgs) -> ExitCode {
         start_on: args.start_on,
         end_on: args.end_on,
         summary,
+        tokenizer: args.tokenizer,
     };
     match trim(&conversation, &request) {
         Ok(out) => {
+            warn(&out.warnings);
             let encoded = match args.from.encode(&out.kept, &EncodeOptions::default()) {
                 Ok(encoded) => encoded,
                 Err(e) => return fail(1, &format!("{}: {e}", args.file)),

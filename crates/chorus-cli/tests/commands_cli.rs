@@ -121,8 +121,28 @@ fn count_reads_a_provider_format_and_sums_its_messages() {
 #[test]
 fn count_exit_codes_separate_bad_input_from_bad_usage() {
     let request = chat_request().to_string();
+    // An unknown model is counted approximately with a warning (issue 20), no longer exit 2;
+    // an unreadable --tokenizer file is the usage error now.
     let unknown_model = chorus(&["count", "--model", "no-such-model", "-"], &request);
-    assert_eq!(code(&unknown_model), 2, "{}", stderr(&unknown_model));
+    assert_eq!(code(&unknown_model), 0, "{}", stderr(&unknown_model));
+    assert!(stderr(&unknown_model).contains("warning: unknown model `no-such-model`"));
+    let missing_tokenizer = chorus(
+        &[
+            "count",
+            "--model",
+            "x",
+            "--tokenizer",
+            "/nonexistent/tokenizer.json",
+            "-",
+        ],
+        &request,
+    );
+    assert_eq!(
+        code(&missing_tokenizer),
+        2,
+        "{}",
+        stderr(&missing_tokenizer)
+    );
 
     let missing_file = chorus(
         &[
