@@ -75,7 +75,13 @@ pub struct TokenCounter {
     approx: ApproxOptions,
     exact: bool,
     warning: Option<String>,
+    /// ChatML framing (`<|im_start|>role\n…<|im_end|>\n`) instead of the cookbook's.
+    chatml: bool,
 }
+
+/// ChatML's message delimiters.
+const IM_START: &str = "<|im_start|>";
+const IM_END: &str = "<|im_end|>";
 
 /// Chorus's estimate of the framing of one tool call (not a published figure).
 const TOKENS_PER_TOOL_CALL: usize = 3;
@@ -98,6 +104,7 @@ impl TokenCounter {
             media: MediaPricer::new(table, &profile.model)?,
             exact: profile.family.exact(),
             warning: profile.warning(),
+            chatml: false,
             profile,
             text,
             approx: ApproxOptions::default(),
@@ -105,8 +112,10 @@ impl TokenCounter {
     }
 
     /// A counter with any text tokenizer (e.g. a Hugging Face `tokenizer.json`) for `model`:
-    /// the cookbook's chat framing and the media prices `table` gives `model`. The count is
-    /// exact for text unless `model` is of a family whose tokenizer is not public.
+    /// ChatML framing when the tokenizer has `<|im_start|>` and `<|im_end|>` special tokens
+    /// (Qwen and many open models), else the cookbook's, and the media prices `table` gives
+    /// `model`. The count is exact for text unless `model` is of a family whose tokenizer is not
+    /// public.
     pub fn with_tokenizer(
         tokenizer: Arc<dyn TextTokenizer>,
         model: &str,
@@ -125,10 +134,12 @@ impl TokenCounter {
                 tokenizer.name()
             )
         });
+        let chatml = tokenizer.is_special(IM_START) && tokenizer.is_special(IM_END);
         Ok(TokenCounter {
             media: MediaPricer::new(table, &profile.model)?,
             exact: !closed,
             warning,
+            chatml,
             profile,
             text: tokenizer,
             approx: ApproxOptions::default(),
@@ -188,7 +199,9 @@ impl TokenCounter {
             overhead: o.tokens_per_message.max(0) as usize + self.text.count(message.role.as_str()),
             ..Breakdown::default()
         };
-        if let Some(name) = &message.name {
+        if self.chatml {
+            b.overhead = self.chatml_framing(message);
+        } else if let Some(name) = &message.name {
             b.text += self.text.count(name);
             let with_name = b.overhead as i64 + o.tokens_per_name;
             b.overhead = with_name.max(0) as usize;
@@ -211,6 +224,25 @@ impl TokenCounter {
             b.overhead += self.text.count(id);
         }
         Ok(b)
+    }
+
+    /// `<|im_start|>{role}\n{content}<|im_end|>\n` less the content's own tokens: the newline
+    /// after the role is counted joined to text content, as the tokenizer sees it (a content
+    /// that starts with a line break merges with it). ChatML has no `name`.
+    fn chatml_framing(&self, message: &Message) -> usize {
+        let newline = self.text.count("\n");
+        let joined = match message.content() {
+            Some(Content::Text(text)) => self
+                .text
+                .count(&format!("\n{text}"))
+                .saturating_sub(self.text.count(text)),
+            _ => newline,
+        };
+        self.text.count(IM_START)
+            + self.text.count(message.role.as_str())
+            + joined
+            + self.text.count(IM_END)
+            + newline
     }
 
     fn add_part(&self, part: &ContentPart, pointer: &str, b: &mut Breakdown) -> Result<()> {
@@ -344,6 +376,7 @@ impl TokenCounter {
         match self.profile.family {
             Family::Approximate => Ok(0),
             Family::O200kHarmony => harmony::fixed_tokens(&[]),
+            _ if self.chatml => Ok(self.text.count(&format!("{IM_START}assistant\n"))),
             _ => Ok(self.profile.overhead.reply_priming),
         }
     }

@@ -38,4 +38,12 @@ impl TextTokenizer for HfTokenizer {
     fn name(&self) -> &str {
         &self.name
     }
+
+    fn is_special(&self, text: &str) -> bool {
+        self.inner
+            .get_added_vocabulary()
+            .get_added_tokens_decoder()
+            .values()
+            .any(|token| token.special && token.content == text)
+    }
 }

@@ -10,6 +10,11 @@ pub trait TextTokenizer: Send + Sync {
     fn count(&self, text: &str) -> usize;
     /// A short name for reports, e.g. `o200k_base`.
     fn name(&self) -> &str;
+    /// Whether `text` is one of the vocabulary's special tokens (e.g. `<|im_start|>`), which
+    /// the tokenizer matches in text; none by default.
+    fn is_special(&self, _text: &str) -> bool {
+        false
+    }
 }
 
 /// The OpenAI byte-pair encodings chorus counts offline: `o200k_base` with chorus-harmony's
