@@ -3,7 +3,8 @@
 //! `o200k_base` counts go through chorus-harmony's encoder (an ASCII pre-tokenizer fast path with
 //! the regex for pieces that touch non-ASCII text), so the generated text mixes ASCII words,
 //! contractions, digits, punctuation and whitespace runs with non-ASCII letters, marks, digits
-//! and spaces right next to them.
+//! and spaces right next to them. Text that may hold a piece longer than 256 bytes goes through
+//! bpe-openai's linear encoder instead: the last property puts such runs between ordinary text.
 
 use chorus_context::count::{BpeEncoding, TextTokenizer};
 use std::sync::LazyLock;
@@ -76,5 +77,33 @@ proptest! {
     fn equal_to_tiktoken_on_arbitrary_text(text in "\\PC{0,80}|[ a-zA-Z0-9'\\n\\t.,!?]{0,120}") {
         prop_assert_eq!(BpeEncoding::O200kBase.count(&text), O200K.encode_ordinary(&text).len());
         prop_assert_eq!(BpeEncoding::Cl100kBase.count(&text), CL100K.encode_ordinary(&text).len());
+    }
+}
+
+/// Text with a run long enough to leave chorus-harmony's encoder for bpe-openai's linear one,
+/// between ordinary text.
+fn long_run_text() -> impl Strategy<Value = String> {
+    let unit = prop_oneof![
+        Just("a"),
+        Just("天"),
+        Just("!"),
+        Just(" "),
+        Just("\n"),
+        Just("ab"),
+        Just("é\u{301}"),
+        Just("!/\n"),
+        Just(" \u{3000}"),
+        Just("1"),
+    ];
+    (mixed_text(), unit, 100usize..1500, mixed_text())
+        .prop_map(|(before, unit, n, after)| format!("{before}{}{after}", unit.repeat(n)))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    #[test]
+    fn equal_to_tiktoken_around_long_runs(text in long_run_text()) {
+        prop_assert_eq!(BpeEncoding::O200kBase.count(&text), O200K.encode_ordinary(&text).len(), "{:?}", text);
+        prop_assert_eq!(BpeEncoding::Cl100kBase.count(&text), CL100K.encode_ordinary(&text).len(), "{:?}", text);
     }
 }
