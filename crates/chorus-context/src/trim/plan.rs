@@ -138,15 +138,14 @@ impl History {
             "the pinned system/developer/data messages ({} tokens)",
             self.pinned_tokens
         )];
-        if let Some(newest) = self.turns.iter().rposition(|t| !t.units.is_empty()) {
+        let newest = self.turns.iter().rposition(|t| !t.units.is_empty());
+        if let Some(newest) = newest {
             let units = &self.turns[newest].units;
             let last = &self.units[units[units.len() - 1]];
             kept.push(format!(
                 "the newest message with its tool results ({} tokens without media)",
                 last.tokens - last.saving
             ));
-        } else {
-            kept.push("no message that may be dropped".into());
         }
         if plan.summary {
             kept.push(format!(
@@ -162,8 +161,13 @@ impl History {
             needed,
             budget,
             reason: format!(
-                "{} must be kept; nothing else is left to drop",
-                kept.join(", ")
+                "{} must be kept; {}",
+                kept.join(", "),
+                if newest.is_some() {
+                    "nothing else is left to drop"
+                } else {
+                    "the history has no other message that could be dropped"
+                }
             ),
         }
     }
