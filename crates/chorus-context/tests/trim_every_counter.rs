@@ -1,4 +1,5 @@
-//! The chorus strategy under every counter (gpt-oss's rendered counts included), over generated
+//! The chorus strategy under every counter (gpt-oss's rendered counts included, and a real
+//! `tokenizer.json` when `CHORUS_TEST_QWEN3_TOKENIZER` names one), over generated
 //! histories that include the empty history and histories of only system, developer or data
 //! messages: the result fits the budget and says so truthfully, or the error gives the true count
 //! of what could not be dropped; a tool call never leaves without its results; and it returns.
@@ -171,7 +172,22 @@ fn check(
     tools: Vec<ToolDefinition>,
     budget: usize,
 ) -> Result<(), TestCaseError> {
-    let counter = TokenCounter::for_model(model).unwrap();
+    check_with(
+        model,
+        TokenCounter::for_model(model).unwrap(),
+        history,
+        tools,
+        budget,
+    )
+}
+
+fn check_with(
+    model: &str,
+    counter: TokenCounter,
+    history: Vec<Message>,
+    tools: Vec<ToolDefinition>,
+    budget: usize,
+) -> Result<(), TestCaseError> {
     let (c, h, t) = (counter.clone(), history.clone(), tools.clone());
     let Some(result) = returns(move || trim_chorus(&h, &t, &c, budget, None)) else {
         return Err(TestCaseError::fail(format!(
@@ -251,4 +267,42 @@ fn every_counter_on_the_edge_cases() {
             }
         }
     }
+}
+
+/// The same promises with a Hugging Face tokenizer (Qwen3's real `tokenizer.json`, ChatML
+/// framing), when `CHORUS_TEST_QWEN3_TOKENIZER` names it.
+#[cfg(feature = "hf")]
+#[test]
+fn a_tokenizer_json_counter_fits_or_says_why() {
+    use proptest::test_runner::{Config, TestRunner};
+    let Some(path) = std::env::var_os("CHORUS_TEST_QWEN3_TOKENIZER").filter(|p| !p.is_empty())
+    else {
+        eprintln!(
+            "a_tokenizer_json_counter_fits_or_says_why: not run: CHORUS_TEST_QWEN3_TOKENIZER is not set"
+        );
+        return;
+    };
+    let tokenizer = chorus_context::count::HfTokenizer::from_file(std::path::Path::new(&path))
+        .unwrap_or_else(|e| panic!("CHORUS_TEST_QWEN3_TOKENIZER: {e}"));
+    let counter = TokenCounter::with_tokenizer(
+        std::sync::Arc::new(tokenizer),
+        "qwen3-8b",
+        &chorus_context::CostTable::default(),
+    )
+    .unwrap();
+    let mut runner = TestRunner::new(Config::with_cases(64));
+    runner
+        .run(
+            &(history(), tools(), 0usize..2500),
+            |(history, tools, budget)| {
+                check_with(
+                    "qwen3 tokenizer.json",
+                    counter.clone(),
+                    history,
+                    tools,
+                    budget,
+                )
+            },
+        )
+        .unwrap();
 }
