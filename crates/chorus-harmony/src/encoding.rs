@@ -12,6 +12,10 @@ use rustc_hash::FxHashMap;
 use crate::pretokenize;
 use crate::tokens::{self, Rank};
 
+/// Pieces longer than this (bytes) are encoded by bpe-openai in linear time; shorter ones by the
+/// byte-pair merge here, which is faster on the short pieces of ordinary text.
+const LINEAR_FROM: usize = 256;
+
 /// The embedded rank table written by `build.rs`.
 static RANKS_BIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ranks.bin"));
 /// Number of ordinary tokens in the rank table.
@@ -202,6 +206,13 @@ impl Encoding {
             out.push(self.ranks[piece]);
             return;
         }
+        if piece.len() > LINEAR_FROM {
+            // The merge below is quadratic in the piece's length (100k CJK characters took 24 s);
+            // bpe-openai's backtracking encoder gives the same tokens in linear time, and
+            // o200k_harmony's ordinary tokens are o200k_base's.
+            out.extend(bpe_openai::o200k_base().bpe.encode_via_backtracking(piece));
+            return;
+        }
         self.merge(piece, out);
     }
 
@@ -257,6 +268,24 @@ fn ordinary_bytes(rank: usize) -> &'static [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Long pieces go to bpe-openai: the tokens are the byte-pair merge's, exactly.
+        #[test]
+        fn long_pieces_encode_as_the_merge_does(
+            unit in proptest::sample::select(vec!["a", "ab", "語", "Ж", "!", "-=", "😀", "0", " "]),
+            other in "[a-zé語!?.0-9]{0,3}",
+            repeat in (LINEAR_FROM / 2)..(LINEAR_FROM * 4),
+        ) {
+            let piece = format!("{other}{}{other}", unit.repeat(repeat));
+            let e = encoding();
+            let mut merged = Vec::new();
+            e.merge(piece.as_bytes(), &mut merged);
+            let mut encoded = Vec::new();
+            e.encode_piece(piece.as_bytes(), &mut encoded);
+            proptest::prop_assert_eq!(encoded, merged);
+        }
+    }
 
     #[test]
     fn text_that_spells_special_tokens_stays_ordinary() {

@@ -40,16 +40,13 @@ pub async fn serve<L: Listener>(
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let warned = AtomicBool::new(false);
-    let mut builder = Builder::new(TokioExecutor::new());
+    // HTTP/1.1 only (the TLS listener offers no ALPN): detecting HTTP/2 would read the first
+    // bytes before any timeout applies, so a client that sends nothing would never be closed.
+    let mut builder = Builder::new(TokioExecutor::new()).http1_only();
     builder
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(limits.header_timeout))
-        .keep_alive_timeout(limits.header_timeout);
     tokio::pin!(shutdown);
     loop {
         let (io, _) = tokio::select! {
@@ -69,7 +66,7 @@ pub async fn serve<L: Listener>(
         warned.store(false, Ordering::Relaxed);
         let service = TowerToHyperService::new(router.clone());
         let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .serve_connection(TokioIo::new(io), service)
             .into_owned();
         let connection = graceful.watch(connection);
         tokio::spawn(async move {

@@ -1,6 +1,7 @@
 //! The embedded durable default: one SQLite file in WAL mode, fsync'd group commit.
 
 mod schema;
+mod wakers;
 mod writer;
 
 use std::collections::HashMap;
@@ -10,7 +11,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::Connection;
-use tokio::sync::Notify;
 
 use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
@@ -21,6 +21,7 @@ use crate::error::BusResult;
 use crate::fair::FairScheduler;
 use crate::routing::Binding;
 use schema::Key;
+use wakers::Wakers;
 use writer::Writer;
 
 /// Operations committed together at most; 1 gives one fsync per operation.
@@ -29,11 +30,15 @@ pub const DEFAULT_MAX_BATCH: usize = 1024;
 /// A bus stored in one SQLite file; several processes may open the same file.
 pub struct SqliteBus {
     config: BusConfig,
-    writer: Writer,
+    writer: Arc<Writer>,
     schedulers: Arc<Mutex<HashMap<String, FairScheduler>>>,
     binding_cache: BindingCache,
-    arrived: Arc<Notify>,
+    wakers: Arc<Wakers>,
 }
+
+/// How often the file is checked for commits of other processes (one query a second, however
+/// many consumers wait): a message another process stores is seen within about this long.
+const OTHER_PROCESSES: Duration = Duration::from_secs(1);
 
 impl SqliteBus {
     /// Opens (or creates) the bus file, checking it for damage first.
@@ -47,26 +52,61 @@ impl SqliteBus {
         config: BusConfig,
         max_batch: usize,
     ) -> BusResult<SqliteBus> {
+        let path = path.as_ref();
         let conn = Connection::open(path).map_err(schema::storage_error)?;
         schema::open(&conn)?;
-        Ok(SqliteBus {
+        let bus = SqliteBus {
             config,
-            writer: Writer::spawn(conn, max_batch)?,
+            writer: Arc::new(Writer::spawn(conn, max_batch)?),
             schedulers: Arc::default(),
             binding_cache: BindingCache::default(),
-            arrived: Arc::default(),
-        })
+            wakers: Wakers::of(path),
+        };
+        bus.watch_other_processes();
+        Ok(bus)
     }
 
-    /// Runs a change that wakes waiting consumers once committed.
-    async fn write<T, F>(&self, durable: bool, f: F) -> BusResult<T>
+    /// Wakes every waiting consumer when another process commits to the file (SQLite's
+    /// `data_version` moves only then); stops with the bus. Without a Tokio runtime, waiters
+    /// see other processes' messages when their own wait ends.
+    fn watch_other_processes(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let writer = Arc::downgrade(&self.writer);
+        let wakers = Arc::downgrade(&self.wakers);
+        runtime.spawn(async move {
+            let mut seen = None;
+            loop {
+                tokio::time::sleep(OTHER_PROCESSES).await;
+                let Some(writer) = writer.upgrade() else {
+                    return;
+                };
+                let Ok(version) = writer.call(false, schema::data_version).await else {
+                    continue;
+                };
+                if seen.is_some_and(|v| v != version)
+                    && let Some(w) = wakers.upgrade()
+                {
+                    w.wake_all();
+                }
+                seen = Some(version);
+            }
+        });
+    }
+
+    /// Runs a change that makes messages of `queues` visible, waking their consumers once
+    /// committed.
+    async fn write<T, F>(&self, durable: bool, queues: &[String], f: F) -> BusResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> BusResult<T> + Send + 'static,
     {
         let out = self.writer.call(durable, f).await;
         if out.is_ok() {
-            self.arrived.notify_waiters();
+            for q in queues {
+                self.wakers.wake(q);
+            }
         }
         out
     }
@@ -93,11 +133,11 @@ impl Bus for SqliteBus {
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
-        let (env, queues) = (env.clone(), queues.to_vec());
+        let (env, owned) = (env.clone(), queues.to_vec());
         let window = millis(self.config.dedupe_window);
-        self.write(true, move |c| {
+        self.write(true, queues, move |c| {
             let now = now_ms();
-            schema::store(c, &env, &queues, dedupe.then(|| now - window), now)
+            schema::store(c, &env, &owned, dedupe.then(|| now - window), now)
         })
         .await
     }
@@ -138,8 +178,9 @@ impl Bus for SqliteBus {
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
+        let queue = [d.queue.to_string()];
         let d = d.clone();
-        self.write(false, move |c| {
+        self.write(false, &queue, move |c| {
             schema::postpone(c, &d, now_ms() + millis(delay))
         })
         .await
@@ -227,8 +268,9 @@ impl Bus for SqliteBus {
     ) -> BusResult<bool> {
         let (h, m, r) = (handler.to_owned(), message_id.to_owned(), record.to_vec());
         let outgoing = outgoing.to_vec();
+        let queues: Vec<String> = outgoing.iter().flat_map(|(_, q)| q.clone()).collect();
         let window = millis(self.config.dedupe_window);
-        self.write(true, move |c| {
+        self.write(true, &queues, move |c| {
             if !schema::record_handled(c, &h, &m, &r)? {
                 return Ok(false);
             }
@@ -293,8 +335,26 @@ impl Bus for SqliteBus {
             .await
     }
 
-    async fn wait_for(&self, _queue: &str, timeout: Duration) {
-        let wake = self.arrived.notified();
-        let _ = tokio::time::timeout(timeout.min(self.config.poll_interval), wake).await;
+    /// Waits for a message stored or given back on `queue` by this process, a commit of another
+    /// process, or the time the next delayed or leased delivery of `queue` becomes visible.
+    async fn wait_for(&self, queue: &str, timeout: Duration) {
+        let notify = self.wakers.queue(queue);
+        let woken = notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let q = queue.to_owned();
+        let next = self
+            .writer
+            .call(false, move |c| schema::next_visible(c, &q))
+            .await
+            .ok()
+            .flatten();
+        let wait = match next {
+            // Visible already (raced with the last fetch): look again soon, never spin.
+            Some(at) if at <= now_ms() => self.config.poll_interval,
+            Some(at) => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)),
+            None => timeout,
+        };
+        let _ = tokio::time::timeout(timeout.min(wait), woken).await;
     }
 }

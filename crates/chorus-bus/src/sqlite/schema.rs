@@ -473,6 +473,20 @@ pub(crate) fn depth(conn: &Connection, queue: &str) -> BusResult<u64> {
     )
 }
 
+/// When the next delivery of `queue` becomes visible (Unix ms): a delayed one, or a held one
+/// whose ack deadline ends; none when the queue has no delivery.
+pub(crate) fn next_visible(conn: &Connection, queue: &str) -> BusResult<Option<i64>> {
+    conn.prepare_cached("SELECT MIN(visible_ms) FROM deliveries WHERE queue = ?1")
+        .and_then(|mut s| s.query_row([queue], |r| r.get(0)))
+        .map_err(storage_error)
+}
+
+/// SQLite's `data_version`: it moves when another connection commits to the file.
+pub(crate) fn data_version(conn: &Connection) -> BusResult<i64> {
+    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+        .map_err(storage_error)
+}
+
 /// The conversation's log entries after `after`.
 pub(crate) fn conversation(
     conn: &Connection,

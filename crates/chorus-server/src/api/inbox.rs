@@ -27,8 +27,12 @@ use crate::telemetry;
 
 /// Deliveries fetched from the store at once for one stream.
 const BATCH: usize = 32;
-/// How long one wait for new messages lasts before it is started again.
+/// How long a stream at its `max_in_flight` waits for a settle before it looks again (a lease
+/// that ran out frees a place without one).
 const WAIT: Duration = Duration::from_secs(5);
+/// How long one wait for new messages lasts before it is started again: the store wakes the
+/// stream when one arrives, so an idle stream costs nothing in between.
+const IDLE_WAIT: Duration = Duration::from_secs(30);
 
 /// The data of one `message` event.
 #[derive(Debug, Serialize, ToSchema)]
@@ -125,7 +129,7 @@ impl Reader {
                 })?;
             if deliveries.is_empty() {
                 tokio::select! {
-                    () = app.bus.wait_for(&self.agent, WAIT) => {}
+                    () = app.bus.wait_for(&self.agent, IDLE_WAIT) => {}
                     () = changed => {}
                 }
                 continue;
