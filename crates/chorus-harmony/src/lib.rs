@@ -18,7 +18,8 @@ pub use tokens::Rank;
 pub use typescript::TypeScriptStyle;
 pub mod parse;
 mod pretokenize;
-pub mod stream;
+/// The streaming parser; it lives under [`parse`], whose full parse is this parser run to the end.
+pub use parse::stream;
 
 pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, parse};
 pub use stream::StreamParser;

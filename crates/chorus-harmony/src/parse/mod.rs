@@ -6,10 +6,11 @@
 //! reported as a [`Diagnostic`]. Both are the streaming parser ([`crate::stream`]) run to the end.
 
 pub mod header;
+pub mod stream;
 
 use crate::model::{Message, Role};
-use crate::stream::StreamParser;
 use crate::tokens::Rank;
+use stream::StreamParser;
 
 pub use header::Repair;
 
