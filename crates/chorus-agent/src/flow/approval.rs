@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use chorus_core::{Message, Role};
 
+use super::error::FlowError;
 use super::failure::handle_with_strategy;
-use super::run::FlowError;
 use crate::agents::{FlowAgent, Item, new_message_id};
 use crate::confirm::{Confirmation, ConfirmationState, Confirmations};
 

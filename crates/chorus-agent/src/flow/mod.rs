@@ -5,6 +5,7 @@
 
 mod approval;
 mod build;
+mod error;
 mod failure;
 mod remote;
 mod remote_confirm;
@@ -13,8 +14,9 @@ mod spec;
 
 pub use approval::{ApprovalWait, WaitNotice};
 pub use build::{ModelFactory, build_agents, env_model_factory};
+pub use error::FlowError;
 pub use failure::handle_with_strategy;
-pub use remote::{Remote, ServerSpec};
+pub use remote::Remote;
 pub use remote_confirm::RemoteConfirmations;
-pub use run::{Flow, FlowError, FlowReport};
-pub use spec::{AgentKind, AgentSpec, FlowSpec, InputSpec, Mode, SpecError};
+pub use run::{Flow, FlowReport};
+pub use spec::{AgentKind, AgentSpec, FlowSpec, InputSpec, Mode, ServerSpec, SpecError};

@@ -9,20 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::run::FlowError;
-
-/// The `[server]` table of a flow file.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerSpec {
-    /// Bearer token per sender (agents, and whoever sends the first message); a value `$NAME`
-    /// is read from the environment variable NAME.
-    #[serde(default)]
-    pub tokens: HashMap<String, String>,
-    /// The flow ends after this long without a delivery (default 2000 ms).
-    #[serde(default)]
-    pub idle_ms: Option<u64>,
-}
+use super::error::FlowError;
+use super::spec::ServerSpec;
 
 /// A connection to a chorus server on behalf of a flow's agents.
 pub struct Remote {

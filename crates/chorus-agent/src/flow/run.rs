@@ -12,6 +12,7 @@ use indexmap::IndexMap;
 
 use super::approval::{ApprovalWait, Delivery, Outbox, pending};
 use super::build::{ModelFactory, build_agents};
+use super::error::FlowError;
 use super::failure::handle_with_strategy;
 use super::remote::Remote;
 use super::spec::{FlowSpec, Mode, SpecError};
@@ -41,17 +42,6 @@ pub struct FlowReport {
     pub per_agent: BTreeMap<String, UsageTotals>,
     /// Tool calls of this flow's task still waiting for a person.
     pub pending_confirmations: Vec<Confirmation>,
-}
-
-/// Why a flow could not run or did not end normally.
-#[derive(Debug, thiserror::Error)]
-pub enum FlowError {
-    /// The flow file is unusable.
-    #[error("{0}")]
-    Spec(#[from] SpecError),
-    /// An agent failed (with no failure strategy to recover) or sent something the bus refused.
-    #[error("flow failed: {0}")]
-    Failed(String),
 }
 
 impl Flow {

@@ -1,6 +1,6 @@
 //! The flow file (TOML): agents, tools, how they connect, and the initial input.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::Deserialize;
 
@@ -55,7 +55,20 @@ pub struct FlowSpec {
     pub agents: Vec<AgentSpec>,
     /// Tokens and settings for running against a chorus server (`chorus run --server`).
     #[serde(default)]
-    pub server: super::remote::ServerSpec,
+    pub server: ServerSpec,
+}
+
+/// The `[server]` table of a flow file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// Bearer token per sender (agents, and whoever sends the first message); a value `$NAME`
+    /// is read from the environment variable NAME.
+    #[serde(default)]
+    pub tokens: HashMap<String, String>,
+    /// The flow ends after this long without a delivery (default 2000 ms).
+    #[serde(default)]
+    pub idle_ms: Option<u64>,
 }
 
 /// The initial message.
