@@ -1,28 +1,12 @@
-//! Settings shared by every backend, and the publish-time validation hook.
+//! Settings shared by every backend.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::error::Issue;
+use crate::core::CoreValidator;
 use crate::fair::DEFAULT_WEIGHTS;
 use crate::routing::RoutingRule;
-
-/// Checks a published document; returns the problems found (empty when valid).
-pub trait Validator: Send + Sync {
-    /// Validates the parsed JSON of a published message.
-    fn validate(&self, document: &Value) -> Vec<Issue>;
-}
-
-impl<F> Validator for F
-where
-    F: Fn(&Value) -> Vec<Issue> + Send + Sync,
-{
-    fn validate(&self, document: &Value) -> Vec<Issue> {
-        self(document)
-    }
-}
+pub use crate::validator::Validator;
 
 /// Delivery settings of a bus.
 #[derive(Clone)]
@@ -51,7 +35,7 @@ impl Default for BusConfig {
             dedupe_window: Duration::from_secs(120),
             weights: DEFAULT_WEIGHTS,
             rules: Vec::new(),
-            validator: Some(Arc::new(crate::core::CoreValidator::any())),
+            validator: Some(Arc::new(CoreValidator::any())),
             poll_interval: Duration::from_millis(10),
         }
     }

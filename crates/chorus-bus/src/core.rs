@@ -8,9 +8,9 @@ use chorus_core::handoff::HandoffMessage;
 use chorus_core::schema::Kind;
 use chorus_core::validate::{Problem, detect_kind};
 
-use crate::config::Validator;
 use crate::envelope::Envelope;
 use crate::error::Issue;
+use crate::validator::Validator;
 
 impl From<&Problem> for Issue {
     fn from(p: &Problem) -> Issue {

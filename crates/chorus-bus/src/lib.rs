@@ -26,6 +26,7 @@ pub mod routing;
 pub mod sqlite;
 #[cfg(any(feature = "nats", feature = "redis"))]
 mod stored;
+mod validator;
 
 pub use agent::{Agent, AgentError};
 pub use bus::{Bus, handle_once};
