@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::approximate::{ApproxOptions, approximate_message};
+pub use super::breakdown::Breakdown;
 use super::harmony;
 use super::profile::{Family, ModelProfile};
 use super::pyrepr::json_dumps_len;
@@ -16,36 +17,6 @@ use super::tools::tool_definition_tokens;
 use crate::data::render_part;
 use crate::error::Result;
 use crate::media::{CostTable, MediaPricer};
-
-/// Tokens by what they are spent on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Breakdown {
-    /// Text of contents, names, reasoning and rendered data parts.
-    pub text: usize,
-    /// Images and video frames.
-    pub images: usize,
-    /// Audio.
-    pub audio: usize,
-    /// Tool calls and tool definitions.
-    pub tools: usize,
-    /// Framing: per-message tokens, role names, reply priming.
-    pub overhead: usize,
-}
-
-impl Breakdown {
-    /// The sum of all categories.
-    pub fn total(&self) -> usize {
-        self.text + self.images + self.audio + self.tools + self.overhead
-    }
-
-    fn add(&mut self, other: &Breakdown) {
-        self.text += other.text;
-        self.images += other.images;
-        self.audio += other.audio;
-        self.tools += other.tools;
-        self.overhead += other.overhead;
-    }
-}
 
 /// The count of a list of messages, as `chorus count` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,7 +9,7 @@ use chorus_core::{ContentPart, Conversation, Message, ToolDefinition};
 use chorus_harmony::chorus_map::to_harmony;
 use chorus_harmony::{RenderOptions, SystemContent, render};
 
-use super::chat::Breakdown;
+use super::breakdown::Breakdown;
 use super::text::TextTokenizer;
 use crate::error::{ContextError, Result};
 
