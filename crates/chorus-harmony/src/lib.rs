@@ -18,7 +18,8 @@ pub use tokens::Rank;
 pub use typescript::TypeScriptStyle;
 pub mod parse;
 mod pretokenize;
-/// The streaming parser; it lives under [`parse`], whose full parse is this parser run to the end.
+/// The streaming parser; it lives under [`mod@parse`], whose full parse is this parser run to
+/// the end.
 pub use parse::stream;
 
 pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, parse};
