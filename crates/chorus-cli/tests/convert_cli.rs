@@ -297,6 +297,7 @@ fn formats_prints_every_capability_table() {
     let ids = [
         "chorus",
         "openai-chat",
+        "openai-chat-response",
         "openai-responses",
         "anthropic",
         "gemini",

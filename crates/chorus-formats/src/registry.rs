@@ -19,6 +19,8 @@ pub enum Format {
     Chorus,
     /// OpenAI Chat Completions.
     OpenAiChat,
+    /// OpenAI Chat Completions response (`chat.completion`).
+    OpenAiChatResponse,
     /// OpenAI Responses.
     OpenAiResponses,
     /// Anthropic Messages.
@@ -37,9 +39,10 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order `chorus formats` prints them.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::Chorus,
         Format::OpenAiChat,
+        Format::OpenAiChatResponse,
         Format::OpenAiResponses,
         Format::Anthropic,
         Format::Gemini,
@@ -64,6 +67,7 @@ impl Format {
         match self {
             Format::Chorus => &chorus::CAPABILITIES,
             Format::OpenAiChat => &openai_chat::CAPABILITIES,
+            Format::OpenAiChatResponse => &openai_chat::RESPONSE_CAPABILITIES,
             Format::Anthropic => &anthropic::CAPABILITIES,
             Format::Qwen3 => &qwen3::CAPABILITIES,
             Format::Gemini => &gemini::CAPABILITIES,
@@ -84,6 +88,7 @@ impl Format {
         Ok(match self {
             Format::Chorus => chorus::decode_str(input)?,
             Format::OpenAiChat => openai_chat::decode_str(input)?,
+            Format::OpenAiChatResponse => openai_chat::decode_response_str(input)?,
             Format::Anthropic => anthropic::decode(&parse_json(input)?)?,
             Format::Qwen3 => qwen3::decode(input)?,
             Format::Gemini => gemini::decode(&parse_json(input)?)?,
@@ -103,6 +108,7 @@ impl Format {
         Ok(match self {
             Format::Chorus => chorus::encode(conversation).map(pretty),
             Format::OpenAiChat => openai_chat::encode(conversation, options).map(pretty),
+            Format::OpenAiChatResponse => openai_chat::encode_response(conversation).map(pretty),
             Format::OpenAiResponses => openai_responses::encode(conversation, options).map(pretty),
             Format::Anthropic => anthropic::encode(conversation, options).map(pretty),
             Format::Gemini => gemini::encode(conversation, options).map(pretty),

@@ -11,6 +11,7 @@ use crate::Format;
 use crate::anthropic::citations::anchor;
 use crate::common::extras::{part_extra, stash};
 use crate::common::json::{array, child, field, item, object, opt_string, string, unknown_keys};
+use crate::common::params;
 use crate::error::DecodeError;
 use crate::openai_chat::encode::ORIGIN;
 
@@ -49,12 +50,9 @@ pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
                 .collect::<Result<_, _>>()?,
         ),
     };
-    let mut extra = Map::new();
-    stash(
-        &mut extra,
-        ME,
-        unknown_keys(map, &["system", "messages", "tools"]),
-    );
+    let mut unknown = unknown_keys(map, &["system", "messages", "tools"]);
+    let mut extra = params::read(ME, &mut unknown);
+    stash(&mut extra, ME, unknown);
     Ok(Conversation {
         messages,
         tools,

@@ -12,6 +12,7 @@ use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::names;
 use crate::common::pairing::without_orphans;
+use crate::common::params;
 use crate::loss::{Losses, Policy};
 use crate::options::EncodeOptions;
 
@@ -109,7 +110,14 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
             .collect();
         out.insert("tools".into(), Value::Array(tools));
     }
-    merge_into(&mut out, &conversation.extra, ME, "", losses);
+    merge_into(
+        &mut out,
+        &params::without(&conversation.extra),
+        ME,
+        "",
+        losses,
+    );
+    params::write(ME, &conversation.extra, &mut out, losses);
     Value::Object(out)
 }
 

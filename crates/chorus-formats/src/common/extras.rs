@@ -6,6 +6,10 @@ use crate::Format;
 use crate::common::json::child;
 use crate::loss::{Losses, Policy};
 
+/// A key of a format's namespace that records how the input was written (Gemini's key
+/// spelling), not what it said: never written as a field and never reported as a loss.
+pub const SPELLING: &str = "$spelling";
+
 /// The key of `extra` under which `format` keeps fields chorus has no place for.
 pub fn namespace(format: Format) -> String {
     format!("x-{}", format.id())
@@ -32,13 +36,24 @@ pub fn for_target(
         if *key == own
             && let Value::Object(fields) = value
         {
-            out.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+            out.extend(
+                fields
+                    .iter()
+                    .filter(|(k, _)| *k != SPELLING)
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
             continue;
         }
+        let only_form = value
+            .as_object()
+            .is_some_and(|fields| fields.keys().all(|k| k == SPELLING));
         if let Some(other) = Format::ALL
             .iter()
             .find(|f| **f != target && namespace(**f) == *key)
         {
+            if only_form {
+                continue;
+            }
             losses.push(
                 child(pointer, key),
                 Policy::Dropped,

@@ -8,5 +8,7 @@ pub mod json;
 pub mod media;
 pub mod names;
 pub mod pairing;
+pub mod params;
 pub mod pyjson;
 pub mod rotation;
+pub mod spelling;

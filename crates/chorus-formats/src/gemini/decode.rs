@@ -7,10 +7,13 @@ use chorus_core::{
 use serde_json::{Map, Value};
 
 use crate::Format;
-use crate::common::extras::stash;
+use crate::common::extras::{SPELLING, namespace, stash};
 use crate::common::json::{array, child, item, object, opt_string, string, unknown_keys};
+use crate::common::params;
+use crate::common::spelling::to_camel;
 use crate::error::DecodeError;
 use crate::gemini::decode_parts::media_or_text;
+use crate::gemini::spelling;
 use crate::qwen3::call_id;
 
 const ME: Format = Format::Gemini;
@@ -22,22 +25,6 @@ pub(super) fn get<'a>(map: &'a Map<String, Value>, snake: &str) -> Option<(&'a V
     }
     let camel = to_camel(snake);
     map.get(&camel).map(|v| (v, camel))
-}
-
-fn to_camel(snake: &str) -> String {
-    let mut out = String::with_capacity(snake.len());
-    let mut upper = false;
-    for c in snake.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The keys of `map` other than `known` (given in snake_case; camelCase forms count too).
@@ -107,6 +94,10 @@ pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
             unknown.insert("tools".into(), Value::Array(others));
         }
     }
+    extra.extend(params::read(ME, &mut unknown));
+    if spelling::is_camel(value) {
+        unknown.insert(SPELLING.into(), Value::String(spelling::CAMEL.into()));
+    }
     stash(&mut extra, ME, unknown);
     Ok(Conversation {
         messages,
@@ -156,23 +147,32 @@ fn response(map: &Map<String, Value>) -> Result<Conversation, DecodeError> {
         stash(&mut metadata.extra, ME, rest(cand, &["content"]));
         m.metadata = Some(metadata);
     }
+    // Fields of the response as a whole describe the reply, not a request: they stay with it.
+    let response_fields = rest(
+        map,
+        &[
+            "candidates",
+            "response_id",
+            "model_version",
+            "usage_metadata",
+        ],
+    );
     let mut conversation = Conversation {
         messages,
         ..Conversation::default()
     };
-    stash(
-        &mut conversation.extra,
-        ME,
-        rest(
-            map,
-            &[
-                "candidates",
-                "response_id",
-                "model_version",
-                "usage_metadata",
-            ],
-        ),
-    );
+    match conversation.messages.first_mut() {
+        Some(first) => {
+            let metadata = first.metadata.get_or_insert_with(Metadata::default);
+            let mut own = match metadata.extra.shift_remove(&namespace(ME)) {
+                Some(Value::Object(own)) => own,
+                _ => Map::new(),
+            };
+            own.extend(response_fields);
+            stash(&mut metadata.extra, ME, own);
+        }
+        None => stash(&mut conversation.extra, ME, response_fields),
+    }
     Ok(conversation)
 }
 

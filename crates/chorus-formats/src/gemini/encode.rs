@@ -1,16 +1,19 @@
-//! chorus → Gemini `generateContent` request JSON (snake_case keys, as in Google's REST examples).
+//! chorus → Gemini `generateContent` request JSON (snake_case keys, as in Google's REST examples,
+//! or camelCase when the request was given so).
 
 use chorus_core::{Content, ContentPart, Conversation, Message, Role};
 use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::common::arguments;
-use crate::common::extras::{drop_all, for_target, merge_into, namespace};
+use crate::common::extras::{SPELLING, drop_all, for_target, merge_into, namespace};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::names;
 use crate::common::pairing::without_orphans;
+use crate::common::params;
 use crate::gemini::parts::part;
+use crate::gemini::spelling;
 use crate::loss::{Losses, Policy};
 use crate::options::EncodeOptions;
 use crate::qwen3::call_id;
@@ -143,7 +146,12 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
         "contents".into(),
         Value::Array(contents.into_iter().map(Value::Object).collect()),
     );
-    let mut extra = conversation.extra.clone();
+    let mut extra = params::without(&conversation.extra);
+    let camel = extra
+        .get_mut(&namespace(ME))
+        .and_then(Value::as_object_mut)
+        .and_then(|ns| ns.shift_remove(SPELLING))
+        .is_some_and(|s| s == spelling::CAMEL);
     let other_tools = extra
         .get_mut(&namespace(ME))
         .and_then(Value::as_object_mut)
@@ -164,7 +172,12 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
         out.insert("tools".into(), Value::Array(list));
     }
     merge_into(&mut out, &extra, ME, "", losses);
-    Value::Object(out)
+    params::write(ME, &conversation.extra, &mut out, losses);
+    let mut out = Value::Object(out);
+    if camel {
+        spelling::camelize(&mut out);
+    }
+    out
 }
 
 fn new_content(role: &str, parts: Vec<Value>, extra: Map<String, Value>) -> Map<String, Value> {

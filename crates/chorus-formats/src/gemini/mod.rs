@@ -1,9 +1,11 @@
-//! Google Gemini `generateContent`: `system_instruction`, `contents` (user/model) and parts.
+//! Google Gemini `generateContent`: `system_instruction`, `contents` (user/model) and parts, in
+//! snake_case or camelCase keys (the spelling a request was given in is the one written back).
 
 pub mod decode;
 mod decode_parts;
 pub mod encode;
 mod parts;
+mod spelling;
 #[cfg(test)]
 mod tests;
 

@@ -44,6 +44,43 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     ],
 };
 
+/// What a Chat Completions response (`chat.completion`) carries.
+pub const RESPONSE_CAPABILITIES: Capabilities = Capabilities {
+    format: "openai-chat-response",
+    describes: "OpenAI Chat Completions response (`chat.completion`: choices, usage), or its stream chunks",
+    roles: &["assistant (one choice per message)"],
+    parts: CAPABILITIES.parts,
+    tool_results: "none (a response holds assistant messages only)",
+    names: CAPABILITIES.names,
+    citations: CAPABILITIES.citations,
+    reasoning: CAPABILITIES.reasoning,
+    downgrades: &[
+        "messages other than assistant ones are dropped",
+        "id, time, model, fingerprint and usage come from the first choice",
+    ],
+};
+
+/// Decodes a Chat Completions response: a `chat.completion` object, an array of chunks or
+/// server-sent events text; a request is refused.
+pub fn decode_response_str(input: &str) -> Result<Conversation, DecodeError> {
+    if input.trim_start().starts_with("data:") {
+        return decode_str(input);
+    }
+    match crate::registry::parse_json(input)? {
+        Value::Object(map) if !map.contains_key("choices") => Err(DecodeError::new(
+            "/choices",
+            "a chat.completion response with `choices`",
+            if map.contains_key("messages") {
+                "a request (`messages`)".to_owned()
+            } else {
+                "an object without `choices`".to_owned()
+            },
+        )
+        .hint("a request is read with `--from openai-chat`")),
+        value => decode(value),
+    }
+}
+
 /// Decodes Chat Completions JSON text: a request, a `chat.completion` response, an array of
 /// `chat.completion.chunk` objects, or server-sent events text of chunks.
 pub fn decode_str(input: &str) -> Result<Conversation, DecodeError> {

@@ -3,12 +3,15 @@
 use chorus_core::{Conversation, CreatedAt, Metadata, TokenUsage};
 use serde_json::{Map, Value, json};
 
+use crate::Format;
+use crate::common::extras::stash;
 use crate::common::json::{child, describe, item};
 use crate::error::DecodeError;
 use crate::openai_chat::decode::message;
 
 /// Decodes a `chat.completion` object: one assistant message per choice, with usage, model and
-/// finish reason in the message metadata; other top-level keys are kept in `extra`.
+/// finish reason in the message metadata; other top-level keys are kept in `extra` under
+/// `x-openai-chat-response`, which only [`super::encode_response`] writes back.
 pub fn decode_response(value: Value) -> Result<Conversation, DecodeError> {
     let Value::Object(mut map) = value else {
         return Err(DecodeError::new(
@@ -61,10 +64,14 @@ pub fn decode_response(value: Value) -> Result<Conversation, DecodeError> {
         m.metadata = Some(metadata);
         messages.push(m);
     }
+    // The rest (`object`, `service_tier`, ...) describes the response: it is written back only
+    // into a response, never into a request.
+    let mut extra = Map::new();
+    stash(&mut extra, Format::OpenAiChatResponse, map);
     Ok(Conversation {
         messages,
         tools: None,
-        extra: map,
+        extra,
     })
 }
 

@@ -86,7 +86,7 @@ pub fn encode_response(conversation: &Conversation) -> Encoded<Value> {
     merge_into(
         &mut out,
         &conversation.extra,
-        Format::OpenAiChat,
+        Format::OpenAiChatResponse,
         "",
         &mut losses,
     );

@@ -149,7 +149,11 @@ fn a_response_becomes_an_assistant_message_with_usage() {
         5
     );
     assert_eq!(metadata.extra["finish_reason"], "stop");
-    assert_eq!(conversation.extra["object"], "chat.completion");
+    // Kept for a response only: a request written from it must not carry `object`.
+    assert_eq!(
+        conversation.extra["x-openai-chat-response"]["object"],
+        "chat.completion"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use crate::Format;
 use crate::common::extras::stash;
 use crate::common::json::{array, child, describe, item, object, opt_string, string, unknown_keys};
+use crate::common::params;
 use crate::error::DecodeError;
 use crate::openai_chat::encode::ORIGIN;
 use crate::openai_responses::parts;
@@ -83,11 +84,15 @@ pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
             unknown.insert("tools".into(), Value::Array(others));
         }
     }
+    conversation.extra = params::read(ME, &mut unknown);
     stash(&mut conversation.extra, ME, unknown);
     Ok(conversation)
 }
 
 fn response_metadata(map: &Map<String, Value>, conversation: &mut Conversation) {
+    // Fields of the response as a whole (id, status, the echoed request settings) describe the
+    // reply, not a request: they stay with its last assistant message.
+    let response_fields = unknown_keys(map, &["output", "model", "usage"]);
     if let Some(m) = conversation
         .messages
         .iter_mut()
@@ -95,6 +100,7 @@ fn response_metadata(map: &Map<String, Value>, conversation: &mut Conversation) 
         .find(|m| m.role == Role::Assistant)
     {
         let metadata = m.metadata.get_or_insert_with(Metadata::default);
+        stash(&mut metadata.extra, ME, response_fields);
         metadata.model_version = map.get("model").and_then(Value::as_str).map(str::to_owned);
         if let Some(usage) = map.get("usage").and_then(Value::as_object) {
             let mut extra = usage.clone();
@@ -107,12 +113,9 @@ fn response_metadata(map: &Map<String, Value>, conversation: &mut Conversation) 
                 ..TokenUsage::default()
             });
         }
+    } else {
+        stash(&mut conversation.extra, ME, response_fields);
     }
-    stash(
-        &mut conversation.extra,
-        ME,
-        unknown_keys(map, &["output", "model", "usage"]),
-    );
 }
 
 /// Which part of an assistant turn an item fills, in the order the turn is written.

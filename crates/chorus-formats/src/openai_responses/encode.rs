@@ -9,6 +9,7 @@ use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::names;
 use crate::common::pairing::without_orphans;
+use crate::common::params;
 use crate::loss::{Losses, Policy};
 use crate::openai_chat::encode::ORIGIN;
 use crate::openai_responses::decode::stage;
@@ -84,7 +85,7 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
         }
     }
     out.insert("input".into(), Value::Array(input));
-    let mut extra = conversation.extra.clone();
+    let mut extra = params::without(&conversation.extra);
     let other_tools = extra
         .get_mut(&namespace(ME))
         .and_then(Value::as_object_mut)
@@ -123,6 +124,7 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
         out.insert("tools".into(), Value::Array(list));
     }
     merge_into(&mut out, &extra, ME, "", losses);
+    params::write(ME, &conversation.extra, &mut out, losses);
     Value::Object(out)
 }
 

@@ -75,7 +75,11 @@ fn a_response_output_decodes_with_usage() {
         (usage.prompt_tokens, usage.total_tokens),
         (Some(5), Some(7))
     );
-    assert_eq!(conversation.extra["x-openai-responses"]["id"], "resp_1");
+    // Kept with the reply: a request written from it must not carry the response's id.
+    assert_eq!(
+        m.metadata.as_ref().unwrap().extra["x-openai-responses"]["id"],
+        "resp_1"
+    );
 }
 
 #[test]
