@@ -54,10 +54,15 @@ pub(super) fn blocks(
                 text_block(&t.text, citations, for_target(&t.extra, ME, &at, losses))
             }
             ContentPart::Reasoning(r) if role == Role::Assistant => {
-                let mut block = json!({"type": "thinking", "thinking": r.text});
-                if let Some(signature) = &r.signature {
-                    block["signature"] = Value::String(signature.clone());
-                }
+                let Some(signature) = &r.signature else {
+                    losses.push(
+                        at,
+                        Policy::Dropped,
+                        "Anthropic takes back only thinking it signed (a thinking block needs its signature)",
+                    );
+                    continue;
+                };
+                let block = json!({"type": "thinking", "thinking": r.text, "signature": signature});
                 with(block, for_target(&r.extra, ME, &at, losses))
             }
             ContentPart::Image(img) => {

@@ -331,18 +331,12 @@ fn tool(value: &Value, at: &str) -> Result<ToolDefinition, DecodeError> {
         name: string(map, "name", at)?.to_owned(),
         description: opt_string(map, "description", at)?.map(str::to_owned),
         parameters: map.get("input_schema").cloned(),
-        strict: None,
+        strict: map.get("strict").and_then(Value::as_bool),
         extra: Map::new(),
     };
+    let own: &[&str] = &["name", "description", "input_schema", "strict"];
     let (kind, mut unknown) = match opt_string(map, "type", at)? {
-        None => (
-            "function",
-            unknown_keys(map, &["name", "description", "input_schema"]),
-        ),
-        Some("custom") => (
-            "function",
-            unknown_keys(map, &["name", "description", "input_schema"]),
-        ),
+        None | Some("custom") => ("function", unknown_keys(map, own)),
         Some(server) => (
             server,
             unknown_keys(map, &["type", "name", "description", "input_schema"]),

@@ -297,7 +297,17 @@ fn system_value(system: &[(usize, &Message)], losses: &mut Losses) -> Value {
         match m.content() {
             Some(Content::Text(text)) => blocks.push(json!({"type": "text", "text": text})),
             Some(Content::Parts(parts)) => {
-                blocks.extend(self::blocks(parts, Role::System, None, &at, losses))
+                for block in self::blocks(parts, Role::System, None, &at, losses) {
+                    if block.get("type").is_some_and(|t| t == "text") {
+                        blocks.push(block);
+                    } else {
+                        losses.push(
+                            &at,
+                            Policy::Dropped,
+                            "the Anthropic system prompt takes text blocks only",
+                        );
+                    }
+                }
             }
             None => {}
         }
@@ -318,15 +328,21 @@ fn tool(tool: &ToolDefinition, at: &str, losses: &mut Losses) -> Value {
     if let Some(description) = &f.description {
         out.insert("description".into(), Value::String(description.clone()));
     }
-    if let Some(parameters) = &f.parameters {
-        out.insert("input_schema".into(), parameters.clone());
+    match &f.parameters {
+        Some(parameters) => {
+            out.insert("input_schema".into(), parameters.clone());
+        }
+        None => {
+            losses.push(
+                format!("{at}/function/parameters"),
+                Policy::Downgraded,
+                "an Anthropic tool needs an input schema; one for an empty object is sent",
+            );
+            out.insert("input_schema".into(), json!({"type": "object"}));
+        }
     }
-    if f.strict.is_some() {
-        losses.push(
-            format!("{}/function/strict", at),
-            Policy::Dropped,
-            "Anthropic tools have no `strict`",
-        );
+    if let Some(strict) = f.strict {
+        out.insert("strict".into(), Value::Bool(strict));
     }
     drop_all(
         &f.extra,

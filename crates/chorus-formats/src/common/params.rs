@@ -25,6 +25,8 @@ enum Place {
     In(&'static str, &'static str),
     /// The format has no such field; why, for the loss report.
     Absent(&'static str),
+    /// A key older requests have, read but never written (the current request type has none).
+    Legacy(&'static str, &'static str),
 }
 
 /// How a value converts between the Chat Completions shape and a format's own.
@@ -53,6 +55,8 @@ struct Row {
 }
 
 const GEMINI_URL: &str = "a Gemini request names its model in the URL, not in the body";
+const NO_SAMPLING: &str =
+    "Anthropic requests no longer take sampling settings (anthropic 2.13.0 MessageCreateParams)";
 
 /// The table. `parallel_tool_calls` comes before `tool_choice`: Anthropic keeps it inside it.
 const TABLE: [Row; 8] = [
@@ -66,14 +70,14 @@ const TABLE: [Row; 8] = [
     Row {
         chat: &["temperature"],
         responses: Place::Top("temperature"),
-        anthropic: Place::Top("temperature"),
+        anthropic: Place::Legacy("temperature", NO_SAMPLING),
         gemini: Place::In("generation_config", "temperature"),
         shape: Shape::Same,
     },
     Row {
         chat: &["top_p"],
         responses: Place::Top("top_p"),
-        anthropic: Place::Top("top_p"),
+        anthropic: Place::Legacy("top_p", NO_SAMPLING),
         gemini: Place::In("generation_config", "top_p"),
         shape: Shape::Same,
     },
@@ -149,7 +153,7 @@ pub fn read(format: Format, request: &mut Map<String, Value>) -> Map<String, Val
         };
         let value = match place {
             Place::Absent(_) => None,
-            Place::Top(key) => {
+            Place::Top(key) | Place::Legacy(key, _) => {
                 let key = found(format, request, key);
                 let converted = key
                     .as_ref()
@@ -326,7 +330,7 @@ pub fn write(
             continue;
         };
         let result = match place {
-            Place::Absent(why) => Err(why.to_owned()),
+            Place::Absent(why) | Place::Legacy(_, why) => Err(why.to_owned()),
             Place::Top(key) => to_provider(row.shape, target, value, &at, losses).map(|v| {
                 out.insert(key.to_owned(), v);
             }),
@@ -352,6 +356,11 @@ fn write_inner(
     if shape == Shape::Parallel && target == Format::Anthropic {
         return anthropic_parallel(value, out);
     }
+    let fields = if shape == Shape::ResponseFormat && target == Format::Gemini {
+        gemini_response_format_to(value, at, losses)?
+    } else {
+        vec![(key, to_provider(shape, target, value, at, losses)?)]
+    };
     let parent_key = key_of(out, parent).unwrap_or_else(|| parent.to_owned());
     let inner = out
         .entry(parent_key)
@@ -359,14 +368,9 @@ fn write_inner(
     let Value::Object(inner) = inner else {
         return Err(format!("the request's `{parent}` is not an object"));
     };
-    if shape == Shape::ResponseFormat && target == Format::Gemini {
-        for (k, v) in gemini_response_format_to(value, at, losses)? {
-            inner.insert(k.to_owned(), v);
-        }
-        return Ok(());
+    for (k, v) in fields {
+        inner.insert(k.to_owned(), v);
     }
-    let converted = to_provider(shape, target, value, at, losses)?;
-    inner.insert(key.to_owned(), converted);
     Ok(())
 }
 
@@ -492,11 +496,11 @@ fn response_format_to(
     }
 }
 
-fn gemini_response_format_to(
+fn gemini_response_format_to<'a>(
     value: &Value,
     at: &str,
     losses: &mut Losses,
-) -> Result<Vec<(&'static str, Value)>, String> {
+) -> Result<Vec<(&'a str, Value)>, String> {
     let json = json!("application/json");
     match value.get("type").and_then(Value::as_str) {
         Some("json_schema") => {

@@ -70,6 +70,15 @@ pub(super) fn message(m: &Message, pointer: &str, losses: &mut Losses) -> (Value
     let mut moved = Vec::new();
     if let Some(content) = &m.content {
         let (value, reasoning) = match content {
+            // Only an assistant message may have no content in a request.
+            None if m.role != Role::Assistant => {
+                losses.push(
+                    child(pointer, "content"),
+                    Policy::Downgraded,
+                    "null content is written as an empty text (only assistant content may be null)",
+                );
+                (Value::String(String::new()), None)
+            }
             None => (Value::Null, None),
             Some(Content::Text(text)) => (Value::String(text.clone()), None),
             Some(Content::Parts(parts)) => self::parts(
@@ -167,6 +176,21 @@ fn parts(
                 }
                 None => reasoning = Some(r.text.clone()),
             }
+            continue;
+        }
+        let media = matches!(
+            part,
+            ContentPart::Image(_) | ContentPart::Audio(_) | ContentPart::File(_)
+        );
+        if media && matches!(role, Role::System | Role::Developer | Role::Assistant) {
+            losses.push(
+                at,
+                Policy::Dropped,
+                format!(
+                    "Chat Completions {} messages take text parts only",
+                    role.as_str()
+                ),
+            );
             continue;
         }
         let Some(value) = part_value(part, &at, losses) else {

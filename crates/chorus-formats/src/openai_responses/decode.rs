@@ -58,11 +58,18 @@ pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
             let at = item("/tools", i);
             let tm = object(t, &at)?;
             if tm.get("type").and_then(Value::as_str) == Some("function") {
+                // Strict unless it says not (the Responses default); a non-strict tool is a
+                // chorus tool without `strict`, as in Chat Completions.
+                let strict = match tm.get("strict") {
+                    None => Some(true),
+                    Some(Value::Bool(true)) => Some(true),
+                    Some(_) => None,
+                };
                 let mut function = FunctionDefinition {
                     name: string(tm, "name", &at)?.to_owned(),
                     description: opt_string(tm, "description", &at)?.map(str::to_owned),
-                    parameters: tm.get("parameters").cloned(),
-                    strict: tm.get("strict").and_then(Value::as_bool),
+                    parameters: tm.get("parameters").filter(|p| !p.is_null()).cloned(),
+                    strict,
                     extra: Map::new(),
                 };
                 stash(
@@ -181,10 +188,16 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
                     m.id = id;
                     out.push(m);
                 }
+                // A completed status is what the encoder writes for a message with an id.
+                let known: &[&str] = if map.get("status").is_some_and(|s| s == "completed") {
+                    &["type", "role", "content", "id", "status"]
+                } else {
+                    &["type", "role", "content", "id"]
+                };
                 stash(
                     &mut out.last_mut().expect("pushed").extra,
                     ME,
-                    unknown_keys(map, &["type", "role", "content", "id"]),
+                    unknown_keys(map, known),
                 );
             }
             "reasoning" => {

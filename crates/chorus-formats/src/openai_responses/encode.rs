@@ -99,12 +99,10 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
             if let Some(d) = &f.description {
                 tool["description"] = Value::String(d.clone());
             }
-            if let Some(p) = &f.parameters {
-                tool["parameters"] = p.clone();
-            }
-            if let Some(s) = f.strict {
-                tool["strict"] = Value::Bool(s);
-            }
+            // The request type requires both; a Responses tool is strict unless it says not,
+            // while a chorus (Chat Completions) tool is not unless it says so.
+            tool["parameters"] = f.parameters.clone().unwrap_or(Value::Null);
+            tool["strict"] = Value::Bool(f.strict.unwrap_or(false));
             if t.kind.as_deref().is_some_and(|k| k != "function") {
                 losses.push(
                     child(&at, "type"),
@@ -226,29 +224,21 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
     }
     let text_form = matches!(m.content(), Some(Content::Text(_)));
     if text_form || !rest.is_empty() || (m.calls().is_empty() && emitted == 0) {
-        let mut item = Map::new();
-        item.insert("type".into(), "message".into());
-        item.insert("role".into(), "assistant".into());
-        if let Some(id) = &m.id {
-            item.insert("id".into(), Value::String(id.clone()));
-        }
         let content = match m.content() {
-            Some(Content::Text(t)) => Value::String(t.clone()),
-            _ => Value::Array(parts::encode(
-                &rest,
-                Role::Assistant,
-                &child(at, "content"),
-                losses,
-            )),
+            Some(Content::Text(t)) => vec![json!({"type": "output_text", "text": t})],
+            _ => parts::encode(&rest, Role::Assistant, &child(at, "content"), losses),
         };
         if m.content().is_none() {
             losses.push(
                 child(at, "content"),
                 Policy::Downgraded,
-                "missing or null content is written as an empty list",
+                "missing or null content is written as an empty text",
             );
         }
-        item.insert("content".into(), content);
+        let mut item = match &m.id {
+            Some(id) => output_message(id, content),
+            None => input_message(content, m.content().is_some(), at, losses),
+        };
         item.extend(extras(m, at, losses));
         input.push(Value::Object(item));
     } else {
@@ -294,6 +284,68 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
         }
         input.push(item);
     }
+}
+
+/// An assistant message with the id the API gave it: an output message item, whose request type
+/// requires a status and each text's annotations.
+fn output_message(id: &str, content: Vec<Value>) -> Map<String, Value> {
+    let content = content
+        .into_iter()
+        .map(|mut part| {
+            if let Value::Object(p) = &mut part
+                && p.get("type").is_some_and(|t| t == "output_text")
+                && !p.contains_key("annotations")
+            {
+                p.insert("annotations".into(), json!([]));
+            }
+            part
+        })
+        .collect();
+    let mut item = Map::new();
+    item.insert("type".into(), "message".into());
+    item.insert("id".into(), Value::String(id.to_owned()));
+    item.insert("role".into(), "assistant".into());
+    item.insert("status".into(), "completed".into());
+    item.insert("content".into(), Value::Array(content));
+    item
+}
+
+/// An assistant message without an id: an input message, whose request type takes the text as one
+/// string (several plain text parts are joined, which is reported).
+fn input_message(
+    content: Vec<Value>,
+    has_content: bool,
+    at: &str,
+    losses: &mut Losses,
+) -> Map<String, Value> {
+    let plain = |p: &Value| {
+        p.as_object()
+            .is_some_and(|o| o.len() == 2 && o["type"] == "output_text")
+    };
+    let content = if content.iter().all(plain) {
+        if content.is_empty() && has_content {
+            losses.push(
+                child(at, "content"),
+                Policy::Downgraded,
+                "an assistant message without parts is written as an empty text",
+            );
+        } else if content.len() > 1 {
+            losses.push(
+                child(at, "content"),
+                Policy::Merged,
+                "an assistant message without an id takes its text as one string; the text parts are joined",
+            );
+        }
+        let texts: Vec<&str> = content.iter().filter_map(|p| p["text"].as_str()).collect();
+        Value::String(texts.join("\n"))
+    } else {
+        Value::Array(content)
+    };
+    let mut item = Map::new();
+    item.insert("type".into(), "message".into());
+    item.insert("role".into(), "assistant".into());
+    item.insert("content".into(), content);
+    item
 }
 
 fn tool_output(m: &Message, at: &str, losses: &mut Losses) -> Value {

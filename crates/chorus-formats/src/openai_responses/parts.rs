@@ -23,6 +23,15 @@ pub fn decode(value: &Value, pointer: &str) -> Result<Vec<ContentPart>, DecodeEr
         let at = item(pointer, i);
         let map = object(p, &at)?;
         let (mut part, known): (ContentPart, &[&str]) = match string(map, "type", &at)? {
+            // An output text's empty annotation list is the form the request type requires
+            // (written back by the encoder), not content.
+            "output_text" if map.get("annotations") == Some(&Value::Array(Vec::new())) => (
+                ContentPart::Text(TextPart {
+                    text: string(map, "text", &at)?.to_owned(),
+                    ..TextPart::default()
+                }),
+                &["type", "text", "annotations"],
+            ),
             "input_text" | "output_text" => (
                 ContentPart::Text(TextPart {
                     text: string(map, "text", &at)?.to_owned(),
@@ -33,9 +42,12 @@ pub fn decode(value: &Value, pointer: &str) -> Result<Vec<ContentPart>, DecodeEr
             "input_image" if map.get("image_url").is_some_and(Value::is_string) => {
                 let image_url = ImageUrl {
                     url: string(map, "image_url", &at)?.to_owned(),
+                    // `auto` is the default the encoder writes when a message image has none.
                     detail: match map.get("detail") {
-                        Some(d) => Some(typed(d, &child(&at, "detail"), "low, high or auto")?),
-                        None => None,
+                        Some(d) if d != "auto" => {
+                            Some(typed(d, &child(&at, "detail"), "low, high or auto")?)
+                        }
+                        _ => None,
                     },
                     rotation: None,
                     width: None,
@@ -124,8 +136,11 @@ pub(super) fn encode(
             ContentPart::Image(img) if role != Role::Assistant => {
                 let url = image_url(img, &at, true, losses);
                 let mut v = json!({"type": "input_image", "image_url": url});
-                if let Some(d) = img.image_url.detail {
-                    v["detail"] = serde_json::to_value(d).unwrap_or(Value::Null);
+                match img.image_url.detail {
+                    Some(d) => v["detail"] = serde_json::to_value(d).unwrap_or(Value::Null),
+                    // A message image needs its detail (the request type requires it).
+                    None if role != Role::Tool => v["detail"] = json!("auto"),
+                    None => {}
                 }
                 drop_all(
                     &img.image_url.extra,
@@ -134,25 +149,6 @@ pub(super) fn encode(
                     losses,
                 );
                 (v, &img.extra)
-            }
-            ContentPart::Audio(a) if role != Role::Assistant => {
-                if a.input_audio.sample_rate.is_some() {
-                    losses.push(
-                        format!("{at}/input_audio/sample_rate"),
-                        Policy::Dropped,
-                        "Responses audio has no sample rate",
-                    );
-                }
-                drop_all(
-                    &a.input_audio.extra,
-                    &child(&at, "input_audio"),
-                    "Responses audio",
-                    losses,
-                );
-                (
-                    json!({"type": "input_audio", "input_audio": {"data": a.input_audio.data, "format": a.input_audio.format}}),
-                    &a.extra,
-                )
             }
             ContentPart::File(f) if role != Role::Assistant => {
                 let mut v = json!({"type": "input_file"});

@@ -26,7 +26,7 @@ import sys
 import typing
 
 import typing_extensions
-from pydantic import ConfigDict, TypeAdapter
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from google.genai import types as genai
@@ -156,6 +156,36 @@ CHECKS = {
 }
 
 
+def _variant(loc):
+    """The union members (SDK class names) an error location passes through."""
+    return tuple(part for part in loc if isinstance(part, str) and part[:1].isupper())
+
+
+def _short(error):
+    """The errors of the union member that came closest, instead of every member's."""
+    if not isinstance(error, ValidationError):
+        return f"{type(error).__name__}: {error}"
+    groups = {}
+    for e in error.errors():
+        groups.setdefault(_variant(e["loc"]), []).append(e)
+
+    def mismatched(errors):
+        return any(
+            e["type"] == "literal_error" and e["loc"] and e["loc"][-1] in ("type", "role")
+            for e in errors
+        )
+
+    # The member that matched deepest without a wrong `type` or `role`, then the fewest errors.
+    best = min(
+        groups.values(),
+        key=lambda errs: (mismatched(errs), -max(len(e["loc"]) for e in errs), len(errs)),
+    )
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (found {str(e.get('input'))[:80]!r})"
+        for e in best[:4]
+    )
+
+
 def main():
     for line in sys.stdin:
         if not line.strip():
@@ -167,7 +197,7 @@ def main():
             CHECKS[case["format"]](case["request"], notes)
         except Exception as e:  # every failure is a finding for the Rust side
             out["ok"] = False
-            out["error"] = f"{type(e).__name__}: {e}"
+            out["error"] = _short(e)
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
 
