@@ -313,7 +313,8 @@ fn tool_call(value: Value, pointer: &str) -> Result<ToolCall, DecodeError> {
                 child(&fn_at, "arguments"),
                 "a field `arguments` (JSON text or a JSON value)",
                 "nothing",
-            ));
+            )
+            .hint("a call that takes no arguments has `\"arguments\": \"{}\"`"));
         }
     };
     Ok(ToolCall {
