@@ -10,6 +10,7 @@ use serde::Deserialize;
 use crate::blobs::MediaConfig;
 use crate::ids::id_problem;
 use crate::redact::{RedactConfig, Redactor};
+use crate::routes::{RouteEntry, Subscription};
 
 /// Settings read from `chorus.toml`; every field has a default.
 #[derive(Debug, Clone, Deserialize)]
@@ -69,6 +70,13 @@ pub struct ServerConfig {
     /// Seconds within which a re-published message id is not stored again.
     #[serde(default = "default_dedupe_window_secs")]
     pub dedupe_window_secs: u64,
+    /// Routing rules (`[[routes]]`), applied in order to every published message.
+    #[serde(default)]
+    pub routes: Vec<RouteEntry>,
+    /// Subscriptions (`[[subscriptions]]`): inboxes that get copies of messages by handoff type
+    /// or by recipient.
+    #[serde(default)]
+    pub subscriptions: Vec<Subscription>,
     /// How images and audio in messages are kept.
     #[serde(default)]
     pub media: MediaConfig,
@@ -178,6 +186,8 @@ impl Default for ServerConfig {
             dedupe_window_secs: default_dedupe_window_secs(),
             max_deliver: default_max_deliver(),
             media: MediaConfig::default(),
+            routes: Vec::new(),
+            subscriptions: Vec::new(),
         }
     }
 }
@@ -244,6 +254,14 @@ impl ServerConfig {
             }
         }
         check_in_flight("max_in_flight", Some(self.max_in_flight)).map_err(fail)?;
+        for (i, route) in self.routes.iter().enumerate() {
+            if let Some(why) = route.problem(&format!("routes[{i}]")) {
+                return Err(fail(why));
+            }
+        }
+        for (i, s) in self.subscriptions.iter().enumerate() {
+            s.binding(&format!("subscriptions[{i}]")).map_err(fail)?;
+        }
         if self.max_deliver == 0 {
             return Err(fail(
                 "max_deliver: expected 1 or more deliveries before a message is dead-lettered"

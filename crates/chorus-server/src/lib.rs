@@ -14,6 +14,7 @@ pub mod observe;
 pub mod policy;
 pub mod rate;
 pub mod redact;
+pub mod routes;
 pub mod server;
 pub mod state;
 pub mod telemetry;

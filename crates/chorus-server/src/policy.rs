@@ -3,9 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use crate::auth::Caller;
 use crate::config::{AgentEntry, ServerConfig};
 use crate::error::ApiError;
+use crate::routes::RouteEntry;
 
 /// What each agent may do.
 #[derive(Debug, Clone, Default)]
@@ -13,6 +16,10 @@ pub struct Policy {
     agents: BTreeMap<String, AgentEntry>,
     max_in_flight: usize,
     accept_unknown: bool,
+    routes: Vec<RouteEntry>,
+    /// Inboxes and topics the routing config names (route targets, subscribed inboxes and
+    /// subscribed recipients).
+    routed: Vec<String>,
 }
 
 impl Policy {
@@ -22,18 +29,40 @@ impl Policy {
             agents: config.agents.clone(),
             max_in_flight: config.max_in_flight,
             accept_unknown: config.accept_unknown_recipients,
+            routes: config.routes.clone(),
+            routed: config
+                .routes
+                .iter()
+                .map(|r| r.route_to.clone())
+                .chain(
+                    config
+                        .subscriptions
+                        .iter()
+                        .flat_map(|s| std::iter::once(s.queue.clone()).chain(s.recipient.clone())),
+                )
+                .collect(),
         }
     }
 
-    /// The first of `recipients` nobody would read: neither a configured agent nor an inbox an
-    /// agent reads (none when unknown recipients are accepted, or no agent is configured).
-    pub fn unknown_recipient<'a>(&self, recipients: &[&'a str]) -> Option<&'a str> {
-        if self.accept_unknown || self.agents.is_empty() {
+    /// The first of `recipients` of `document` nobody would read: neither a configured agent,
+    /// nor an inbox an agent reads, nor an inbox or topic of the routing config, and no routing
+    /// rule sends the document elsewhere (none when unknown recipients are accepted, or no agent
+    /// is configured).
+    pub fn unknown_recipient<'a>(
+        &self,
+        recipients: &[&'a str],
+        document: &Value,
+    ) -> Option<&'a str> {
+        if self.accept_unknown
+            || self.agents.is_empty()
+            || self.routes.iter().any(|r| r.matches(document))
+        {
             return None;
         }
         recipients.iter().copied().find(|r| {
             !self.agents.contains_key(*r)
                 && !self.agents.values().any(|a| a.read.iter().any(|x| x == r))
+                && !self.routed.iter().any(|x| x == r)
         })
     }
 

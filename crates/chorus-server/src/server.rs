@@ -22,6 +22,7 @@ use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::rate::RateLimiter;
 use crate::redact::Redactor;
+use crate::routes::RouteEntry;
 use crate::state::AppState;
 use crate::telemetry::Traces;
 
@@ -60,9 +61,20 @@ impl Store {
             ack_wait: config.ack_wait(),
             dedupe_window: config.dedupe_window(),
             max_deliver: config.max_deliver,
+            rules: config.routes.iter().map(RouteEntry::rule).collect(),
             ..BusConfig::default()
         };
-        self.spec.open(bus_config).await
+        let bus = self.spec.open(bus_config).await?;
+        for (i, s) in config.subscriptions.iter().enumerate() {
+            let binding = s
+                .binding(&format!("subscriptions[{i}]"))
+                .map_err(|detail| BusError::Config {
+                    what: "config".into(),
+                    detail,
+                })?;
+            bus.bind(binding).await?;
+        }
+        Ok(bus)
     }
 
     /// Opens what the server keeps beside the messages: in memory for `memory`; for

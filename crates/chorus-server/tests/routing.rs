@@ -1,0 +1,118 @@
+//! Routing rules and subscriptions set in `chorus.toml`, over real HTTP: seed 003's escalation
+//! of category NETWORK_CONNECTIVITY goes to the network pool, every escalation is copied to an
+//! audit inbox, and a bad entry is refused when the config is read.
+
+mod common;
+
+use chorus_server::ServerConfig;
+use common::*;
+use serde_json::{Value, json};
+
+fn escalation(id: &str, category: &str) -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/seeds/003-escalation.json"
+    );
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    doc["metadata"]["message_id"] = id.into();
+    doc["metadata"]["sender_id"] = "alice".into();
+    doc["payload"]["data"]["issue_category"] = category.into();
+    doc
+}
+
+const ROUTES: &str = r#"
+[[routes]]
+pointer = "/payload/data/issue_category"
+equals = "NETWORK_CONNECTIVITY"
+route_to = "network_pool"
+
+[[subscriptions]]
+queue = "audit"
+handoff_type = "ESCALATION"
+"#;
+
+#[tokio::test]
+async fn routes_and_subscriptions_from_the_config_decide_where_a_handoff_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    let routing = ServerConfig::from_toml(ROUTES).unwrap();
+    config.routes = routing.routes;
+    config.subscriptions = routing.subscriptions;
+    config.agents.get_mut("bob").unwrap().read = vec![
+        "technical_support_agent_pool".into(),
+        "network_pool".into(),
+        "audit".into(),
+    ];
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    let cases = [
+        (
+            "00000000-0000-4000-8000-0000000000a1",
+            "NETWORK_CONNECTIVITY",
+            json!(["network_pool", "audit"]),
+        ),
+        (
+            "00000000-0000-4000-8000-0000000000a2",
+            "BILLING",
+            json!(["technical_support_agent_pool", "audit"]),
+        ),
+    ];
+    for (id, category, queues) in cases {
+        let r = publish(&server, ALICE, &escalation(id, category)).await;
+        assert_eq!(r.status(), 201, "{category}");
+        let receipt: Value = r.json().await.unwrap();
+        assert_eq!(receipt["queues"], queues, "{category}");
+    }
+    let mut network = SseReader::open(&server, "network_pool", BOB, None).await;
+    assert_eq!(
+        delivered(&network.next().await).0,
+        "00000000-0000-4000-8000-0000000000a1"
+    );
+    let mut audit = SseReader::open(&server, "audit", BOB, None).await;
+    let mut copies = vec![
+        delivered(&audit.next().await).0,
+        delivered(&audit.next().await).0,
+    ];
+    copies.sort();
+    assert_eq!(
+        copies,
+        [
+            "00000000-0000-4000-8000-0000000000a1",
+            "00000000-0000-4000-8000-0000000000a2"
+        ]
+    );
+    server.stop().await;
+}
+
+#[test]
+fn bad_routing_entries_are_refused_with_their_place() {
+    let cases = [
+        (
+            "[[routes]]\npointer = \"payload/x\"\nequals = 1\nroute_to = \"p\"\n",
+            "routes[0].pointer",
+        ),
+        (
+            "[[routes]]\npointer = \"/x\"\nequals = 1\nroute_to = \"a/b\"\n",
+            "routes[0].route_to",
+        ),
+        (
+            "[[routes]]\npointer = \"/x\"\nequals = [1]\nroute_to = \"p\"\n",
+            "routes[0].equals",
+        ),
+        (
+            "[[subscriptions]]\nqueue = \"audit\"\n",
+            "subscriptions[0]: expected exactly one",
+        ),
+        (
+            "[[subscriptions]]\nqueue = \"audit\"\nhandoff_type = \"X\"\nrecipient = \"y\"\n",
+            "subscriptions[0]: expected exactly one",
+        ),
+        (
+            "[[routes]]\npointer = \"/x\"\nequal = 1\nroute_to = \"p\"\n",
+            "unknown field `equal`",
+        ),
+    ];
+    for (text, fragment) in cases {
+        let e = ServerConfig::from_toml(text).unwrap_err().to_string();
+        assert!(e.contains(fragment), "{fragment:?} in {e}");
+    }
+}
