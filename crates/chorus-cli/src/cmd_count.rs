@@ -89,7 +89,7 @@ pub(crate) fn print_stdout(text: &str) {
 /// Prints each of `warnings` on standard error.
 pub(crate) fn warn(warnings: &[String]) {
     for warning in warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
 }
 
