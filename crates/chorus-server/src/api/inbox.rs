@@ -13,7 +13,7 @@ use chorus_bus::Delivery;
 use futures::{Stream, StreamExt, stream};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::{IntoParams, IntoResponses, ToSchema};
 
 use crate::api::document;
 use crate::api::extract::{ApiPath, ApiQuery};
@@ -273,31 +273,56 @@ pub struct SettleOptions {
     pub attempt: Option<u32>,
 }
 
+/// The delivery a settle names: the inbox and the message id.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct Delivered {
+    /// The agent (or pool) whose inbox delivered the message.
+    pub agent: String,
+    /// The id of the delivered message.
+    pub message_id: String,
+}
+
+/// Why a settle is refused; every settle route answers these.
+#[derive(IntoResponses)]
+pub enum SettleRefusals {
+    /// An unsafe id, a bad query or a malformed body.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// No or unknown bearer token.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// Another agent's inbox.
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+    /// No such delivery is held.
+    #[response(status = 404)]
+    NotHeld(ErrorBody),
+    /// The ack deadline passed, or `attempt` names an older delivery; the message was delivered
+    /// again.
+    #[response(status = 409)]
+    Superseded(ErrorBody),
+    /// Too many settles from this agent; see Retry-After.
+    #[response(status = 429)]
+    RateLimited(ErrorBody),
+}
+
 /// Acknowledges a held delivery of `agent`'s inbox: done, never delivered again.
 #[utoipa::path(
     post,
     path = "/v1/agents/{agent}/inbox/{message_id}/ack",
     tag = "inbox",
-    params(
-        ("agent" = String, Path, description = "The agent id"),
-        ("message_id" = String, Path, description = "The id of the delivered message"),
-        SettleOptions,
-    ),
+    params(Delivered, SettleOptions),
     responses(
         (status = 204, description = "Acknowledged"),
-        (status = 400, description = "An unsafe id, a bad query or a malformed body", body = ErrorBody),
-        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
-        (status = 403, description = "Another agent's inbox", body = ErrorBody),
-        (status = 404, description = "No such delivery is held", body = ErrorBody),
-        (status = 409, description = "The ack deadline passed, or `attempt` names an older delivery; the message was delivered again", body = ErrorBody),
-        (status = 429, description = "Too many settles from this agent; see Retry-After", body = ErrorBody),
+        SettleRefusals,
     ),
     security(("bearer" = []))
 )]
 pub async fn ack(
     State(app): State<AppState>,
     caller: Caller,
-    ApiPath((agent, message_id)): ApiPath<(String, String)>,
+    ApiPath(Delivered { agent, message_id }): ApiPath<Delivered>,
     ApiQuery(options): ApiQuery<SettleOptions>,
 ) -> Result<StatusCode, ApiError> {
     settle_as(
@@ -317,27 +342,18 @@ pub async fn ack(
     post,
     path = "/v1/agents/{agent}/inbox/{message_id}/nack",
     tag = "inbox",
-    params(
-        ("agent" = String, Path, description = "The agent id"),
-        ("message_id" = String, Path, description = "The id of the delivered message"),
-        SettleOptions,
-    ),
+    params(Delivered, SettleOptions),
     request_body(content = NackBody, content_type = "application/json", description = "Optional: an empty body is a nack without delay"),
     responses(
         (status = 204, description = "Given back"),
-        (status = 400, description = "An unsafe id, a bad query or a malformed body", body = ErrorBody),
-        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
-        (status = 403, description = "Another agent's inbox", body = ErrorBody),
-        (status = 404, description = "No such delivery is held", body = ErrorBody),
-        (status = 409, description = "The ack deadline passed, or `attempt` names an older delivery; the message was delivered again", body = ErrorBody),
-        (status = 429, description = "Too many settles from this agent; see Retry-After", body = ErrorBody),
+        SettleRefusals,
     ),
     security(("bearer" = []))
 )]
 pub async fn nack(
     State(app): State<AppState>,
     caller: Caller,
-    ApiPath((agent, message_id)): ApiPath<(String, String)>,
+    ApiPath(Delivered { agent, message_id }): ApiPath<Delivered>,
     ApiQuery(options): ApiQuery<SettleOptions>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, ApiError> {
@@ -352,26 +368,17 @@ pub async fn nack(
     post,
     path = "/v1/agents/{agent}/inbox/{message_id}/in-progress",
     tag = "inbox",
-    params(
-        ("agent" = String, Path, description = "The agent id"),
-        ("message_id" = String, Path, description = "The id of the delivered message"),
-        SettleOptions,
-    ),
+    params(Delivered, SettleOptions),
     responses(
         (status = 204, description = "The ack deadline starts again"),
-        (status = 400, description = "An unsafe id, a bad query or a malformed body", body = ErrorBody),
-        (status = 401, description = "No or unknown bearer token", body = ErrorBody),
-        (status = 403, description = "Another agent's inbox", body = ErrorBody),
-        (status = 404, description = "No such delivery is held", body = ErrorBody),
-        (status = 409, description = "The ack deadline passed, or `attempt` names an older delivery; the message was delivered again", body = ErrorBody),
-        (status = 429, description = "Too many settles from this agent; see Retry-After", body = ErrorBody),
+        SettleRefusals,
     ),
     security(("bearer" = []))
 )]
 pub async fn in_progress(
     State(app): State<AppState>,
     caller: Caller,
-    ApiPath((agent, message_id)): ApiPath<(String, String)>,
+    ApiPath(Delivered { agent, message_id }): ApiPath<Delivered>,
     ApiQuery(options): ApiQuery<SettleOptions>,
 ) -> Result<StatusCode, ApiError> {
     settle_as(
