@@ -7,17 +7,22 @@ use std::io::{self, Write};
 
 struct PythonFormatter;
 
+/// Python's item separator, `, `, before every item but the first.
+fn separator<W: ?Sized + Write>(writer: &mut W, first: bool) -> io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
+    }
+}
+
 impl Formatter for PythonFormatter {
     fn begin_array_value<W: ?Sized + Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        separator(writer, first)
     }
 
     fn begin_object_key<W: ?Sized + Write>(
@@ -25,11 +30,7 @@ impl Formatter for PythonFormatter {
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        separator(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
