@@ -322,19 +322,10 @@ pub enum SettleRefusals {
 pub async fn ack(
     State(app): State<AppState>,
     caller: Caller,
-    ApiPath(Delivered { agent, message_id }): ApiPath<Delivered>,
+    ApiPath(delivered): ApiPath<Delivered>,
     ApiQuery(options): ApiQuery<SettleOptions>,
 ) -> Result<StatusCode, ApiError> {
-    settle_as(
-        app,
-        caller,
-        agent,
-        message_id,
-        Settle::Ack,
-        options,
-        Duration::ZERO,
-    )
-    .await
+    settle_as(app, caller, delivered, Settle::Ack, options, Duration::ZERO).await
 }
 
 /// Gives a held delivery of `agent`'s inbox back: delivered again after `delay_ms`.
@@ -353,13 +344,13 @@ pub async fn ack(
 pub async fn nack(
     State(app): State<AppState>,
     caller: Caller,
-    ApiPath(Delivered { agent, message_id }): ApiPath<Delivered>,
+    ApiPath(delivered): ApiPath<Delivered>,
     ApiQuery(options): ApiQuery<SettleOptions>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, ApiError> {
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let delay = nack_delay(&bytes)?;
-    settle_as(app, caller, agent, message_id, Settle::Nack, options, delay).await
+    settle_as(app, caller, delivered, Settle::Nack, options, delay).await
 }
 
 /// Says a held delivery of `agent`'s inbox is still being worked on: its ack deadline starts
@@ -378,14 +369,13 @@ pub async fn nack(
 pub async fn in_progress(
     State(app): State<AppState>,
     caller: Caller,
-    ApiPath(Delivered { agent, message_id }): ApiPath<Delivered>,
+    ApiPath(delivered): ApiPath<Delivered>,
     ApiQuery(options): ApiQuery<SettleOptions>,
 ) -> Result<StatusCode, ApiError> {
     settle_as(
         app,
         caller,
-        agent,
-        message_id,
+        delivered,
         Settle::InProgress,
         options,
         Duration::ZERO,
@@ -407,15 +397,15 @@ pub async fn settle(
         Settle::Nack => nack_delay(&bytes)?,
         Settle::Ack | Settle::InProgress => Duration::ZERO,
     };
-    settle_as(app, caller, agent, message_id, action, options, delay).await
+    let delivered = Delivered { agent, message_id };
+    settle_as(app, caller, delivered, action, options, delay).await
 }
 
 /// Settles (or extends) the held delivery of `message_id` in `agent`'s inbox.
 async fn settle_as(
     app: AppState,
     caller: Caller,
-    agent: String,
-    message_id: String,
+    Delivered { agent, message_id }: Delivered,
     action: Settle,
     options: SettleOptions,
     delay: Duration,
