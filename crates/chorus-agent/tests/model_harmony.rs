@@ -31,6 +31,7 @@ fn weather_tool() -> ToolDefinition {
             extra: Default::default(),
         },
         extra: Default::default(),
+        given: None,
     }
 }
 

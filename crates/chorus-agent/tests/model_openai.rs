@@ -51,6 +51,7 @@ fn request() -> ModelRequest {
                 extra: Default::default(),
             },
             extra: Default::default(),
+            given: None,
         }],
         ..ModelRequest::default()
     }

@@ -13,6 +13,7 @@ mod nullable;
 pub mod parts;
 pub mod schema;
 pub mod tool;
+mod tool_given;
 pub mod validate;
 
 pub use citation::{Citation, CitationLocation, CitationMap};

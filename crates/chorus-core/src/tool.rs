@@ -53,7 +53,7 @@ impl ToolCall {
 }
 
 /// A tool the model may call: name, description and JSON Schema parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ToolDefinition {
     /// Always `function` in Chat Completions.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -63,6 +63,18 @@ pub struct ToolDefinition {
     /// Keys this type does not know, kept as given.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// The object a client sent (wrapped or flat, keys in its order), for formats that print
+    /// tools as given ([`ToolDefinition::as_given`]); only its shape and key order are used, the
+    /// values always come from the fields above. Neither serialized nor compared.
+    #[serde(skip)]
+    pub given: Option<Map<String, Value>>,
+}
+
+/// Equal when the fields are; the shape and key order a definition was given in do not count.
+impl PartialEq for ToolDefinition {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.function == other.function && self.extra == other.extra
+    }
 }
 
 /// Name, description and parameter schema of a function tool.

@@ -385,6 +385,7 @@ fn developer_from_harmony(message: &Message, out: &mut chorus_core::Conversation
                     extra: Map::new(),
                 },
                 extra: Map::new(),
+                given: None,
             });
         }
     }

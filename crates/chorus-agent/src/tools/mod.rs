@@ -157,5 +157,6 @@ pub fn definition(name: &str, description: Option<&str>, parameters: Value) -> T
             extra: Default::default(),
         },
         extra: Default::default(),
+        given: None,
     }
 }

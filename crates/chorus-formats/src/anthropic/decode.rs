@@ -352,6 +352,7 @@ fn tool(value: &Value, at: &str) -> Result<ToolDefinition, DecodeError> {
         kind: Some(kind.to_owned()),
         function,
         extra: Map::new(),
+        given: None,
     };
     stash(&mut tool.extra, ME, unknown);
     Ok(tool)

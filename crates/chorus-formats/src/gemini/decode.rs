@@ -350,5 +350,6 @@ fn declaration(value: &Value, at: &str) -> Result<ToolDefinition, DecodeError> {
         kind: Some("function".into()),
         function,
         extra: Map::new(),
+        given: None,
     })
 }

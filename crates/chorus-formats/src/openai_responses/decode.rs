@@ -81,6 +81,7 @@ pub fn decode(value: &Value) -> Result<Conversation, DecodeError> {
                     kind: Some("function".into()),
                     function,
                     extra: Map::new(),
+                    given: None,
                 });
             } else {
                 others.push(t.clone());
