@@ -2,7 +2,7 @@
 
 use chorus_core::{
     Content, ContentPart, Conversation, CreatedAt, FunctionCall, Message, ReasoningPart, Role,
-    TextPart, ToolCall,
+    TextPart, ToolCall, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -32,17 +32,7 @@ pub fn request(value: Value) -> Result<Conversation, DecodeError> {
             ));
         }
     };
-    let tools = match map.remove("tools") {
-        None => None,
-        Some(Value::Array(tools)) => Some(
-            tools
-                .into_iter()
-                .enumerate()
-                .map(|(i, tool)| from_value(wrapped_tool(tool), &item("/tools", i)))
-                .collect::<Result<_, _>>()?,
-        ),
-        Some(other) => Some(from_value(other, "/tools")?),
-    };
+    let tools = map.remove("tools").map(tools).transpose()?;
     let mut conversation = Conversation {
         messages,
         tools,
@@ -52,11 +42,55 @@ pub fn request(value: Value) -> Result<Conversation, DecodeError> {
     Ok(conversation)
 }
 
+/// Decodes the `tools` array: each definition wrapped or flat, kept as given besides.
+pub fn tools(value: Value) -> Result<Vec<ToolDefinition>, DecodeError> {
+    match value {
+        Value::Array(tools) => tools
+            .into_iter()
+            .enumerate()
+            .map(|(i, tool)| tool_definition(tool, &item("/tools", i)))
+            .collect(),
+        other => from_value(other, "/tools"),
+    }
+}
+
+/// One tool definition, wrapped or flat; the object as given is kept, so that formats which print
+/// tools as given (chat templates) print it in its shape and key order.
+fn tool_definition(tool: Value, pointer: &str) -> Result<ToolDefinition, DecodeError> {
+    let given = tool.as_object().cloned();
+    let flat = given.as_ref().is_some_and(is_flat);
+    let mut definition: ToolDefinition = from_value(wrapped_tool(tool), pointer).map_err(|e| {
+        // A flat definition's fields are at its top, not under the `function` it was given in;
+        // the hint `from_value` may add is about tool-call arguments, not definitions.
+        let at = match e.pointer.strip_prefix(pointer) {
+            Some(rest) if flat => {
+                format!(
+                    "{pointer}{}",
+                    rest.strip_prefix("/function").unwrap_or(rest)
+                )
+            }
+            _ => e.pointer.clone(),
+        };
+        DecodeError {
+            pointer: at,
+            hint: None,
+            ..e
+        }
+    })?;
+    definition.given = given;
+    Ok(definition)
+}
+
+/// Whether a tool object has no `function` wrapper but a `name` of its own.
+fn is_flat(map: &Map<String, Value>) -> bool {
+    !map.contains_key("function") && map.contains_key("name")
+}
+
 /// A tool given without the `function` wrapper (`{name, description, parameters}`, as chat
 /// templates and the Responses API take it) in the Chat Completions shape.
 fn wrapped_tool(tool: Value) -> Value {
     match tool {
-        Value::Object(mut map) if !map.contains_key("function") && map.contains_key("name") => {
+        Value::Object(mut map) if is_flat(&map) => {
             let kind = match map.remove("type") {
                 Some(Value::String(kind)) => kind,
                 _ => "function".to_owned(),
@@ -378,6 +412,33 @@ mod tests {
         let tool = &conversation.tools.unwrap()[0];
         assert_eq!(tool.kind.as_deref(), Some("function"));
         assert_eq!(tool.function.description.as_deref(), Some("d"));
+    }
+
+    #[test]
+    fn tools_keep_the_shape_and_key_order_they_were_given() {
+        let tools = json!([
+            {"function": {"parameters": {"type": "object"}, "name": "f"}, "type": "function"},
+            {"description": null, "name": "g", "type": "function", "x": 1}]);
+        let conversation = request(json!({"tools": tools, "messages": []})).unwrap();
+        let decoded = conversation.tools.unwrap();
+        let given: Vec<Value> = decoded.iter().map(ToolDefinition::as_given).collect();
+        assert_eq!(Value::Array(given).to_string(), tools.to_string());
+        // Serialized (as the Chat Completions encoder sends it), a definition is wrapped.
+        assert_eq!(
+            serde_json::to_value(&decoded[1]).unwrap(),
+            json!({"type": "function", "function": {"name": "g", "x": 1}})
+        );
+    }
+
+    #[test]
+    fn a_bad_flat_definition_is_refused_at_its_own_field() {
+        let err = request(json!({"messages": [], "tools": [{"name": "f", "description": 5}]}))
+            .unwrap_err();
+        assert_eq!(err.pointer, "/tools/0/description");
+        assert_eq!(err.hint, None);
+        let err =
+            request(json!({"messages": [], "tools": [{"function": {"name": 1}}]})).unwrap_err();
+        assert_eq!(err.pointer, "/tools/0/function/name");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use chorus_core::{
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::openai_chat::decode::prepend_reasoning;
+use crate::openai_chat::decode::{prepend_reasoning, tools};
 
 /// The request, or `None` when the input needs the value-based decoder (errors, other shapes).
 pub fn request(input: &str) -> Option<Conversation> {
@@ -39,7 +39,11 @@ impl<'de> Visitor<'de> for RequestVisitor {
                     conversation.messages = map.next_value_seed(MessagesSeed)?;
                     seen_messages = true;
                 }
-                "tools" => conversation.tools = Some(map.next_value()?),
+                "tools" => {
+                    // Through the value decoder, which keeps each definition as given.
+                    let tools = tools(map.next_value()?).map_err(de::Error::custom)?;
+                    conversation.tools = Some(tools);
+                }
                 _ => {
                     conversation
                         .extra
@@ -181,5 +185,23 @@ impl<'de> Visitor<'de> for ContentVisitor {
             parts.push(part);
         }
         Ok(ContentField(Some(Content::Parts(parts))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chorus_core::ToolDefinition;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn the_fast_path_keeps_tools_as_given() {
+        let tools = json!([
+            {"function": {"name": "f"}, "type": "function"},
+            {"description": "d", "name": "g"}]);
+        let text = json!({"messages": [], "tools": tools}).to_string();
+        let conversation = super::request(&text).expect("the fast path takes it");
+        let tools_out = conversation.tools.unwrap();
+        let given: Vec<Value> = tools_out.iter().map(ToolDefinition::as_given).collect();
+        assert_eq!(Value::Array(given).to_string(), tools.to_string());
     }
 }

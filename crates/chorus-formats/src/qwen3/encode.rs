@@ -56,7 +56,7 @@ pub fn render(conversation: &Conversation, options: &EncodeOptions, losses: &mut
         out.push_str(TOOLS_HEADER);
         for tool in tools {
             out.push('\n');
-            out.push_str(&dumps(tool));
+            out.push_str(&dumps(&tool.as_given()));
         }
         out.push_str(TOOLS_FOOTER);
     } else if first_is_system {
