@@ -2,7 +2,8 @@
 //! `transformers` renders it (tests/oracle/qwen3_render.py), over conversations generated afresh
 //! on every run in the shapes `transformers` and Ollama take: calls with and without ids, in the
 //! `function` wrapper or flat, arguments as JSON text or as objects with any key order and
-//! numbers, Ollama's `tool_name`, reasoning, several results in a row, Unicode names.
+//! numbers, Ollama's `tool_name`, reasoning, several results in a row, Unicode names, and tool
+//! definitions wrapped or flat with their keys in any order (the template prints them as given).
 //!
 //! Python comes from `CHORUS_TEST_PYTHON` (with `jinja2`); unset, the test says it did not run.
 //! Run alone: `CHORUS_TEST_PYTHON=.../bin/python cargo test -p chorus-formats --test qwen3_oracle
@@ -205,32 +206,64 @@ fn tool_step() -> impl Strategy<Value = Vec<Value>> {
         })
 }
 
+/// A tool definition in a shape clients send: wrapped in `{type, function}` (either order, or
+/// without `type`) or flat as transformers and Ollama take it (with or without `type`), its keys
+/// and its schema's keys in a drawn order, a description that may be `null`.
 fn tool_definition() -> impl Strategy<Value = Value> {
     (
         prop::sample::select(&NAMES[..]),
-        prop::option::of(text()),
+        prop::option::of(prop_oneof![4 => text().prop_map(Value::String), 1 => Just(Value::Null)]),
         object_of(json_value()),
         prop::option::of(any::<bool>()),
         prop::option::of(json_value()),
+        0..5u8,
     )
-        .prop_map(|(name, description, properties, strict, returns)| {
-            let mut function = Map::new();
-            function.insert("name".into(), json!(name));
-            if let Some(d) = description {
-                function.insert("description".into(), json!(d));
+        .prop_flat_map(|(name, description, properties, strict, returns, shape)| {
+            let schema = vec![
+                ("type", json!("object")),
+                ("properties", properties),
+                ("required", json!(["city"])),
+            ];
+            let mut fields = vec![("name", json!(name))];
+            fields.extend(description.map(|d| ("description", d)));
+            fields.push(("parameters", Value::Null));
+            fields.extend(strict.map(|s| ("strict", json!(s))));
+            fields.extend(returns.map(|r| ("return", r)));
+            if shape == 4 {
+                fields.push(("type", json!("function")));
             }
-            function.insert(
-                "parameters".into(),
-                json!({"type": "object", "properties": properties, "required": ["city"]}),
-            );
-            if let Some(s) = strict {
-                function.insert("strict".into(), json!(s));
-            }
-            if let Some(r) = returns {
-                function.insert("return".into(), r);
-            }
-            json!({"type": "function", "function": function})
+            (
+                Just(fields).prop_shuffle(),
+                Just(schema).prop_shuffle(),
+                Just(shape),
+            )
         })
+        .prop_map(|(fields, schema, shape)| {
+            let mut function = Map::new();
+            for (key, value) in fields {
+                let value = match key {
+                    "parameters" => object(&schema),
+                    _ => value,
+                };
+                function.insert(key.to_owned(), value);
+            }
+            match shape {
+                0 => json!({"type": "function", "function": function}),
+                1 => json!({"function": function, "type": "function"}),
+                2 => json!({"function": function}),
+                // Flat, with `type` among the fields (4) or without it (3).
+                _ => Value::Object(function),
+            }
+        })
+}
+
+fn object(pairs: &[(&str, Value)]) -> Value {
+    Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect(),
+    )
 }
 
 /// One user turn and what follows it: tool steps, then maybe an answer.
@@ -418,6 +451,10 @@ struct Coverage {
     thinking_on: usize,
     generation_prompt: usize,
     unicode_names: usize,
+    flat_tools: usize,
+    wrapped_tools_type_last: usize,
+    tools_name_not_first: usize,
+    null_descriptions: usize,
 }
 
 impl Coverage {
@@ -432,7 +469,25 @@ impl Coverage {
                 .collect();
             let any = |f: &dyn Fn(&Value) -> bool| usize::from(calls.iter().any(|c| f(c)));
             let function = |c: &Value| c.get("function").cloned().unwrap_or_else(|| c.clone());
-            c.with_tools += usize::from(case["tools"].as_array().is_some_and(|t| !t.is_empty()));
+            let tools: &[Value] = case["tools"].as_array().map_or(&[], Vec::as_slice);
+            let any_tool = |f: &dyn Fn(&Map<String, Value>) -> bool| {
+                usize::from(tools.iter().any(|t| f(t.as_object().unwrap())))
+            };
+            let signature = |t: &Map<String, Value>| {
+                t.get("function")
+                    .and_then(Value::as_object)
+                    .unwrap_or(t)
+                    .clone()
+            };
+            c.with_tools += usize::from(!tools.is_empty());
+            c.flat_tools += any_tool(&|t| !t.contains_key("function"));
+            c.wrapped_tools_type_last += any_tool(&|t| {
+                t.contains_key("function") && t.keys().next_back().is_some_and(|k| k == "type")
+            });
+            c.tools_name_not_first +=
+                any_tool(&|t| signature(t).keys().next().is_some_and(|k| k != "name"));
+            c.null_descriptions +=
+                any_tool(&|t| signature(t).get("description") == Some(&Value::Null));
             c.calls_without_id += any(&|c| c.get("id").is_none());
             c.calls_with_id += any(&|c| c.get("id").is_some());
             c.flat_calls += any(&|c| c.get("function").is_none());
@@ -476,6 +531,10 @@ impl Coverage {
             self.thinking_on,
             self.generation_prompt,
             self.unicode_names,
+            self.flat_tools,
+            self.wrapped_tools_type_last,
+            self.tools_name_not_first,
+            self.null_descriptions,
         ];
         assert!(
             counts.iter().all(|&n| n >= 30),
