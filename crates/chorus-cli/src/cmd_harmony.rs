@@ -37,6 +37,9 @@ struct RenderArgs {
     /// Keep analysis messages that the reference's rule drops.
     #[arg(long)]
     keep_analysis: bool,
+    /// Refuse a channel the system message does not list (exit 1); the reference renders it.
+    #[arg(long)]
+    strict: bool,
     /// A JSON array of token ids, or the decoded text.
     #[arg(long, value_enum, default_value = "tokens")]
     output: Tokens,
@@ -121,6 +124,7 @@ pub fn run(args: HarmonyArgs) -> ExitCode {
                     Mode::Plain => RenderMode::Plain,
                 },
                 keep_analysis: args.keep_analysis,
+                strict_channels: args.strict,
                 output: token_format(args.output),
             };
             let input = match read_text(&args.file) {

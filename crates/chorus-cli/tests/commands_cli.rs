@@ -243,3 +243,30 @@ fn trim_rejects_a_budget_without_a_model_counter_for_messages() {
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     assert!(stdout(&output).is_empty());
 }
+
+#[test]
+fn harmony_render_takes_any_channel_unless_strict() {
+    let input = r#"{"messages": [{"role": "assistant", "channel": "ничего", "content": "x"}]}"#;
+    let args = |strict: bool| {
+        let mut a = vec!["harmony", "render", "--mode", "plain", "--output", "text"];
+        if strict {
+            a.push("--strict");
+        }
+        a.push("-");
+        a
+    };
+    let lenient = chorus(&args(false), input);
+    assert_eq!(code(&lenient), 0, "{}", stderr(&lenient));
+    assert!(
+        stdout(&lenient).contains("<|channel|>ничего<|message|>x"),
+        "{}",
+        stdout(&lenient)
+    );
+    let strict = chorus(&args(true), input);
+    assert_eq!(code(&strict), 1, "{}", stderr(&strict));
+    assert!(
+        stderr(&strict).contains("/messages/0/channel"),
+        "{}",
+        stderr(&strict)
+    );
+}

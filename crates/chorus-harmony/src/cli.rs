@@ -38,6 +38,8 @@ pub struct RenderRequest {
     pub mode: RenderMode,
     /// Keep analysis messages that the reference's rule would drop.
     pub keep_analysis: bool,
+    /// Refuse a channel the system message does not list (the reference renders it).
+    pub strict_channels: bool,
     /// Token ids or text.
     pub output: TokenFormat,
 }
@@ -87,6 +89,7 @@ pub fn render_command(input: &str, request: &RenderRequest) -> Result<Output, St
     let options = RenderOptions {
         mode: request.mode,
         drop_analysis: !request.keep_analysis,
+        strict_channels: request.strict_channels,
         ..Default::default()
     };
     let tokens = render(&conversation, &options).map_err(|e| e.to_string())?;
@@ -209,6 +212,7 @@ mod tests {
             from: ConversationFormat::HarmonyJson,
             mode: RenderMode::Completion,
             keep_analysis: false,
+            strict_channels: false,
             output: TokenFormat::Text,
         };
         let text = render_command(input, &request).unwrap().stdout;
@@ -274,6 +278,7 @@ mod tests {
             from: ConversationFormat::Chorus,
             mode: RenderMode::Plain,
             keep_analysis: false,
+            strict_channels: false,
             output: TokenFormat::Text,
         };
         let output = render_command(input, &request).unwrap();
@@ -301,6 +306,7 @@ mod tests {
                 from: ConversationFormat::HarmonyJson,
                 mode: RenderMode::Plain,
                 keep_analysis: true,
+                strict_channels: false,
                 output: TokenFormat::Text,
             },
         )
