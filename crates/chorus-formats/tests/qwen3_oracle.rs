@@ -10,13 +10,10 @@
 //! -- --nocapture`; `QWEN3_ORACLE_CASES` changes the number of generated cases (default 1200).
 //! A case that once disagreed is kept in tests/qwen3_oracle.regressions.jsonl and runs first.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use chorus_formats::{EncodeOptions, Format};
+mod support;
+
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
-use proptest::test_runner::TestRunner;
 use serde_json::{Map, Value, json};
 
 const TEMPLATE: &str = concat!(
@@ -326,25 +323,9 @@ fn case() -> impl Strategy<Value = Value> {
 
 /// The real template's text for each case (or its refusal), from one Python process.
 fn oracle(python: &str, cases: &[Value]) -> Vec<Result<String, String>> {
-    let mut child = Command::new(python)
-        .arg(SCRIPT)
-        .arg(TEMPLATE)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("CHORUS_TEST_PYTHON={python} cannot run: {e}"));
     let input = serde_json::to_vec(cases).unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    assert!(
-        output.status.success(),
-        "the jinja2 oracle failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let rendered: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let output = support::run(python, &[SCRIPT, TEMPLATE], input, "the jinja2 oracle");
+    let rendered: Vec<Value> = serde_json::from_slice(&output).unwrap();
     rendered
         .into_iter()
         .map(|r| match r.get("text").and_then(Value::as_str) {
@@ -374,29 +355,18 @@ fn ours(case: &Value) -> String {
 }
 
 fn regressions() -> Vec<Value> {
-    std::fs::read_to_string(REGRESSIONS)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| serde_json::from_str(l).expect("a JSON case per line"))
-        .collect()
+    support::kept(REGRESSIONS)
 }
 
 #[test]
 fn qwen3_is_byte_exact_with_the_template_rendered_by_jinja2() {
-    let Ok(python) = std::env::var("CHORUS_TEST_PYTHON") else {
-        eprintln!("not run: CHORUS_TEST_PYTHON is not set (a python with jinja2)");
+    let Some(python) = support::python("jinja2") else {
         return;
     };
-    let count: usize = std::env::var("QWEN3_ORACLE_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1200);
-    let mut runner = TestRunner::default();
-    let strategy = case();
+    let count = support::case_count("QWEN3_ORACLE_CASES", 1200);
     let mut cases = regressions();
     let kept = cases.len();
-    cases.extend((0..count).map(|_| strategy.new_tree(&mut runner).unwrap().current()));
+    cases.extend(support::draw(&case(), count));
     let expected = oracle(&python, &cases);
     assert_eq!(expected.len(), cases.len());
     let (mut exact, mut refused) = (0, 0);

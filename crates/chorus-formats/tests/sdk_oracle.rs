@@ -13,15 +13,13 @@
 //! tests/sdk_oracle.regressions.jsonl and runs first.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use chorus_core::Conversation;
 use chorus_formats::{EncodeOptions, Format, NamePolicy};
+mod support;
+
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
-use proptest::test_runner::TestRunner;
 use serde_json::{Map, Value, json};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle/sdk_validate.py");
@@ -316,29 +314,19 @@ fn encoded(n: usize, conversation: &Value) -> Vec<Request> {
 
 /// The SDKs' verdicts, in order, from one Python process.
 fn oracle(python: &str, requests: &[Request]) -> Vec<Value> {
-    let mut child = Command::new(python)
-        .arg(SCRIPT)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("CHORUS_TEST_PYTHON={python} cannot run: {e}"));
     let mut input = Vec::new();
     for (id, r) in requests.iter().enumerate() {
         let line = json!({"id": id, "format": r.format.id(), "request": r.value});
         serde_json::to_writer(&mut input, &line).unwrap();
         input.push(b'\n');
     }
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    assert!(
-        output.status.success(),
-        "the SDK oracle failed (are openai, anthropic and google-genai installed?): {}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = support::run(
+        python,
+        &[SCRIPT],
+        input,
+        "the SDK oracle (are openai, anthropic and google-genai installed?)",
     );
-    let verdicts: Vec<Value> = String::from_utf8(output.stdout)
+    let verdicts: Vec<Value> = String::from_utf8(output)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -348,12 +336,7 @@ fn oracle(python: &str, requests: &[Request]) -> Vec<Value> {
 }
 
 fn regressions() -> Vec<Value> {
-    std::fs::read_to_string(REGRESSIONS)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| serde_json::from_str(l).expect("a JSON conversation per line"))
-        .collect()
+    support::kept(REGRESSIONS)
 }
 
 /// Counts per encoder: valid, checked, and how often each note was needed.
@@ -366,21 +349,13 @@ struct Tally {
 
 #[test]
 fn every_encoder_output_validates_against_the_provider_sdk_types() {
-    let Ok(python) = std::env::var("CHORUS_TEST_PYTHON") else {
-        eprintln!(
-            "not run: CHORUS_TEST_PYTHON is not set (a python with openai, anthropic, google-genai)"
-        );
+    let Some(python) = support::python("openai, anthropic, google-genai") else {
         return;
     };
-    let count: usize = std::env::var("SDK_ORACLE_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(400);
-    let mut runner = TestRunner::default();
-    let strategy = conversation();
+    let count = support::case_count("SDK_ORACLE_CASES", 400);
     let mut conversations = regressions();
     let kept = conversations.len();
-    conversations.extend((0..count).map(|_| strategy.new_tree(&mut runner).unwrap().current()));
+    conversations.extend(support::draw(&conversation(), count));
     let mut requests = golden_requests();
     let golden = requests.len();
     for (n, c) in conversations.iter().enumerate() {

@@ -4,10 +4,15 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Runs `chorus ARGS` in the repository root with `stdin` on its standard input.
 pub fn chorus(args: &[&str], stdin: &str) -> Output {
+    spawn(args, stdin).wait_with_output().unwrap()
+}
+
+/// Starts `chorus ARGS` in the repository root, writes `stdin` to it and closes it.
+pub fn spawn(args: &[&str], stdin: &str) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
         .args(args)
         .current_dir(repo())
@@ -18,7 +23,7 @@ pub fn chorus(args: &[&str], stdin: &str) -> Output {
         .unwrap();
     // A command that exits before reading (usage errors) closes the pipe: that is not a failure.
     let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    child.wait_with_output().unwrap()
+    child
 }
 
 /// The repository root.
