@@ -122,6 +122,13 @@ pub trait Bus: Send + Sync {
     /// handled); 0 for a queue never used.
     async fn depth(&self, queue: &str) -> BusResult<u64>;
 
+    /// Checks that the store takes a write now (for a health check): a store that answers
+    /// reads but refuses writes (a read-only or locked file, a full disk) fails here. By
+    /// default, a read of the bindings.
+    async fn probe_write(&self) -> BusResult<()> {
+        self.bindings().await.map(drop)
+    }
+
     /// Waits until messages may be available on `queue`, at most `timeout`.
     async fn wait_for(&self, _queue: &str, timeout: Duration) {
         tokio::time::sleep(timeout.min(self.config().poll_interval)).await;

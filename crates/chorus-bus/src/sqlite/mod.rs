@@ -132,6 +132,10 @@ impl Bus for SqliteBus {
             .await
     }
 
+    async fn probe_write(&self) -> BusResult<()> {
+        self.writer.call(false, schema::probe_write).await
+    }
+
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
         let (env, owned) = (env.clone(), queues.to_vec());
         let window = millis(self.config.dedupe_window);

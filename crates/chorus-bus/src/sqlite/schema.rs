@@ -482,6 +482,16 @@ pub(crate) fn next_visible(conn: &Connection, queue: &str) -> BusResult<Option<i
 }
 
 /// SQLite's `data_version`: it moves when another connection commits to the file.
+/// Writes the file's header field `user_version` back unchanged: a real write, so a file that
+/// cannot be written fails (the bus does not use the field otherwise).
+pub(crate) fn probe_write(conn: &Connection) -> BusResult<()> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(storage_error)?;
+    conn.execute_batch(&format!("PRAGMA user_version = {version}"))
+        .map_err(storage_error)
+}
+
 pub(crate) fn data_version(conn: &Connection) -> BusResult<i64> {
     conn.query_row("PRAGMA data_version", [], |r| r.get(0))
         .map_err(storage_error)

@@ -11,25 +11,41 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
+/// How long `/healthz` waits for the store's write before calling it unhealthy.
+const HEALTH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The answer of `/healthz`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
-    /// `ok` when the store answers.
+    /// `ok` when the store answers and takes a write.
     pub status: String,
 }
 
-/// Tells whether the server and its store answer.
+/// Tells whether the server and its store answer, the store taking a write (a store that only
+/// reads would answer every publish with 503).
 #[utoipa::path(
     get,
     path = "/healthz",
     tag = "operations",
     responses(
         (status = 200, description = "Serving", body = Health),
-        (status = 503, description = "The store does not answer", body = ErrorBody),
+        (status = 503, description = "The store does not answer or cannot write", body = ErrorBody),
     )
 )]
 pub async fn healthz(State(app): State<AppState>) -> Result<Json<Health>, ApiError> {
-    app.bus.bindings().await?;
+    match tokio::time::timeout(HEALTH_WAIT, app.bus.probe_write()).await {
+        Ok(done) => done?,
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                format!(
+                    "the store did not take a write within {} s (locked, or too slow to serve)",
+                    HEALTH_WAIT.as_secs()
+                ),
+            ));
+        }
+    }
     Ok(Json(Health {
         status: "ok".into(),
     }))
