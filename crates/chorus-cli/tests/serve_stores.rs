@@ -63,6 +63,11 @@ mod on_server {
     /// Serves on the store at `url` in a fresh namespace, checks the address line and `/healthz`,
     /// stops with SIGTERM; returns the namespace (to delete).
     fn serve_and_stop(url: &str) -> String {
+        serve_and_stop_with(url, &[])
+    }
+
+    /// Like [`serve_and_stop`], with more arguments for `chorus serve`.
+    fn serve_and_stop_with(url: &str, more: &[&str]) -> String {
         let ns = format!(
             "chorus_test_cli_{}_{}",
             std::process::id(),
@@ -73,7 +78,9 @@ mod on_server {
         );
         let store = format!("{url}?namespace={ns}");
         let dir = tempfile::tempdir().unwrap();
-        let mut served = Served::start(dir.path(), &["--store", &store], Stdio::inherit());
+        let mut args = vec!["--store", store.as_str()];
+        args.extend_from_slice(more);
+        let mut served = Served::start(dir.path(), &args, Stdio::inherit());
         let first = &served.first_line;
         assert!(first.ends_with(&format!("(store {store})")), "{first}");
         let addr = served.addr.clone();
@@ -115,7 +122,12 @@ mod on_server {
         let Ok(url) = std::env::var("CHORUS_TEST_REDIS_URL") else {
             return not_tested("Redis", "CHORUS_TEST_REDIS_URL not set");
         };
-        let ns = serve_and_stop(&url);
+        // The test Redis keeps nothing on disk: serving on it must be asked for (the refusal
+        // itself is tested in chorus-server's redis_persistence.rs).
+        let config = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(config.path(), "accept_volatile_store = true\n").unwrap();
+        let path = config.path().to_str().unwrap();
+        let ns = serve_and_stop_with(&url, &["--config", path]);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
             let bus = chorus_bus::RedisBus::connect(&url, &ns, Default::default())

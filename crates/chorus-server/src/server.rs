@@ -64,6 +64,7 @@ impl Store {
             rules: config.routes.iter().map(RouteEntry::rule).collect(),
             ..BusConfig::default()
         };
+        self.check_persistence(config).await?;
         let bus = self.spec.open(bus_config).await?;
         for (i, s) in config.subscriptions.iter().enumerate() {
             let binding = s
@@ -75,6 +76,32 @@ impl Store {
             bus.bind(binding).await?;
         }
         Ok(bus)
+    }
+
+    /// Refuses a Redis server that would lose acknowledged messages on a restart, unless
+    /// `accept_volatile_store`; warns when it may lose the last second, or cannot be asked.
+    async fn check_persistence(&self, config: &ServerConfig) -> Result<(), BusError> {
+        #[cfg(feature = "redis")]
+        if let StoreSpec::Redis(server) = &self.spec {
+            use chorus_bus::redis::{Persistence, persistence, volatile_error};
+            let found = persistence(&server.url).await?;
+            match &found {
+                Persistence::Always => {}
+                Persistence::AppendOnly { .. } | Persistence::Unknown { .. } => {
+                    tracing::warn!(store = %server.url, persistence = %found, "Redis persistence");
+                }
+                _ if config.accept_volatile_store => tracing::warn!(
+                    store = %server.url,
+                    persistence = %found,
+                    "serving on a Redis server that loses acknowledged messages on a restart \
+                     (accept_volatile_store = true)"
+                ),
+                _ => return Err(volatile_error(&server.url, &found)),
+            }
+        }
+        #[cfg(not(feature = "redis"))]
+        let _ = config;
+        Ok(())
     }
 
     /// Opens what the server keeps beside the messages: in memory for `memory`; for
@@ -189,6 +216,7 @@ impl Server {
                 generated_admin_token.as_deref().map(hash_token),
             )),
             policy: Arc::new(Policy::new(config)),
+            quota: Arc::new(crate::quota::InboxQuota::new(config.max_new_inboxes)),
             rate: Arc::new(RateLimiter::new(config.rate_per_sec, config.rate_burst)),
             settle_rate: Arc::new(RateLimiter::new(
                 config.settle_rate_per_sec,

@@ -324,7 +324,9 @@ async fn on_store(backend: &str, var: &str) {
         let ns = format!("chorus_test_pool_{}", uuid::Uuid::new_v4().simple());
         let address = format!("{url}?namespace={ns}");
         let store = chorus_server::Store::parse(&address).expect("a store address");
-        let config = pool_config(30);
+        let mut config = pool_config(30);
+        // The test Redis keeps nothing on disk (redis_persistence.rs tests the refusal).
+        config.accept_volatile_store = true;
         let bus: Arc<dyn chorus_bus::Bus> = store
             .open(&config)
             .await

@@ -55,7 +55,9 @@ mod on_server {
     /// The whole walk over a server on the store at `address` (which names its namespace).
     async fn walk(address: &str) {
         let store = chorus_server::Store::parse(address).expect("a store address");
-        let config = config(30);
+        let mut config = config(30);
+        // The test Redis keeps nothing on disk (redis_persistence.rs tests the refusal).
+        config.accept_volatile_store = true;
         let open = || async {
             store
                 .open(&config)

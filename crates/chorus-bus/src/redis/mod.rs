@@ -9,7 +9,10 @@
 //! de-duplication, queues and logs change together. A nack delay longer than `ack_wait` is
 //! shortened to `ack_wait` (Redis cannot hide a pending entry longer than its idle time).
 
+mod persistence;
 mod scripts;
+
+pub use persistence::{Persistence, persistence, volatile_error};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -576,6 +579,19 @@ impl Bus for RedisBus {
 
     async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
         self.recent("conv", limit).await
+    }
+
+    async fn probe_write(&self) -> BusResult<()> {
+        // A write Redis refuses when it cannot persist (`MISCONF` after a failed save), is out
+        // of memory under `noeviction`, or is a read-only replica.
+        redis::cmd("SET")
+            .arg(format!("{}:health", self.ns))
+            .arg(crate::config::now_ms())
+            .arg("PX")
+            .arg(60_000)
+            .query_async::<()>(&mut self.con())
+            .await
+            .map_err(redis_error)
     }
 
     async fn depth(&self, queue: &str) -> BusResult<u64> {
