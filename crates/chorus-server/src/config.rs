@@ -51,6 +51,15 @@ pub struct ServerConfig {
     /// agents configured every recipient is accepted.
     #[serde(default)]
     pub accept_unknown_recipients: bool,
+    /// Serve on a Redis server whose acknowledged messages would not survive a restart (no
+    /// append-only file); by default `chorus serve` refuses to start on one.
+    #[serde(default)]
+    pub accept_volatile_store: bool,
+    /// New inboxes (recipients not configured, not read by an agent and never used before) one
+    /// agent may create by publishing; more are refused (each costs the store and `/metrics`).
+    /// 0 turns the limit off.
+    #[serde(default = "default_max_new_inboxes")]
+    pub max_new_inboxes: usize,
     /// Unsettled deliveries one inbox stream holds at once unless the agent's entry or the
     /// request (`?max_in_flight=`) says otherwise.
     #[serde(default = "default_max_in_flight")]
@@ -158,6 +167,10 @@ fn default_max_connections() -> usize {
     10_000
 }
 
+fn default_max_new_inboxes() -> usize {
+    1000
+}
+
 fn default_max_deliver() -> u32 {
     5
 }
@@ -179,6 +192,8 @@ impl Default for ServerConfig {
             rate_burst: default_rate_burst(),
             settle_rate_per_sec: default_settle_rate_per_sec(),
             accept_unknown_recipients: false,
+            accept_volatile_store: false,
+            max_new_inboxes: default_max_new_inboxes(),
             max_in_flight: default_max_in_flight(),
             redact: RedactConfig::default(),
             tls_cert: None,

@@ -59,11 +59,18 @@ impl Policy {
         {
             return None;
         }
-        recipients.iter().copied().find(|r| {
-            !self.agents.contains_key(*r)
-                && !self.agents.values().any(|a| a.read.iter().any(|x| x == r))
-                && !self.routed.iter().any(|x| x == r)
-        })
+        recipients.iter().copied().find(|r| !self.names(r))
+    }
+
+    /// True when the config names `inbox`: a configured agent, an inbox an agent reads, or an
+    /// inbox or topic of the routing config.
+    pub fn names(&self, inbox: &str) -> bool {
+        self.agents.contains_key(inbox)
+            || self
+                .agents
+                .values()
+                .any(|a| a.read.iter().any(|x| x == inbox))
+            || self.routed.iter().any(|x| x == inbox)
     }
 
     /// Unsettled deliveries one stream of `inbox` holds at once: the agent's setting, else the

@@ -24,6 +24,8 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     /// What each agent may read and send.
     pub policy: Arc<Policy>,
+    /// How many new inboxes each agent has created by publishing.
+    pub quota: Arc<crate::quota::InboxQuota>,
     /// Per-agent limits on publishing.
     pub rate: Arc<RateLimiter>,
     /// Per-agent limits on acks, nacks and lease extensions.

@@ -7,7 +7,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use chorus_bus::{Envelope, Issue, Receipt};
 use chorus_core::schema::Kind;
-use chorus_core::validate::detect_kind;
+use chorus_core::validate::{Limits, detect_kind, parse};
 use serde::Serialize;
 use serde_json::Value;
 use tracing::{Instrument, field};
@@ -232,15 +232,24 @@ fn read_document(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(Bytes, Value), ApiError> {
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
-    let document = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::bad_request(
-            "malformed_json",
-            format!(
-                "the body is not JSON: {e} (line {}, column {})",
-                e.line(),
-                e.column()
+    // The body limit already bounds the size; the parse refuses what `chorus validate` refuses
+    // (duplicate keys, nesting deeper than 64), so the same bytes mean the same everywhere.
+    let limits = Limits {
+        max_bytes: usize::MAX,
+        ..Limits::default()
+    };
+    let document = parse(&bytes, &limits).map_err(|problem| {
+        match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            Err(e) => ApiError::bad_request(
+                "malformed_json",
+                format!(
+                    "the body is not JSON: {e} (line {}, column {})",
+                    e.line(),
+                    e.column()
+                ),
             ),
-        )
+            Ok(_) => ApiError::invalid(vec![Issue::from(&problem)], None),
+        }
     })?;
     Ok((bytes, document))
 }
@@ -257,50 +266,72 @@ async fn store(
     let (bytes, mut document) = read?;
     record_keys(&document);
     let env = admit(&app.policy, agent, &document)?;
-    // Media is written only for a document the bus will take: one it refuses (kept as a dead
-    // letter with its media inline) writes no file.
-    let kept = if env.is_some() && !refused_anyway(app, &document) {
-        app.blobs.keep_media(&mut document).await?
-    } else {
-        false
-    };
-    let redacted = app.redactor.apply(&mut document);
-    let traced = match &env {
-        Some(env) => trace(app, &mut document, env, carried).await,
-        None => false,
-    };
-    let bytes = if kept || redacted || traced {
-        serde_json::to_vec(&document).map_err(|e| {
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
-        })?
-    } else {
-        bytes.to_vec()
-    };
-    match app.bus.publish(bytes).await {
-        Ok(receipt) => {
-            let status = if receipt.duplicate {
-                app.metrics.duplicates.inc();
-                StatusCode::OK
-            } else {
-                app.metrics.published.inc();
-                app.metrics
-                    .publish_seconds
-                    .observe(started.elapsed().as_secs_f64());
-                for q in &receipt.queues {
-                    app.metrics.saw_inbox(q);
-                }
-                StatusCode::CREATED
-            };
-            Ok((status, Json(receipt.into())))
-        }
-        Err(e) => {
+    let taken = take_inboxes(app, agent, env.as_ref(), &document)?;
+    let stored = async {
+        // Media is written only for a document the bus will take: one it refuses (kept as a
+        // dead letter with its media inline) writes no file.
+        let kept = if env.is_some() && !refused_anyway(app, &document) {
+            app.blobs.keep_media(&mut document).await?
+        } else {
+            false
+        };
+        let redacted = app.redactor.apply(&mut document);
+        let traced = match &env {
+            Some(env) => trace(app, &mut document, env, carried).await,
+            None => false,
+        };
+        let bytes = if kept || redacted || traced {
+            serde_json::to_vec(&document).map_err(|e| {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+            })?
+        } else {
+            bytes.to_vec()
+        };
+        app.bus.publish(bytes).await.map_err(|e| {
             let e = ApiError::from(e);
             if e.body.dead_letter_id.is_some() {
                 app.metrics.dead_lettered.inc();
             }
-            Err(e)
-        }
+            e
+        })
     }
+    .await;
+    let receipt = stored.inspect_err(|_| app.quota.give_back(agent, &taken))?;
+    let status = if receipt.duplicate {
+        app.metrics.duplicates.inc();
+        StatusCode::OK
+    } else {
+        app.metrics.published.inc();
+        app.metrics
+            .publish_seconds
+            .observe(started.elapsed().as_secs_f64());
+        for q in &receipt.queues {
+            app.metrics.saw_inbox(q);
+        }
+        StatusCode::CREATED
+    };
+    Ok((status, Json(receipt.into())))
+}
+
+/// Takes, from the agent's cap on new inboxes, the recipients of `env` the config does not
+/// name (before anything is written).
+fn take_inboxes(
+    app: &AppState,
+    agent: &str,
+    env: Option<&Envelope>,
+    document: &Value,
+) -> Result<Vec<String>, ApiError> {
+    let Some(env) = env else {
+        return Ok(Vec::new());
+    };
+    let fresh: Vec<&str> = env
+        .recipients
+        .iter()
+        .map(String::as_str)
+        .filter(|r| !app.policy.names(r))
+        .collect();
+    let at = pointers(detect_kind(document).unwrap_or(Kind::Message)).recipients;
+    app.quota.take(agent, &fresh, at)
 }
 
 /// True when `document` carries media and the bus's validator would refuse it (checked only
