@@ -1,5 +1,10 @@
-//! A bounded load of handoffs over HTTP during which the server process is killed with SIGKILL and
-//! restarted on the same SQLite file: every acknowledged publish is delivered afterwards.
+//! A bounded load of handoffs over HTTP during which the server process is killed with SIGKILL
+//! three times and restarted on the same SQLite file, each time while publishes are in flight
+//! (their commits cut short or their answers lost), while a pool of workers reads and acks the
+//! recipient's inbox throughout. Checked per message id: every acknowledged publish is
+//! delivered and acked exactly once (none lost, none twice: a retried publish whose commit had
+//! landed is a duplicate, not a second message; a message whose ack was answered 204 is never
+//! delivered again).
 //!
 //! `CHORUS_CRASH_HANDOFFS` sets how many handoffs are sent in all (default 2,000).
 //! The server runs in a child process: this test binary itself (it has no libtest harness),
@@ -7,11 +12,11 @@
 
 mod common;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chorus_server::{AgentEntry, Server, ServerConfig, Store, bind, hash_token};
@@ -20,7 +25,12 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 const AGENTS: usize = 8;
+/// Streams reading the recipient's inbox at once (competing consumers of one pool).
+const WORKERS: usize = 4;
+/// When the server is killed: after these fractions of the publishes were acknowledged.
+const KILLS: [f64; 3] = [0.2, 0.45, 0.7];
 const SINK_TOKEN: &str = "sink-token";
+const ADMIN_TOKEN: &str = "admin-token";
 const CHILD_ENV: &str = "CHORUS_CRASH_CHILD_DB";
 
 /// Handoffs per agent.
@@ -48,7 +58,13 @@ fn token(agent: usize) -> String {
 
 fn child_config() -> ServerConfig {
     let mut c = ServerConfig {
+        admin_token_sha256: Some(hash_token(ADMIN_TOKEN)),
         rate_per_sec: 0.0,
+        settle_rate_per_sec: 0.0,
+        // Deliveries held by streams of a killed server come back after it.
+        ack_wait_secs: 2,
+        // Kill points and restarts may cost a message several attempts.
+        max_deliver: 50,
         ..ServerConfig::default()
     };
     c.agents.insert(
@@ -119,12 +135,24 @@ fn spawn_server(db: &std::path::Path) -> (ServerProcess, String) {
     panic!("the server process printed no address");
 }
 
+/// What the producers saw.
+#[derive(Default)]
+struct Published {
+    /// Publishes answered 201 or 200, in all.
+    acked: AtomicUsize,
+    /// Publishes sent and not yet answered now.
+    in_flight: AtomicUsize,
+    /// Retried publishes answered 200 (duplicate): their first try was committed, its answer
+    /// lost with the server.
+    duplicates: AtomicUsize,
+}
+
 /// Publishes every message of `agent`, retrying through crashes; returns the acknowledged
 /// ids and the latency of each acknowledged publish.
 async fn producer(
     agent: usize,
     base: watch::Receiver<String>,
-    sent: Arc<AtomicUsize>,
+    seen: Arc<Published>,
 ) -> (Vec<String>, Vec<Duration>) {
     let http = client();
     let path = concat!(
@@ -136,57 +164,170 @@ async fn producer(
     for i in 0..per_agent() {
         let (id, body) = handoff(&template, agent, i);
         let deadline = Instant::now() + Duration::from_secs(60);
+        let mut retried = false;
         loop {
             assert!(Instant::now() < deadline, "{id} was never accepted");
             let url = format!("{}/v1/messages", base.borrow().clone());
             let started = Instant::now();
-            match http
+            seen.in_flight.fetch_add(1, Ordering::SeqCst);
+            let sent = http
                 .post(url)
                 .bearer_auth(token(agent))
                 .json(&body)
                 .send()
-                .await
-            {
+                .await;
+            seen.in_flight.fetch_sub(1, Ordering::SeqCst);
+            match sent {
                 Ok(r) if r.status().is_success() => {
+                    if r.status() == 200 {
+                        assert!(retried, "{id}: a duplicate on its first try");
+                        seen.duplicates.fetch_add(1, Ordering::Relaxed);
+                    }
                     latencies.push(started.elapsed());
                     acked.push(id);
-                    sent.fetch_add(1, Ordering::Relaxed);
+                    seen.acked.fetch_add(1, Ordering::Relaxed);
                     break;
                 }
                 Ok(r) => panic!("{id}: {}", r.status()),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(_) => {
+                    retried = true;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
             }
         }
     }
     (acked, latencies)
 }
 
+/// What the workers saw, per message id.
+#[derive(Default)]
+struct Consumed {
+    /// Deliveries of each id (a redelivery after a lost ack or a killed server is allowed).
+    deliveries: HashMap<String, usize>,
+    /// Ids whose ack was answered 204, each once.
+    acked: HashSet<String>,
+    /// Ids whose ack was sent but whose answer was lost with a killed server: the ack may or
+    /// may not have been committed (if not, the message comes again).
+    unsure: HashSet<String>,
+    /// Broken promises: an id delivered after its ack was answered 204, or acked twice.
+    violations: Vec<String>,
+}
+
+/// One worker of the recipient's pool: reads the inbox stream and acks each delivery,
+/// reconnecting to the current server whenever its stream breaks; stops when `done`.
+async fn worker(
+    base: watch::Receiver<String>,
+    consumed: Arc<Mutex<Consumed>>,
+    done: Arc<AtomicBool>,
+) {
+    let http = client();
+    while !done.load(Ordering::Relaxed) {
+        let at = base.borrow().clone();
+        let Ok(mut inbox) =
+            SseReader::try_open_url(&format!("{at}/v1/agents/sink/inbox"), SINK_TOKEN, None).await
+        else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        while !done.load(Ordering::Relaxed) {
+            let event = match inbox.try_next_within(Duration::from_millis(500)).await {
+                Ok(Some(event)) => event,
+                Ok(None) => continue,
+                Err(_) => break,
+            };
+            let (id, attempt) = delivered(&event);
+            {
+                let mut c = consumed.lock().unwrap();
+                *c.deliveries.entry(id.clone()).or_default() += 1;
+                if c.acked.contains(&id) {
+                    c.violations.push(format!(
+                        "{id} delivered (attempt {attempt}) after its ack was answered 204"
+                    ));
+                }
+            }
+            let ack = http
+                .post(format!(
+                    "{at}/v1/agents/sink/inbox/{id}/ack?attempt={attempt}"
+                ))
+                .bearer_auth(SINK_TOKEN)
+                .send()
+                .await;
+            match ack.map(|r| r.status().as_u16()) {
+                Ok(204) => {
+                    let mut c = consumed.lock().unwrap();
+                    if !c.acked.insert(id.clone()) {
+                        c.violations.push(format!("{id} acked twice with 204"));
+                    }
+                }
+                // A redelivery replaced this attempt, or the delivery went with its server:
+                // the message comes again.
+                Ok(404 | 409) => {}
+                Ok(other) => panic!("ack {id}: {other}"),
+                Err(_) => {
+                    consumed.lock().unwrap().unsure.insert(id);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The recipient's backlog as `/metrics` reports it; none when the server does not answer.
+async fn backlog(base: &str) -> Option<u64> {
+    let text = client()
+        .get(format!("{base}/metrics"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(r#"chorus_inbox_backlog{inbox="sink"} "#))
+        .and_then(|n| n.parse().ok())
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Kills the server with SIGKILL under load and restarts it: every acknowledged publish arrives.
+/// Kills the server with SIGKILL under load three times and restarts it: every acknowledged
+/// publish is delivered and acked exactly once.
 async fn acknowledged_publishes_survive_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("chorus.db");
-    let (child, first) = spawn_server(&db);
+    let (mut child, first) = spawn_server(&db);
     let (set_base, base) = watch::channel(first);
-    let sent = Arc::new(AtomicUsize::new(0));
+    let published = Arc::new(Published::default());
+    let consumed = Arc::new(Mutex::new(Consumed::default()));
+    let done = Arc::new(AtomicBool::new(false));
     let producers: Vec<_> = (0..AGENTS)
-        .map(|a| tokio::spawn(producer(a, base.clone(), sent.clone())))
+        .map(|a| tokio::spawn(producer(a, base.clone(), published.clone())))
+        .collect();
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| tokio::spawn(worker(base.clone(), consumed.clone(), done.clone())))
         .collect();
 
-    // Kill the server once a third of the messages are acknowledged, then restart it.
+    // Kill the server at each kill point, at a moment a publish is in flight, then restart it.
     let total = AGENTS * per_agent();
     let deadline = Instant::now() + Duration::from_secs(120);
-    while sent.load(Ordering::Relaxed) < total / 3 {
-        assert!(Instant::now() < deadline, "the load did not get going");
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    let mut kills = Vec::new();
+    for fraction in KILLS {
+        let at = (total as f64 * fraction) as usize;
+        while published.acked.load(Ordering::Relaxed) < at
+            || published.in_flight.load(Ordering::SeqCst) == 0
+        {
+            assert!(Instant::now() < deadline, "the load did not get going");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let in_flight = published.in_flight.load(Ordering::SeqCst);
+        drop(child); // SIGKILL
+        kills.push((published.acked.load(Ordering::Relaxed), in_flight));
+        let (next, url) = spawn_server(&db);
+        child = next;
+        set_base.send(url).unwrap();
     }
-    drop(child); // SIGKILL
-    let acked_before_kill = sent.load(Ordering::Relaxed);
-    let (child, second) = spawn_server(&db);
-    set_base.send(second.clone()).unwrap();
 
     let mut acked = HashSet::new();
     let mut latencies = Vec::new();
@@ -197,36 +338,63 @@ async fn acknowledged_publishes_survive_kill_9() {
     }
     assert_eq!(acked.len(), total);
 
-    let mut inbox = SseReader::open_at(&second, "sink", SINK_TOKEN, None).await;
-    let http = client();
-    let mut received = HashSet::new();
-    while !acked.is_subset(&received) {
-        let event = inbox
-            .next_within(Duration::from_secs(30))
-            .await
-            .unwrap_or_else(|| {
-                let missing = acked.difference(&received).count();
-                panic!("{missing} acknowledged publishes were not delivered")
-            });
-        let (id, _) = delivered(&event);
-        let url = format!("{second}/v1/agents/sink/inbox/{id}/ack");
-        let status = http
-            .post(url)
-            .bearer_auth(SINK_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .status();
-        assert_eq!(status, 204, "ack {id}");
-        received.insert(id);
+    // Done when every message was delivered and its ack answered (or cut by a kill), and the
+    // inbox is empty: no message is left unsettled.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let settled = {
+            let c = consumed.lock().unwrap();
+            acked
+                .iter()
+                .filter(|id| c.acked.contains(*id) || c.unsure.contains(*id))
+                .count()
+        };
+        let current = base.borrow().clone();
+        if settled >= total && backlog(&current).await == Some(0) {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let c = consumed.lock().unwrap();
+            let missing: Vec<(&String, usize)> = acked
+                .iter()
+                .filter(|id| !c.acked.contains(*id) && !c.unsure.contains(*id))
+                .map(|id| (id, c.deliveries.get(id).copied().unwrap_or(0)))
+                .collect();
+            panic!(
+                "{} acknowledged publishes were not delivered and acked (id, deliveries): {missing:?}; kills {kills:?}",
+                total - settled
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(received.is_subset(&acked), "only published ids arrive");
-    drop(inbox);
+    // A moment more: a message delivered again after its ack would show now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    done.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await.unwrap();
+    }
     drop(child);
 
+    let consumed = consumed.lock().unwrap();
+    assert!(consumed.violations.is_empty(), "{:#?}", consumed.violations);
+    let delivered: HashSet<String> = consumed.deliveries.keys().cloned().collect();
+    assert_eq!(
+        delivered, acked,
+        "each acknowledged publish delivered, and nothing else"
+    );
+    // An ack whose answer was lost, of a message that never came again, was committed.
+    assert!(
+        acked
+            .difference(&consumed.acked)
+            .all(|id| consumed.unsure.contains(id)),
+        "every message not acked with 204 had an ack cut by a kill"
+    );
+    let unsure_only = acked.difference(&consumed.acked).count();
+    let redelivered = consumed.deliveries.values().filter(|n| **n > 1).count();
     latencies.sort();
     println!(
-        "{total} handoffs from {AGENTS} agents, server killed after {acked_before_kill}: all delivered; publish latency p50 {:?}, p99 {:?}",
+        "{total} handoffs from {AGENTS} agents to a pool of {WORKERS} workers; server killed 3 times (after {kills:?} (acknowledged, publishes in flight)); retried publishes answered duplicate: {}; every message delivered and settled, inbox empty (redelivered after a kill or lost ack: {redelivered}, none after a 204 ack; acks committed whose answer the kill cut: {unsure_only}); publish latency p50 {:?}, p99 {:?}",
+        published.duplicates.load(Ordering::Relaxed),
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99)
     );

@@ -236,6 +236,18 @@ impl SseReader {
     }
 
     async fn open_url(url: &str, token: &str, last_event_id: Option<&str>) -> SseReader {
+        SseReader::try_open_url(url, token, last_event_id)
+            .await
+            .expect("inbox request")
+    }
+
+    /// Opens the inbox stream at `url`; an error for a server that cannot be reached or does
+    /// not answer 200 with an event stream (for tests whose server dies on purpose).
+    pub async fn try_open_url(
+        url: &str,
+        token: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<SseReader, String> {
         let mut request = client()
             .get(url)
             .bearer_auth(token)
@@ -243,34 +255,48 @@ impl SseReader {
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id);
         }
-        let response = request.send().await.expect("inbox request");
-        assert_eq!(response.status(), 200);
+        let response = request.send().await.map_err(|e| e.to_string())?;
+        if response.status() != 200 {
+            return Err(format!("status {}", response.status()));
+        }
         assert_eq!(
             response.headers()["content-type"].to_str().unwrap(),
             "text/event-stream"
         );
-        SseReader {
+        Ok(SseReader {
             response,
             buffer: Vec::new(),
-        }
+        })
     }
 
     /// The next event with data, or None when none comes within `wait`.
     pub async fn next_within(&mut self, wait: Duration) -> Option<SseEvent> {
+        match self.try_next_within(wait).await {
+            Ok(event) => event,
+            Err(e) if e == STREAM_ENDED => None,
+            Err(e) => panic!("stream read: {e}"),
+        }
+    }
+
+    /// Like [`SseReader::next_within`], with an error when the stream breaks or ends.
+    pub async fn try_next_within(&mut self, wait: Duration) -> Result<Option<SseEvent>, String> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
                 let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
                 let block = std::str::from_utf8(&block).expect("an event is UTF-8");
                 if let Some(e) = parse_block(block) {
-                    return Some(e);
+                    return Ok(Some(e));
                 }
             }
-            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
-                .await
-                .ok()?
-                .expect("stream read")?;
-            self.buffer.extend_from_slice(&chunk);
+            let Ok(chunk) = tokio::time::timeout_at(deadline, self.response.chunk()).await else {
+                return Ok(None);
+            };
+            match chunk {
+                Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
+                Ok(None) => return Err(STREAM_ENDED.into()),
+                Err(e) => return Err(e.to_string()),
+            }
         }
     }
 
@@ -281,6 +307,9 @@ impl SseReader {
             .expect("an event within the patience")
     }
 }
+
+/// What [`SseReader::try_next_within`] says when the server ended the stream.
+pub const STREAM_ENDED: &str = "the stream ended";
 
 fn parse_block(block: &str) -> Option<SseEvent> {
     let mut e = SseEvent {
