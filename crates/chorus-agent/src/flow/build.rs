@@ -4,15 +4,15 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use super::spec::{AgentKind, AgentSpec, FlowSpec, SpecError};
+use super::spec::{AgentKind, ClientKind, FlowSpec, LlmAgentSpec, SpecError};
 use crate::agents::{FlowAgent, LlmAgent, LlmAgentConfig, RuleAgent};
 use crate::confirm::Confirmations;
 use crate::model::ModelClient;
 use crate::tools::ToolRegistry;
 
-/// Gives each LLM agent its model client.
+/// Gives each LLM agent its model client, from the agent's options.
 pub type ModelFactory =
-    Arc<dyn Fn(&AgentSpec) -> Result<Arc<dyn ModelClient>, String> + Send + Sync>;
+    Arc<dyn Fn(&LlmAgentSpec) -> Result<Arc<dyn ModelClient>, String> + Send + Sync>;
 
 /// Builds the tool registry and the agents of `spec`, in declaration order.
 pub fn build_agents(
@@ -34,9 +34,13 @@ pub fn build_agents(
     }
     let mut agents: IndexMap<String, Arc<dyn FlowAgent>> = IndexMap::new();
     for (i, a) in spec.agents.iter().enumerate() {
-        let agent: Arc<dyn FlowAgent> = match a.kind {
-            AgentKind::Rule => Arc::new(RuleAgent::new(&a.name, a.rules.clone(), registry.clone())),
-            AgentKind::Llm => {
+        let agent: Arc<dyn FlowAgent> = match &a.kind {
+            AgentKind::Rule(rule) => Arc::new(RuleAgent::new(
+                &a.name,
+                rule.rules.clone(),
+                registry.clone(),
+            )),
+            AgentKind::Llm(llm) => {
                 let factory = models.ok_or_else(|| SpecError {
                     location: format!("agents[{i}]"),
                     message: format!(
@@ -45,21 +49,21 @@ pub fn build_agents(
                         a.name
                     ),
                 })?;
-                let client = factory(a).map_err(|message| SpecError {
+                let client = factory(llm).map_err(|message| SpecError {
                     location: format!("agents[{i}]"),
                     message,
                 })?;
                 let mut config = LlmAgentConfig::new(
                     &a.name,
                     a.personality.clone().unwrap_or_default(),
-                    a.model.clone().unwrap_or_default(),
+                    llm.model.clone(),
                 );
                 config.tools = a.tools.clone();
                 config.handoffs = a.handoffs.clone();
-                config.context_budget = a.context_budget;
-                config.max_steps = a.max_steps.unwrap_or(config.max_steps);
-                config.show_analysis = a.show_analysis;
-                config.temperature = a.temperature;
+                config.context_budget = llm.context_budget;
+                config.max_steps = llm.max_steps.unwrap_or(config.max_steps);
+                config.show_analysis = llm.show_analysis;
+                config.temperature = llm.temperature;
                 let agent = LlmAgent::new(config, client, registry.clone()).map_err(|message| {
                     SpecError {
                         location: format!("agents[{i}].model"),
@@ -79,15 +83,10 @@ pub fn build_agents(
 /// `client = "harmony"`; `None` when no endpoint is configured.
 pub fn env_model_factory() -> Option<ModelFactory> {
     let config = crate::model::EndpointConfig::from_env().ok()?;
-    Some(Arc::new(move |agent: &AgentSpec| {
-        let client: Arc<dyn ModelClient> = match agent.client.as_deref() {
-            None | Some("chat") => Arc::new(crate::model::OpenAiChatClient::new(config.clone())),
-            Some("harmony") => Arc::new(crate::model::HarmonyClient::new(config.clone())),
-            Some(other) => {
-                return Err(format!(
-                    "expected client `chat` or `harmony`, found {other:?}"
-                ));
-            }
+    Some(Arc::new(move |agent: &LlmAgentSpec| {
+        let client: Arc<dyn ModelClient> = match agent.client {
+            ClientKind::Chat => Arc::new(crate::model::OpenAiChatClient::new(config.clone())),
+            ClientKind::Harmony => Arc::new(crate::model::HarmonyClient::new(config.clone())),
         };
         Ok(client)
     }))

@@ -7,6 +7,7 @@ mod approval;
 mod build;
 mod error;
 mod failure;
+mod parse;
 mod remote;
 mod remote_confirm;
 mod run;
@@ -19,4 +20,7 @@ pub use failure::handle_with_strategy;
 pub use remote::Remote;
 pub use remote_confirm::RemoteConfirmations;
 pub use run::{Flow, FlowReport};
-pub use spec::{AgentKind, AgentSpec, FlowSpec, InputSpec, Mode, ServerSpec, SpecError};
+pub use spec::{
+    AgentKind, AgentSpec, ClientKind, FlowSpec, InputSpec, LlmAgentSpec, Mode, RuleAgentSpec,
+    ServerSpec, SpecError,
+};

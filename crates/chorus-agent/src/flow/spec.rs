@@ -89,54 +89,86 @@ fn default_from() -> String {
     "user".into()
 }
 
-/// The kind of an agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentKind {
-    /// Deterministic rules.
-    Rule,
-    /// A language model.
-    Llm,
-}
-
-/// One `[[agents]]` entry.
+/// One `[[agents]]` entry (read with [`FlowSpec::parse`], which puts the options of the entry's
+/// kind under `kind`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
     /// Unique name; also its bus queue.
     pub name: String,
-    /// `rule` or `llm`.
-    pub kind: AgentKind,
     /// The personality (the LLM agent's system prompt; documentation for rule agents).
     #[serde(default)]
     pub personality: Option<String>,
-    /// `llm`: the model name.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// `llm`: `chat` (Chat Completions, default) or `harmony` (raw completions for gpt-oss).
-    #[serde(default)]
-    pub client: Option<String>,
     /// Tools it may call.
     #[serde(default)]
     pub tools: Vec<String>,
-    /// `llm`: agents it may hand off to.
+    /// Agents it may hand off to (an LLM agent's `transfer_to_<agent>` tools); each must be an
+    /// agent of the flow.
     #[serde(default)]
     pub handoffs: Vec<String>,
-    /// `rule`: the rules, first match wins.
+    /// `kind = "rule"` or `"llm"`, and the options of that kind.
+    pub kind: AgentKind,
+}
+
+impl AgentSpec {
+    /// The keys of the fields above other than `kind`: every agent takes them whatever its kind.
+    /// A field added above without its key here is refused in every flow file, so a test that
+    /// uses it fails at once.
+    pub(crate) const SHARED_KEYS: &[&str] = &["name", "personality", "tools", "handoffs"];
+}
+
+/// What an agent is, by its `kind`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// Deterministic rules.
+    Rule(RuleAgentSpec),
+    /// A language model.
+    Llm(LlmAgentSpec),
+}
+
+/// The options of a `kind = "rule"` agent.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleAgentSpec {
+    /// The rules, first match wins (at least one).
     #[serde(default)]
     pub rules: Vec<Rule>,
-    /// `llm`: token budget per request.
+}
+
+/// The options of a `kind = "llm"` agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmAgentSpec {
+    /// The model name (required; [`FlowSpec::parse`] says where it is missing).
+    #[serde(default)]
+    pub model: String,
+    /// The API its model is called through.
+    #[serde(default)]
+    pub client: ClientKind,
+    /// Token budget per request.
     #[serde(default)]
     pub context_budget: Option<usize>,
-    /// `llm`: model calls per input at most (default 8).
+    /// Model calls per input at most (default 8).
     #[serde(default)]
     pub max_steps: Option<usize>,
-    /// `llm`: send analysis-channel text with replies.
+    /// Send analysis-channel text with replies.
     #[serde(default)]
     pub show_analysis: bool,
-    /// `llm`: sampling temperature.
+    /// Sampling temperature.
     #[serde(default)]
     pub temperature: Option<f64>,
+}
+
+/// The API an LLM agent's model is called through (`client`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientKind {
+    /// Chat Completions.
+    #[default]
+    Chat,
+    /// Raw completions of Harmony text (gpt-oss).
+    Harmony,
 }
 
 /// A flow file that cannot be used: where (a TOML path or line) and what.
@@ -150,28 +182,8 @@ pub struct SpecError {
 }
 
 impl FlowSpec {
-    /// Parses and checks a flow file.
-    pub fn parse(text: &str) -> Result<FlowSpec, SpecError> {
-        let spec: FlowSpec = toml::from_str(text).map_err(|e| {
-            let location = e
-                .span()
-                .map(|span| {
-                    let before = &text[..span.start.min(text.len())];
-                    let line = before.matches('\n').count() + 1;
-                    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                    format!("line {line}, column {column}")
-                })
-                .unwrap_or_else(|| "flow file".into());
-            SpecError {
-                location,
-                message: e.message().to_owned(),
-            }
-        })?;
-        spec.check()?;
-        Ok(spec)
-    }
-
-    fn check(&self) -> Result<(), SpecError> {
+    /// Refuses what the types cannot: names that must be unique or declared, and empty kinds.
+    pub(super) fn check(&self) -> Result<(), SpecError> {
         let err = |location: String, message: String| Err(SpecError { location, message });
         if self.agents.is_empty() {
             return err(
@@ -206,14 +218,14 @@ impl FlowSpec {
                     );
                 }
             }
-            match a.kind {
-                AgentKind::Llm if a.model.is_none() => {
+            match &a.kind {
+                AgentKind::Llm(llm) if llm.model.is_empty() => {
                     return err(
                         format!("agents[{i}].model"),
                         "an llm agent needs `model`".into(),
                     );
                 }
-                AgentKind::Rule if a.rules.is_empty() => {
+                AgentKind::Rule(rule) if rule.rules.is_empty() => {
                     return err(
                         format!("agents[{i}].rules"),
                         "a rule agent needs at least one [[agents.rules]]".into(),

@@ -53,7 +53,7 @@ pub use command::CommandTool;
 pub use function::FunctionTool;
 pub use http::HttpTool;
 pub use registry::{RegistryError, ToolRegistry, confirmation_id};
-pub use spec::{ToolSpec, ToolSpecError};
+pub use spec::{CommandToolSpec, HttpToolSpec, ToolKind, ToolSpec, ToolSpecError};
 pub use template::{TemplateError, percent_encode, render as render_template};
 
 use async_trait::async_trait;
