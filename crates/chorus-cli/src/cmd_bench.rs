@@ -1,13 +1,14 @@
 //! `chorus bench bus`: loads a bus backend and prints throughput and latency as one JSON object.
 
 use std::io::IsTerminal;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use chorus_bus::StoreSpec;
 use chorus_bus::bench::{BenchOptions, Progress, run as run_bench};
+
+use crate::error::CliError;
 
 /// Arguments of `chorus bench`.
 #[derive(clap::Args, Debug)]
@@ -48,22 +49,26 @@ pub struct BusBenchArgs {
     pub duration: Option<f64>,
 }
 
-/// Runs `chorus bench …`.
-pub fn run(args: BenchArgs) -> ExitCode {
-    let BenchTarget::Bus(args) = args.target;
-    let backend = match StoreSpec::parse(&args.backend) {
-        Ok(b) => b,
-        Err(e) => {
-            errln!("chorus bench bus: {e}");
-            return ExitCode::from(2);
+impl BenchArgs {
+    /// What starts the benchmark's error line.
+    pub fn prefix(&self) -> &'static str {
+        match self.target {
+            BenchTarget::Bus(_) => "chorus bench bus",
         }
-    };
+    }
+}
+
+/// Runs `chorus bench …`.
+pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    let BenchTarget::Bus(args) = args.target;
+    let backend = StoreSpec::parse(&args.backend).map_err(CliError::usage)?;
     let duration = match args.duration {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => {
-            errln!("chorus bench bus: --duration must be a positive number of seconds, found {s}");
-            return ExitCode::from(2);
+            return Err(CliError::usage(format!(
+                "--duration must be a positive number of seconds, found {s}"
+            )));
         }
     };
     let opts = BenchOptions {
@@ -78,17 +83,11 @@ pub fn run(args: BenchArgs) -> ExitCode {
     // A worker per consumer at least, as in the criterion bench: on a 2-core machine, tokio's
     // one worker per core measured about a quarter lower for the memory backend.
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cores.max(opts.consumers))
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            errln!("chorus bench bus: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
+        .map_err(|e| CliError::usage(format!("cannot start the async runtime: {e}")))?;
     let progress = Arc::new(Progress::default());
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(opts.messages as u64);
@@ -128,20 +127,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    match outcome {
-        Ok(report) => match serde_json::to_string(&report) {
-            Ok(json) => {
-                outln!("{json}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                errln!("chorus bench bus: cannot print the report: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Err(e) => {
-            errln!("chorus bench bus: {e}");
-            ExitCode::from(2)
-        }
-    }
+    let report = outcome.map_err(CliError::usage)?;
+    let json = serde_json::to_string(&report)
+        .map_err(|e| CliError::usage(format!("cannot print the report: {e}")))?;
+    outln!("{json}");
+    Ok(())
 }

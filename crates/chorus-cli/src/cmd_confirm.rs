@@ -2,8 +2,6 @@
 //! server (its HTTP API, admin token) or in the confirmations file of a server's store or of an
 //! embedded flow (read directly).
 
-use std::process::ExitCode;
-
 use chorus_agent::confirm::{
     ConfirmError, Confirmation, ConfirmationState, Confirmations, HttpConfirmations,
     SqliteConfirmations,
@@ -11,6 +9,7 @@ use chorus_agent::confirm::{
 use chorus_server::Store;
 use clap::{Args, Subcommand};
 
+use crate::error::CliError;
 use crate::output::FormatArgs;
 
 /// The environment variable read when `--admin-token` is not given.
@@ -87,37 +86,20 @@ fn parse_state(s: &str) -> Result<Filter, String> {
         .ok_or_else(|| "expected pending, approved, rejected, consumed or all".to_owned())
 }
 
-/// A failure and the exit code it means: 1 a refused decision, 2 usage or I/O.
-struct Failure(u8, String);
-
-/// Runs `chorus confirm`.
-pub fn run(args: ConfirmArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+/// Runs `chorus confirm`: exit 1 when a decision is refused, 2 on usage or I/O errors.
+pub fn run(args: ConfirmArgs) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(r) => r,
-        Err(e) => return fail(Failure(2, e.to_string())),
-    };
-    match runtime.block_on(act(args.action)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) => fail(f),
-    }
+        .map_err(CliError::usage)?;
+    runtime.block_on(act(args.action))
 }
 
-fn fail(Failure(code, message): Failure) -> ExitCode {
-    errln!("chorus confirm: {message}");
-    ExitCode::from(code)
-}
-
-async fn act(action: Action) -> Result<(), Failure> {
+async fn act(action: Action) -> Result<(), CliError> {
     match action {
         Action::List { state, source } => {
             let store = open(&source)?;
-            let list = store
-                .list(state.0)
-                .await
-                .map_err(|e| Failure(2, e.to_string()))?;
+            let list = store.list(state.0).await.map_err(CliError::usage)?;
             print_list(&list, state.0, source.output.json())
         }
         Action::Approve(d) => decide(d, true).await,
@@ -125,7 +107,7 @@ async fn act(action: Action) -> Result<(), Failure> {
     }
 }
 
-async fn decide(d: Decide, approve: bool) -> Result<(), Failure> {
+async fn decide(d: Decide, approve: bool) -> Result<(), CliError> {
     check_id(&d.id)?;
     let store = open(&d.source)?;
     let decided = store
@@ -148,26 +130,22 @@ async fn decide(d: Decide, approve: bool) -> Result<(), Failure> {
 }
 
 /// The message and exit code of a refused decision.
-fn refused(id: &str, approve: bool, e: ConfirmError) -> Failure {
+fn refused(id: &str, approve: bool, e: ConfirmError) -> CliError {
     let verb = if approve { "approve" } else { "reject" };
     match e {
-        ConfirmError::NotFound(_) => Failure(
-            1,
-            format!("no confirmation {id:?}; `chorus confirm list --state all` shows the ids"),
-        ),
-        ConfirmError::WrongState { state, .. } => Failure(
-            1,
-            format!(
-                "cannot {verb} {id}: it is already {} (a confirmation is decided once)",
-                state.as_str()
-            ),
-        ),
-        other => Failure(2, other.to_string()),
+        ConfirmError::NotFound(_) => CliError::rejected(format!(
+            "no confirmation {id:?}; `chorus confirm list --state all` shows the ids"
+        )),
+        ConfirmError::WrongState { state, .. } => CliError::rejected(format!(
+            "cannot {verb} {id}: it is already {} (a confirmation is decided once)",
+            state.as_str()
+        )),
+        other => CliError::usage(other),
     }
 }
 
 /// Refuses an id that could not be a confirmation's (it goes into a URL path).
-fn check_id(id: &str) -> Result<(), Failure> {
+fn check_id(id: &str) -> Result<(), CliError> {
     let ok = !id.is_empty()
         && id.len() <= 128
         && id
@@ -176,48 +154,39 @@ fn check_id(id: &str) -> Result<(), Failure> {
     if ok {
         Ok(())
     } else {
-        Err(Failure(
-            2,
-            format!("{id:?} is not a confirmation id (letters, digits, '-', '_' and '.' only)"),
-        ))
+        Err(CliError::usage(format!(
+            "{id:?} is not a confirmation id (letters, digits, '-', '_' and '.' only)"
+        )))
     }
 }
 
 /// The confirmations store `source` names.
-fn open(source: &Source) -> Result<Box<dyn Confirmations>, Failure> {
+fn open(source: &Source) -> Result<Box<dyn Confirmations>, CliError> {
     if let Some(url) = &source.server {
         let token = match &source.admin_token {
             Some(t) => t.clone(),
             None => std::env::var(TOKEN_ENV).map_err(|_| {
-                Failure(
-                    2,
-                    format!(
-                        "--server needs the admin token: give --admin-token or set {TOKEN_ENV}"
-                    ),
-                )
+                CliError::usage(format!(
+                    "--server needs the admin token: give --admin-token or set {TOKEN_ENV}"
+                ))
             })?,
         };
         let http = HttpConfirmations::new(url.as_str(), token.as_str()).with_admin_token(token);
         return Ok(Box::new(http));
     }
     let spec = source.store.as_deref().unwrap_or_default();
-    let store = Store::parse(spec).map_err(|e| Failure(2, e.to_string()))?;
+    let store = Store::parse(spec).map_err(CliError::usage)?;
     let path = store.confirmations_path().ok_or_else(|| {
-        Failure(
-            2,
-            "a memory store keeps confirmations inside the process that made them: use --server for a server's".into(),
+        CliError::usage("a memory store keeps confirmations inside the process that made them: use --server for a server's",
         )
     })?;
     if !path.is_file() {
-        return Err(Failure(
-            2,
-            format!(
-                "no confirmations file at {} (--store takes the store given to `chorus serve --store` or `chorus run --confirmations`, e.g. sqlite:./chorus.db)",
-                path.display()
-            ),
-        ));
+        return Err(CliError::usage(format!(
+            "no confirmations file at {} (--store takes the store given to `chorus serve --store` or `chorus run --confirmations`, e.g. sqlite:./chorus.db)",
+            path.display()
+        )));
     }
-    let sqlite = SqliteConfirmations::open(&path).map_err(|e| Failure(2, e.to_string()))?;
+    let sqlite = SqliteConfirmations::open(&path).map_err(CliError::usage)?;
     Ok(Box::new(sqlite))
 }
 
@@ -225,7 +194,7 @@ fn print_list(
     list: &[Confirmation],
     state: Option<ConfirmationState>,
     json: bool,
-) -> Result<(), Failure> {
+) -> Result<(), CliError> {
     if json {
         return print_json(list);
     }
@@ -288,10 +257,10 @@ fn printable(text: &str) -> String {
         .collect()
 }
 
-fn print_json(list: &[Confirmation]) -> Result<(), Failure> {
+fn print_json(list: &[Confirmation]) -> Result<(), CliError> {
     let mut out = String::new();
     for c in list {
-        let line = serde_json::to_string(c).map_err(|e| Failure(2, e.to_string()))?;
+        let line = serde_json::to_string(c).map_err(CliError::usage)?;
         out.push_str(&line);
         out.push('\n');
     }
@@ -299,7 +268,7 @@ fn print_json(list: &[Confirmation]) -> Result<(), Failure> {
 }
 
 /// Writes `text` to standard output (a closed pipe ends the command quietly).
-fn write_out(text: &str) -> Result<(), Failure> {
+fn write_out(text: &str) -> Result<(), CliError> {
     out!("{text}");
     Ok(())
 }

@@ -1,10 +1,10 @@
 //! `chorus convert`: convert a conversation between provider formats through chorus.
 
-use std::process::ExitCode;
-
 use chorus_formats::{EncodeOptions, Error, Format, NamePolicy, convert};
 
-use crate::input::read_input;
+use crate::conversation::parse_format;
+use crate::error::CliError;
+use crate::input::read_text;
 
 /// What to do with speaker names on targets without a `name` field.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -41,21 +41,9 @@ pub struct ConvertArgs {
     pub file: String,
 }
 
-fn parse_format(id: &str) -> Result<Format, String> {
-    id.parse().map_err(|e: Error| e.to_string())
-}
-
 /// Prints the converted document on stdout and the losses as JSON lines on stderr.
-pub fn run(args: ConvertArgs) -> ExitCode {
-    let input = match read_input(&args.file)
-        .and_then(|b| String::from_utf8(b).map_err(|e| format!("{}: not UTF-8: {e}", args.file)))
-    {
-        Ok(text) => text,
-        Err(message) => {
-            errln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
+pub fn run(args: ConvertArgs) -> Result<(), CliError> {
+    let input = read_text(&args.file)?;
     let options = EncodeOptions {
         names: match args.names {
             Names::Prefix => NamePolicy::Prefix,
@@ -70,22 +58,18 @@ pub fn run(args: ConvertArgs) -> ExitCode {
                 errln!("{}", serde_json::to_string(loss).unwrap_or_default());
             }
             out!("{}", encoded.value);
-            ExitCode::SUCCESS
+            Ok(())
         }
         Err(Error::Lossy(losses)) => {
             for loss in &losses {
                 errln!("{}", serde_json::to_string(loss).unwrap_or_default());
             }
-            errln!(
-                "error: --strict: {} cannot carry {} item(s) of the input",
+            Err(CliError::rejected(format!(
+                "--strict: {} cannot carry {} item(s) of the input",
                 args.to.id(),
                 losses.len()
-            );
-            ExitCode::from(1)
+            )))
         }
-        Err(other) => {
-            errln!("error: {}: {other}", args.file);
-            ExitCode::from(1)
-        }
+        Err(other) => Err(CliError::rejected(format!("{}: {other}", args.file))),
     }
 }

@@ -1,9 +1,8 @@
 //! `chorus formats`: the capability table of every format.
 
-use std::process::ExitCode;
-
 use chorus_formats::Format;
 
+use crate::error::CliError;
 use crate::output::FormatArgs;
 
 /// Arguments of `chorus formats`.
@@ -15,7 +14,7 @@ pub struct FormatsArgs {
 }
 
 /// Prints what each format carries.
-pub fn run(args: FormatsArgs) -> ExitCode {
+pub fn run(args: FormatsArgs) -> Result<(), CliError> {
     let tables: Vec<_> = Format::ALL.iter().map(|f| f.capabilities()).collect();
     if args.output.json() {
         outln!(
@@ -27,5 +26,5 @@ pub fn run(args: FormatsArgs) -> ExitCode {
             outln!("{table}");
         }
     }
-    ExitCode::SUCCESS
+    Ok(())
 }

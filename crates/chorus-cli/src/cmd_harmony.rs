@@ -1,7 +1,5 @@
 //! `chorus harmony render|parse`: Harmony (gpt-oss) tokens from conversations and back.
 
-use std::process::ExitCode;
-
 use chorus_harmony::cli::{
     ConversationFormat, Output, ParseRequest, RenderRequest, TokenFormat, parse_command,
     render_command,
@@ -9,7 +7,8 @@ use chorus_harmony::cli::{
 use chorus_harmony::{RenderMode, Role};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::input::read_input;
+use crate::error::CliError;
+use crate::input::read_text;
 
 /// Arguments of `chorus harmony`.
 #[derive(Debug, Args)]
@@ -110,7 +109,7 @@ fn token_format(format: Tokens) -> TokenFormat {
 }
 
 /// Runs the command: 0 ok, 1 input rejected, 2 usage or I/O error.
-pub fn run(args: HarmonyArgs) -> ExitCode {
+pub fn run(args: HarmonyArgs) -> Result<(), CliError> {
     let (file, result) = match args.command {
         HarmonyCommand::Render(args) => {
             let request = RenderRequest {
@@ -127,10 +126,7 @@ pub fn run(args: HarmonyArgs) -> ExitCode {
                 strict_channels: args.strict,
                 output: token_format(args.output),
             };
-            let input = match read_text(&args.file) {
-                Ok(input) => input,
-                Err(code) => return code,
-            };
+            let input = read_text(&args.file)?;
             (args.file, render_command(&input, &request))
         }
         HarmonyCommand::Parse(args) => {
@@ -147,36 +143,15 @@ pub fn run(args: HarmonyArgs) -> ExitCode {
                 stream: args.stream,
                 to_chorus: matches!(args.to, To::Chorus),
             };
-            let input = match read_text(&args.file) {
-                Ok(input) => input,
-                Err(code) => return code,
-            };
+            let input = read_text(&args.file)?;
             (args.file, parse_command(&input, &request))
         }
     };
-    match result {
-        Ok(Output { stdout, warnings }) => {
-            for warning in warnings {
-                errln!("chorus harmony: {file}: {warning}");
-            }
-            out!("{stdout}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            errln!("chorus harmony: {file}: {error}");
-            ExitCode::from(1)
-        }
+    let Output { stdout, warnings } =
+        result.map_err(|error| CliError::rejected(format!("{file}: {error}")))?;
+    for warning in warnings {
+        errln!("chorus harmony: {file}: {warning}");
     }
-}
-
-/// Reads the file as UTF-8; exit code 2 when it cannot be read.
-fn read_text(file: &str) -> Result<String, ExitCode> {
-    let bytes = read_input(file).map_err(|e| {
-        errln!("chorus harmony: {e}");
-        ExitCode::from(2)
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
-        errln!("chorus harmony: {file}: not UTF-8: {e}");
-        ExitCode::from(1)
-    })
+    out!("{stdout}");
+    Ok(())
 }

@@ -1,13 +1,12 @@
 //! `chorus media frames`: a video's frames (and audio) as one user message, via ffmpeg.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use chorus_context::prepare::{Ffmpeg, FrameRequest, PrepareError, Sampling, video_frames};
 use chorus_core::Detail;
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::cmd_count::{fail, print_stdout};
+use crate::error::CliError;
 
 /// Arguments of `chorus media`.
 #[derive(Debug, Args)]
@@ -58,13 +57,13 @@ struct FramesArgs {
 }
 
 /// Runs `chorus media`.
-pub fn run(args: MediaArgs) -> ExitCode {
+pub fn run(args: MediaArgs) -> Result<(), CliError> {
     let MediaCommand::Frames(args) = args.command;
     if !args.video.is_file() {
-        return fail(
-            2,
-            &format!("{}: cannot read: no such file", args.video.display()),
-        );
+        return Err(CliError::usage(format!(
+            "{}: cannot read: no such file",
+            args.video.display()
+        )));
     }
     let request = FrameRequest {
         video: args.video,
@@ -83,14 +82,13 @@ pub fn run(args: MediaArgs) -> ExitCode {
         out_dir: args.out,
         ffmpeg: Ffmpeg::default(),
     };
-    match video_frames(&request) {
-        Ok(message) => {
-            print_stdout(&serde_json::to_string_pretty(&message).unwrap_or_default());
-            ExitCode::SUCCESS
-        }
-        Err(e @ PrepareError::Failed { .. }) | Err(e @ PrepareError::Request(_)) => {
-            fail(1, &e.to_string())
-        }
-        Err(e) => fail(2, &e.to_string()),
-    }
+    let message = video_frames(&request).map_err(|e| match e {
+        PrepareError::Failed { .. } | PrepareError::Request(_) => CliError::rejected(e),
+        e => CliError::usage(e),
+    })?;
+    outln!(
+        "{}",
+        serde_json::to_string_pretty(&message).unwrap_or_default()
+    );
+    Ok(())
 }

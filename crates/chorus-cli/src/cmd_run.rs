@@ -2,9 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
-
 use std::time::Duration;
 
 use chorus_agent::agents::Item;
@@ -15,6 +13,8 @@ use chorus_agent::flow::{
     ApprovalWait, Flow, FlowError, FlowSpec, Remote, RemoteConfirmations, env_model_factory,
 };
 use chorus_server::Store;
+
+use crate::error::CliError;
 
 /// How often a waiting flow reads the confirmation store.
 const POLL: Duration = Duration::from_millis(500);
@@ -45,39 +45,23 @@ pub struct RunArgs {
 
 /// Runs `chorus run`: exit 0 when the flow ends normally, 1 when it fails, 2 on usage or I/O
 /// errors (including an unusable flow file).
-pub fn run(args: RunArgs) -> ExitCode {
-    let usage = |e: &dyn std::fmt::Display| {
-        errln!("chorus run: {e}");
-        ExitCode::from(2)
-    };
-    let text = match std::fs::read_to_string(&args.flow) {
-        Ok(t) => t,
-        Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
-    };
-    let spec = match FlowSpec::parse(&text) {
-        Ok(s) => s,
-        Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
-    };
+pub fn run(args: RunArgs) -> Result<(), CliError> {
+    let in_flow =
+        |e: &dyn std::fmt::Display| CliError::usage(format!("{}: {e}", args.flow.display()));
+    let text = std::fs::read_to_string(&args.flow).map_err(|e| in_flow(&e))?;
+    let spec = FlowSpec::parse(&text).map_err(|e| in_flow(&e))?;
     let mut transcript = match &args.transcript {
-        Some(path) => match std::fs::File::create(path) {
-            Ok(f) => Some((path.clone(), std::io::BufWriter::new(f))),
-            Err(e) => return usage(&format!("{}: {e}", path.display())),
-        },
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+            Some((path.clone(), std::io::BufWriter::new(file)))
+        }
         None => None,
     };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
-        Err(e) => return usage(&e),
-    };
+    let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     let models = env_model_factory();
-    let confirmations = match open_confirmations(&args, &spec) {
-        Ok(c) => c,
-        Err(e) => return usage(&e),
-    };
-    let flow = match Flow::new(spec, models.as_ref(), confirmations.store) {
-        Ok(f) => f,
-        Err(e) => return usage(&format!("{}: {e}", args.flow.display())),
-    };
+    let confirmations = open_confirmations(&args, &spec).map_err(CliError::usage)?;
+    let flow = Flow::new(spec, models.as_ref(), confirmations.store).map_err(|e| in_flow(&e))?;
     let progress = Progress::new();
     let flow = match (
         wait_limit(args.await_approval),
@@ -121,13 +105,12 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     });
     progress.finish();
-    if let Some((path, mut file)) = transcript
-        && let Err(e) = file.flush()
-    {
-        return usage(&format!("{}: {e}", path.display()));
+    if let Some((path, mut file)) = transcript {
+        file.flush()
+            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
     if let Some(e) = write_error {
-        return usage(&e);
+        return Err(CliError::usage(e));
     }
     match result {
         Ok(report) => {
@@ -172,13 +155,10 @@ pub fn run(args: RunArgs) -> ExitCode {
                 report.steps,
                 flow.task_id()
             );
-            ExitCode::SUCCESS
+            Ok(())
         }
-        Err(FlowError::Spec(e)) => usage(&format!("{}: {e}", args.flow.display())),
-        Err(e @ FlowError::Failed(_)) => {
-            errln!("chorus run: {e}");
-            ExitCode::from(1)
-        }
+        Err(FlowError::Spec(e)) => Err(in_flow(&e)),
+        Err(e @ FlowError::Failed(_)) => Err(CliError::rejected(e)),
     }
 }
 

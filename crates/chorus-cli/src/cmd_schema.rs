@@ -1,11 +1,11 @@
 //! `chorus schema`: print the JSON Schema of a document kind or of a handoff type's data.
 
-use std::process::ExitCode;
-
 use chorus_core::Kind;
 use chorus_core::handoff::HandoffType;
 use chorus_core::schema::handoff_data_schema;
 use clap::Args;
+
+use crate::error::CliError;
 
 /// Arguments of `chorus schema`.
 #[derive(Debug, Args)]
@@ -19,7 +19,7 @@ pub struct SchemaArgs {
 }
 
 /// Prints the schema; 2 when the handoff type has no built-in schema.
-pub fn run(args: SchemaArgs) -> ExitCode {
+pub fn run(args: SchemaArgs) -> Result<(), CliError> {
     let schema = match (&args.handoff_type, args.kind) {
         (None, kind) => kind.schema(),
         (Some(name), Kind::Handoff) => match handoff_data_schema(&HandoffType::parse(name)) {
@@ -29,21 +29,21 @@ pub fn run(args: SchemaArgs) -> ExitCode {
                     .iter()
                     .map(HandoffType::as_str)
                     .collect();
-                errln!(
-                    "chorus schema: no built-in data schema for {name:?}; expected one of {}",
+                return Err(CliError::usage(format!(
+                    "no built-in data schema for {name:?}; expected one of {}",
                     names.join(", ")
-                );
-                return ExitCode::from(2);
+                )));
             }
         },
         (Some(_), kind) => {
-            errln!("chorus schema: --handoff-type goes with the kind `handoff`, not `{kind}`");
-            return ExitCode::from(2);
+            return Err(CliError::usage(format!(
+                "--handoff-type goes with the kind `handoff`, not `{kind}`"
+            )));
         }
     };
     outln!(
         "{}",
         serde_json::to_string_pretty(&schema).expect("schemas serialize")
     );
-    ExitCode::SUCCESS
+    Ok(())
 }

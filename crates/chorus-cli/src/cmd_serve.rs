@@ -1,9 +1,10 @@
 //! `chorus serve`: the hub as an HTTP service until Ctrl-C or SIGTERM.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use chorus_server::{Server, ServerConfig, Store, bind, hash_token, shutdown_signal, tls};
+
+use crate::error::CliError;
 
 /// Arguments of `chorus serve`.
 #[derive(clap::Args, Debug)]
@@ -25,51 +26,28 @@ pub struct ServeArgs {
 }
 
 /// Runs `chorus serve`.
-pub fn run(args: ServeArgs) -> ExitCode {
+pub fn run(args: ServeArgs) -> Result<(), CliError> {
     if let Some(token) = &args.hash_token {
         outln!("{}", hash_token(token));
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
-    let fail = |e: &dyn std::fmt::Display| {
-        errln!("chorus serve: {e}");
-        ExitCode::from(2)
-    };
     let config = match &args.config {
-        Some(path) => match ServerConfig::load(path) {
-            Ok(c) => c,
-            Err(e) => return fail(&e),
-        },
+        Some(path) => ServerConfig::load(path).map_err(CliError::usage)?,
         None => ServerConfig::default(),
     };
-    let store = match Store::parse(&args.store) {
-        Ok(s) => s,
-        Err(e) => return fail(&e),
-    };
+    let store = Store::parse(&args.store).map_err(CliError::usage)?;
     // Kept to the end: dropping it sends the spans not yet exported.
     let _telemetry = chorus_server::telemetry::init();
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
-        Err(e) => return fail(&e),
-    };
+    let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     runtime.block_on(async {
-        let bus = match store.open(&config).await {
-            Ok(b) => b,
-            Err(e) => return fail(&e),
-        };
-        let side = match store.open_side(&config) {
-            Ok(s) => s,
-            Err(e) => return fail(&e),
-        };
+        let bus = store.open(&config).await.map_err(CliError::usage)?;
+        let side = store.open_side(&config).map_err(CliError::usage)?;
         let server = Server::with_side(bus, side, &config);
-        let (listener, addr) = match bind(&args.listen).await {
-            Ok(l) => l,
-            Err(e) => return fail(&format!("cannot listen on {}: {e}", args.listen)),
-        };
+        let (listener, addr) = bind(&args.listen)
+            .await
+            .map_err(|e| CliError::usage(format!("cannot listen on {}: {e}", args.listen)))?;
         let acceptor = match (&config.tls_cert, &config.tls_key) {
-            (Some(cert), Some(key)) => match tls::acceptor(cert, key) {
-                Ok(a) => Some(a),
-                Err(e) => return fail(&e),
-            },
+            (Some(cert), Some(key)) => Some(tls::acceptor(cert, key).map_err(CliError::usage)?),
             _ => None,
         };
         let scheme = if acceptor.is_some() { "https" } else { "http" };
@@ -84,12 +62,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
             },
             None => server.serve(listener, shutdown_signal()).await,
         };
-        match served {
-            Ok(()) => {
-                outln!("chorus serve: stopped");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e),
-        }
+        served.map_err(CliError::usage)?;
+        outln!("chorus serve: stopped");
+        Ok(())
     })
 }

@@ -1,14 +1,13 @@
 //! `chorus trim`: the kept conversation on stdout, the report on stderr (JSON).
 
-use std::process::ExitCode;
-
-use chorus_context::command::{
-    CommandError, CounterChoice, TrimArgs as Request, TrimStrategy, trim,
-};
+use chorus_context::command::{CounterChoice, TrimArgs as Request, TrimStrategy, trim};
 use chorus_formats::{EncodeOptions, Format};
 use clap::{Args, ValueEnum};
 
-use crate::cmd_count::{fail, parse_format, print_stdout, read_conversation, read_text, warn};
+use crate::conversation::{parse_format, read_conversation};
+use crate::error::CliError;
+use crate::input::read_text;
+use crate::output::warn;
 
 /// `--strategy` values.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -68,15 +67,9 @@ pub struct TrimArgs {
 }
 
 /// Runs `chorus trim`.
-pub fn run(args: TrimArgs) -> ExitCode {
-    let conversation = match read_conversation(&args.file, args.from) {
-        Ok(conversation) => conversation,
-        Err(code) => return code,
-    };
-    let summary = match args.summary.as_deref().map(read_text).transpose() {
-        Ok(summary) => summary,
-        Err(e) => return fail(2, &e),
-    };
+pub fn run(args: TrimArgs) -> Result<(), CliError> {
+    let conversation = read_conversation(&args.file, args.from)?;
+    let summary = args.summary.as_deref().map(read_text).transpose()?;
     let request = Request {
         model: args.model,
         max_tokens: args.max_tokens,
@@ -97,22 +90,17 @@ pub fn run(args: TrimArgs) -> ExitCode {
         summary,
         tokenizer: args.tokenizer,
     };
-    match trim(&conversation, &request) {
-        Ok(out) => {
-            warn(&out.warnings);
-            let encoded = match args.from.encode(&out.kept, &EncodeOptions::default()) {
-                Ok(encoded) => encoded,
-                Err(e) => return fail(1, &format!("{}: {e}", args.file)),
-            };
-            let mut report = out.report;
-            if !encoded.losses.is_empty() {
-                report["format_losses"] = serde_json::to_value(&encoded.losses).unwrap_or_default();
-            }
-            print_stdout(&encoded.value);
-            errln!("{}", serde_json::to_string(&report).unwrap_or_default());
-            ExitCode::SUCCESS
-        }
-        Err(CommandError::Input(e)) => fail(1, &format!("{}: {e}", args.file)),
-        Err(CommandError::Usage(e)) => fail(2, &e),
+    let out = trim(&conversation, &request).map_err(|e| CliError::context(&args.file, e))?;
+    warn(&out.warnings);
+    let encoded = args
+        .from
+        .encode(&out.kept, &EncodeOptions::default())
+        .map_err(|e| CliError::rejected(format!("{}: {e}", args.file)))?;
+    let mut report = out.report;
+    if !encoded.losses.is_empty() {
+        report["format_losses"] = serde_json::to_value(&encoded.losses).unwrap_or_default();
     }
+    outln!("{}", encoded.value);
+    errln!("{}", serde_json::to_string(&report).unwrap_or_default());
+    Ok(())
 }

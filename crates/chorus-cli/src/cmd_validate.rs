@@ -2,14 +2,14 @@
 //! file or one per line of a JSON Lines file (`.jsonl`, `.ndjson` or `--jsonl`).
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use chorus_core::validate::Limits;
 use chorus_core::{Kind, Problem, Severity, Validator};
 use clap::Args;
 use serde::Serialize;
 
-use crate::input::read_input;
+use crate::error::{CliError, Exit};
+use crate::input::read_bytes;
 use crate::output::FormatArgs;
 
 /// Arguments of `chorus validate`.
@@ -73,25 +73,24 @@ struct Checked<'a> {
 }
 
 /// Runs `chorus validate`: 0 all valid, 1 any rejected, 2 usage or I/O error.
-pub fn run(args: ValidateArgs) -> ExitCode {
+pub fn run(args: ValidateArgs) -> Result<(), CliError> {
     let mut validator = Validator::new().with_limits(Limits {
         max_depth: usize::from(args.max_depth),
         max_bytes: args.max_bytes,
     });
-    if let Some(dir) = &args.schemas
-        && let Err(error) = validator.load_data_schema_dir(dir)
-    {
-        errln!("chorus validate: {error}");
-        return ExitCode::from(2);
+    if let Some(dir) = &args.schemas {
+        validator
+            .load_data_schema_dir(dir)
+            .map_err(CliError::usage)?;
     }
     let mut rejected = false;
     let mut io_failed = false;
     let mut results: Vec<Checked> = Vec::new();
     for file in &args.files {
-        let bytes = match read_input(file) {
+        let bytes = match read_bytes(file) {
             Ok(bytes) => bytes,
-            Err(message) => {
-                errln!("{message}");
+            Err(error) => {
+                errln!("{error}");
                 io_failed = true;
                 continue;
             }
@@ -140,9 +139,9 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         );
     }
     match (io_failed, rejected) {
-        (true, _) => ExitCode::from(2),
-        (false, true) => ExitCode::from(1),
-        (false, false) => ExitCode::SUCCESS,
+        (true, _) => Err(CliError::reported(Exit::Usage)),
+        (false, true) => Err(CliError::reported(Exit::Rejected)),
+        (false, false) => Ok(()),
     }
 }
 

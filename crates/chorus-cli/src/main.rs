@@ -17,11 +17,15 @@ mod cmd_schema;
 mod cmd_serve;
 mod cmd_trim;
 mod cmd_validate;
+mod conversation;
+mod error;
 mod input;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use crate::error::CliError;
 
 /// chorus: one message protocol for multi-agent LLM systems.
 #[derive(Debug, Parser)]
@@ -65,19 +69,49 @@ enum Command {
     Confirm(cmd_confirm::ConfirmArgs),
 }
 
+/// Runs the command; its error is printed after the command's prefix and sets the exit code.
 fn main() -> ExitCode {
-    match Cli::parse().command {
-        Command::Validate(args) => cmd_validate::run(args),
-        Command::Schema(args) => cmd_schema::run(args),
-        Command::Harmony(args) => cmd_harmony::run(args),
-        Command::Convert(args) => cmd_convert::run(args),
-        Command::Formats(args) => cmd_formats::run(args),
-        Command::Count(args) => cmd_count::run(args),
-        Command::Trim(args) => cmd_trim::run(args),
-        Command::Media(args) => cmd_media::run(args),
-        Command::Bench(args) => cmd_bench::run(args),
-        Command::Serve(args) => cmd_serve::run(args),
-        Command::Run(args) => cmd_run::run(args),
-        Command::Confirm(args) => cmd_confirm::run(args),
+    let command = Cli::parse().command;
+    let prefix = command.prefix();
+    match command.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => error.report(prefix),
+    }
+}
+
+impl Command {
+    /// What starts the command's error line.
+    fn prefix(&self) -> &'static str {
+        match self {
+            Command::Convert(_) | Command::Count(_) | Command::Trim(_) | Command::Media(_) => {
+                "error"
+            }
+            Command::Validate(_) => "chorus validate",
+            Command::Schema(_) => "chorus schema",
+            Command::Harmony(_) => "chorus harmony",
+            Command::Formats(_) => "chorus formats",
+            Command::Bench(args) => args.prefix(),
+            Command::Serve(_) => "chorus serve",
+            Command::Run(_) => "chorus run",
+            Command::Confirm(_) => "chorus confirm",
+        }
+    }
+
+    /// Runs the command.
+    fn run(self) -> Result<(), CliError> {
+        match self {
+            Command::Validate(args) => cmd_validate::run(args),
+            Command::Schema(args) => cmd_schema::run(args),
+            Command::Harmony(args) => cmd_harmony::run(args),
+            Command::Convert(args) => cmd_convert::run(args),
+            Command::Formats(args) => cmd_formats::run(args),
+            Command::Count(args) => cmd_count::run(args),
+            Command::Trim(args) => cmd_trim::run(args),
+            Command::Media(args) => cmd_media::run(args),
+            Command::Bench(args) => cmd_bench::run(args),
+            Command::Serve(args) => cmd_serve::run(args),
+            Command::Run(args) => cmd_run::run(args),
+            Command::Confirm(args) => cmd_confirm::run(args),
+        }
     }
 }

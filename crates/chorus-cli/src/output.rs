@@ -6,6 +6,8 @@ use std::fmt;
 use std::io::{self, Write};
 use std::process;
 
+use crate::error::Exit;
+
 /// Writes formatted text to standard output (see [`print`]).
 macro_rules! out {
     ($($arg:tt)*) => { $crate::output::print(format_args!($($arg)*)) };
@@ -43,7 +45,14 @@ fn stop(error: &io::Error) -> ! {
     eprint(format_args!(
         "chorus: cannot write to standard output: {error}\n"
     ));
-    process::exit(2);
+    process::exit(i32::from(Exit::Usage.code()));
+}
+
+/// Prints each of `warnings` on standard error.
+pub fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprint(format_args!("warning: {warning}\n"));
+    }
 }
 
 /// How a command prints its result: `--format text|json`, with `--json` the same as

@@ -270,3 +270,39 @@ fn harmony_render_takes_any_channel_unless_strict() {
         stderr(&strict)
     );
 }
+
+/// The commands that read text refuse bytes that are not UTF-8 as they refuse an unreadable
+/// file: exit 2, with the command's prefix and the file named.
+#[test]
+fn input_that_is_not_utf8_is_refused_alike_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("latin1.json");
+    std::fs::write(
+        &path,
+        b"{\"messages\": [{\"role\": \"user\", \"content\": \"caf\xe9\"}]}",
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    for (args, prefix) in [
+        (vec!["count", "--model", "gpt-4o", file], "error"),
+        (
+            vec!["trim", "--model", "gpt-4o", "--max-tokens", "9", file],
+            "error",
+        ),
+        (
+            vec!["convert", "--from", "chorus", "--to", "anthropic", file],
+            "error",
+        ),
+        (vec!["harmony", "render", file], "chorus harmony"),
+    ] {
+        let out = chorus(&args, "");
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        let said = format!("{prefix}: {file}: expected UTF-8 text; invalid utf-8");
+        assert!(
+            stderr(&out).starts_with(&said),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out), "", "{args:?}");
+    }
+}
