@@ -132,13 +132,45 @@ fn line_column(text: &str, span: Range<usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::spec::{AgentKind, ClientKind};
+    use crate::flow::spec::{AgentKind, ClientKind, Mode};
     use crate::tools::ToolKind;
 
     const HEAD: &str = "name = \"x\"\n[input]\ntext = \"hi\"\n";
 
     fn error(body: &str) -> SpecError {
         FlowSpec::parse(&format!("{HEAD}{body}")).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_the_line_or_the_toml_path() {
+        let e = error("[[agents]]\nname = \"a\"\nkind = \"rule\"\nmodle = \"x\"\n");
+        assert_eq!(e.location, "line 7, column 1");
+        assert!(e.message.contains("modle"), "{e}");
+        let e = error("[[agents]]\nname = \"a\"\nkind = \"llm\"\n");
+        assert_eq!(
+            (e.location.as_str(), e.message.as_str()),
+            ("agents[0].model", "an llm agent needs `model`")
+        );
+        let rule = "[[agents.rules]]\n";
+        let e = error(&format!(
+            "[[agents]]\nname = \"a\"\nkind = \"rule\"\nhandoffs = [\"b\"]\n{rule}"
+        ));
+        assert_eq!(e.location, "agents[0].handoffs[0]");
+        let twice = format!("[[agents]]\nname = \"a\"\nkind = \"rule\"\n{rule}");
+        assert_eq!(error(&twice.repeat(2)).location, "agents[1].name");
+        let e = FlowSpec::parse(&format!("order = [\"z\"]\n{HEAD}{twice}")).unwrap_err();
+        assert_eq!(e.location, "order[0]");
+    }
+
+    #[test]
+    fn defaults_fill_the_optional_parts() {
+        let spec = FlowSpec::parse(&format!(
+            "{HEAD}[[agents]]\nname = \"a\"\nkind = \"rule\"\n[[agents.rules]]\n"
+        ))
+        .unwrap();
+        assert_eq!(spec.mode, Mode::Handoffs);
+        assert_eq!(spec.input.from, "user");
+        assert!(spec.tools.is_empty() && spec.server.tokens.is_empty());
     }
 
     #[test]
@@ -189,71 +221,71 @@ mod tests {
         assert_eq!((rule.rules.len(), b.personality.as_deref()), (1, Some("q")));
     }
 
+    /// Asserts that `body` after [`HEAD`] is refused at `location` with a message that starts
+    /// with `message` and ends with `end`.
+    fn refused(body: &str, location: &str, message: &str, end: &str) {
+        let e = error(body);
+        assert_eq!(e.location, location, "{e}");
+        assert!(
+            e.message.starts_with(message) && e.message.ends_with(end),
+            "{e}"
+        );
+    }
+
     #[test]
     fn an_option_of_another_kind_is_refused_at_its_line() {
-        let e = error("[[agents]]\nname = \"a\"\nkind = \"llm\"\nmodel = \"m\"\nrules = []\n");
-        assert_eq!(e.location, "line 8, column 1");
-        assert!(
-            e.message
-                .starts_with("unknown field `rules`, expected one of `model`"),
-            "{e}"
+        refused(
+            "[[agents]]\nname = \"a\"\nkind = \"llm\"\nmodel = \"m\"\nrules = []\n",
+            "line 8, column 1",
+            "unknown field `rules`, expected one of `model`",
+            "; every agent also takes `kind`, `name`, `personality`, `tools`, `handoffs`",
         );
-        assert!(
-            e.message.ends_with(
-                "every agent also takes `kind`, `name`, `personality`, `tools`, `handoffs`"
-            ),
-            "{e}"
-        );
-        let e = error(
+        refused(
             "[[tools]]\nname = \"t\"\nurl = \"http://h\"\nkind = \"command\"\nprogram = \"p\"\n\
              [[agents]]\nname = \"a\"\nkind = \"rule\"\n[[agents.rules]]\n",
-        );
-        assert_eq!(e.location, "line 6, column 1");
-        assert!(
-            e.message
-                .starts_with("unknown field `url`, expected `program` or `args`"),
-            "{e}"
+            "line 6, column 1",
+            "unknown field `url`, expected `program` or `args`; every tool also takes `kind`",
+            "`timeout_ms`",
         );
     }
 
     #[test]
     fn a_kind_that_is_missing_unknown_or_not_a_string_is_refused_at_its_place() {
-        let e = error("[[agents]]\nname = \"a\"\nkind = \"robot\"\n");
-        assert_eq!(e.location, "line 6, column 8");
-        assert_eq!(
-            e.message,
-            "unknown variant `robot`, expected `rule` or `llm`"
-        );
-        let e = error("[[agents]]\nname = \"a\"\n");
-        assert_eq!(
-            (e.location.as_str(), e.message.as_str()),
-            ("line 4, column 1", "missing field `kind`")
-        );
-        let e = error("[[tools]]\nname = \"t\"\nkind = 3\n");
-        assert_eq!(e.location, "line 6, column 8");
-        assert_eq!(e.message, "expected the tool's kind as a string");
+        let robot = "[[agents]]\nname = \"a\"\nkind = \"robot\"\n";
+        let (unknown, none) = ("unknown variant `robot`, expected `rule` or `llm`", "");
+        refused(robot, "line 6, column 8", unknown, none);
+        let (missing, kind) = ("[[agents]]\nname = \"a\"\n", "missing field `kind`");
+        refused(missing, "line 4, column 1", kind, kind);
+        let three = "[[tools]]\nname = \"t\"\nkind = 3\n";
+        let string = "expected the tool's kind as a string";
+        refused(three, "line 6, column 8", string, string);
     }
 
     #[test]
     fn values_inside_an_entry_keep_their_place() {
-        let e =
-            error("[[agents]]\nname = \"a\"\nkind = \"llm\"\nmodel = \"m\"\nmax_steps = \"x\"\n");
-        assert_eq!(e.location, "line 8, column 13");
-        assert!(e.message.contains("expected usize"), "{e}");
-        let e = error("[[agents]]\nkind = \"rule\"\nname = \"a\"\n[[agents.rules]]\nonn = 1\n");
-        assert_eq!(e.location, "line 8, column 1");
-        assert!(e.message.starts_with("unknown field `onn`"), "{e}");
-        let e = error("[[tools]]\nname = \"t\"\nkind = \"http\"\n");
-        assert_eq!(
-            (e.location.as_str(), e.message.as_str()),
-            ("line 4, column 1", "missing field `url`")
+        let llm = "[[agents]]\nname = \"a\"\nkind = \"llm\"\nmodel = \"m\"\n";
+        let steps = "invalid type: string \"x\", expected usize";
+        refused(
+            &format!("{llm}max_steps = \"x\"\n"),
+            "line 8, column 13",
+            steps,
+            "",
         );
-        let e =
-            error("[[agents]]\nname = \"a\"\nkind = \"llm\"\nmodel = \"m\"\nclient = \"grpc\"\n");
-        assert_eq!(e.location, "line 8, column 10");
-        assert_eq!(
-            e.message,
-            "unknown variant `grpc`, expected `chat` or `harmony`"
+        let grpc = "unknown variant `grpc`, expected `chat` or `harmony`";
+        refused(
+            &format!("{llm}client = \"grpc\"\n"),
+            "line 8, column 10",
+            grpc,
+            grpc,
+        );
+        let rule = "[[agents]]\nkind = \"rule\"\nname = \"a\"\n[[agents.rules]]\nonn = 1\n";
+        refused(rule, "line 8, column 1", "unknown field `onn`", "`then`");
+        let url = "missing field `url`";
+        refused(
+            "[[tools]]\nname = \"t\"\nkind = \"http\"\n",
+            "line 4, column 1",
+            url,
+            url,
         );
     }
 }
