@@ -69,49 +69,25 @@ enum Command {
     Confirm(cmd_confirm::ConfirmArgs),
 }
 
-/// Runs the command; its error is printed after the command's prefix and sets the exit code.
+/// Runs the command; its error is printed after the command's prefix (its name, or `error` for
+/// the conversion and token commands, as they have always said) and sets the exit code.
 fn main() -> ExitCode {
-    let command = Cli::parse().command;
-    let prefix = command.prefix();
-    match command.run() {
+    let (prefix, result): (&str, Result<(), CliError>) = match Cli::parse().command {
+        Command::Validate(args) => ("chorus validate", cmd_validate::run(args)),
+        Command::Schema(args) => ("chorus schema", cmd_schema::run(args)),
+        Command::Harmony(args) => ("chorus harmony", cmd_harmony::run(args)),
+        Command::Convert(args) => ("error", cmd_convert::run(args)),
+        Command::Formats(args) => ("chorus formats", cmd_formats::run(args)),
+        Command::Count(args) => ("error", cmd_count::run(args)),
+        Command::Trim(args) => ("error", cmd_trim::run(args)),
+        Command::Media(args) => ("error", cmd_media::run(args)),
+        Command::Bench(args) => (args.prefix(), cmd_bench::run(args)),
+        Command::Serve(args) => ("chorus serve", cmd_serve::run(args)),
+        Command::Run(args) => ("chorus run", cmd_run::run(args)),
+        Command::Confirm(args) => ("chorus confirm", cmd_confirm::run(args)),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => error.report(prefix),
-    }
-}
-
-impl Command {
-    /// What starts the command's error line.
-    fn prefix(&self) -> &'static str {
-        match self {
-            Command::Convert(_) | Command::Count(_) | Command::Trim(_) | Command::Media(_) => {
-                "error"
-            }
-            Command::Validate(_) => "chorus validate",
-            Command::Schema(_) => "chorus schema",
-            Command::Harmony(_) => "chorus harmony",
-            Command::Formats(_) => "chorus formats",
-            Command::Bench(args) => args.prefix(),
-            Command::Serve(_) => "chorus serve",
-            Command::Run(_) => "chorus run",
-            Command::Confirm(_) => "chorus confirm",
-        }
-    }
-
-    /// Runs the command.
-    fn run(self) -> Result<(), CliError> {
-        match self {
-            Command::Validate(args) => cmd_validate::run(args),
-            Command::Schema(args) => cmd_schema::run(args),
-            Command::Harmony(args) => cmd_harmony::run(args),
-            Command::Convert(args) => cmd_convert::run(args),
-            Command::Formats(args) => cmd_formats::run(args),
-            Command::Count(args) => cmd_count::run(args),
-            Command::Trim(args) => cmd_trim::run(args),
-            Command::Media(args) => cmd_media::run(args),
-            Command::Bench(args) => cmd_bench::run(args),
-            Command::Serve(args) => cmd_serve::run(args),
-            Command::Run(args) => cmd_run::run(args),
-            Command::Confirm(args) => cmd_confirm::run(args),
-        }
     }
 }

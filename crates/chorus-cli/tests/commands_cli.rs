@@ -275,13 +275,10 @@ fn harmony_render_takes_any_channel_unless_strict() {
 /// file: exit 2, with the command's prefix and the file named.
 #[test]
 fn input_that_is_not_utf8_is_refused_alike_by_every_command() {
+    const LATIN1: &[u8] = b"{\"messages\": [{\"role\": \"user\", \"content\": \"caf\xe9\"}]}";
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("latin1.json");
-    std::fs::write(
-        &path,
-        b"{\"messages\": [{\"role\": \"user\", \"content\": \"caf\xe9\"}]}",
-    )
-    .unwrap();
+    std::fs::write(&path, LATIN1).unwrap();
     let file = path.to_str().unwrap();
     for (args, prefix) in [
         (vec!["count", "--model", "gpt-4o", file], "error"),
