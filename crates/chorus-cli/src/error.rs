@@ -66,12 +66,13 @@ impl CliError {
         }
     }
 
-    /// Prints the message after `prefix` (the command's name, or `error`) on standard error and
-    /// returns the exit code.
-    pub fn report(&self, prefix: &str) -> ExitCode {
-        if let Some(message) = &self.message {
-            errln!("{prefix}: {message}");
-        }
+    /// What to print after the command's prefix; none when the command has said it already.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The process exit code.
+    pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(self.exit.code())
     }
 }
@@ -91,7 +92,8 @@ mod tests {
     fn rejected_input_exits_1_and_usage_2() {
         assert_eq!(CliError::rejected("x").exit.code(), 1);
         assert_eq!(CliError::usage("x").exit.code(), 2);
-        assert_eq!(CliError::reported(Exit::Rejected).to_string(), "");
+        let reported = CliError::reported(Exit::Rejected);
+        assert_eq!((reported.exit, reported.message()), (Exit::Rejected, None));
         let input = CliError::context("c.json", CommandError::Input("bad role".into()));
         assert_eq!(
             (input.exit, input.to_string()),

@@ -88,6 +88,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => error.report(prefix),
+        Err(error) => {
+            if let Some(message) = error.message() {
+                errln!("{prefix}: {message}");
+            }
+            error.exit_code()
+        }
     }
 }
