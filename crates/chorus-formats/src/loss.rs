@@ -64,15 +64,6 @@ pub struct Encoded<T> {
 }
 
 impl<T> Encoded<T> {
-    /// The value, or an error listing the losses when there are any (strict mode).
-    pub fn strict(self) -> Result<T, crate::Error> {
-        if self.losses.is_empty() {
-            Ok(self.value)
-        } else {
-            Err(crate::Error::Lossy(self.losses))
-        }
-    }
-
     /// Applies `f` to the value and keeps the losses.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Encoded<U> {
         Encoded {
@@ -122,15 +113,6 @@ pub fn pointer_segment(key: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strict_mode_turns_losses_into_an_error() {
-        let mut losses = Losses::default();
-        assert_eq!(Losses::default().finish(1).strict().unwrap(), 1);
-        losses.push("/messages/0/name", Policy::Dropped, "no names");
-        let err = losses.finish(1).strict().unwrap_err();
-        assert!(err.to_string().contains("/messages/0/name"), "{err}");
-    }
 
     #[test]
     fn pointer_segments_are_escaped() {

@@ -6,62 +6,14 @@ use chorus_core::Conversation;
 
 use crate::capability::Capabilities;
 use crate::error::Error;
+use crate::format::Format;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
 use crate::{
     a2a, agentscope, anthropic, chorus, gemini, harmony, openai_chat, openai_responses, qwen3,
 };
 
-/// A format chorus converts to and from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// chorus' own JSON.
-    Chorus,
-    /// OpenAI Chat Completions.
-    OpenAiChat,
-    /// OpenAI Chat Completions response (`chat.completion`).
-    OpenAiChatResponse,
-    /// OpenAI Responses.
-    OpenAiResponses,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Qwen3 ChatML text.
-    Qwen3,
-    /// Google Gemini generateContent.
-    Gemini,
-    /// AgentScope Msg dicts.
-    AgentScope,
-    /// A2A messages.
-    A2a,
-    /// Harmony text (gpt-oss).
-    Harmony,
-}
-
 impl Format {
-    /// Every format, in the order `chorus formats` prints them.
-    pub const ALL: [Format; 10] = [
-        Format::Chorus,
-        Format::OpenAiChat,
-        Format::OpenAiChatResponse,
-        Format::OpenAiResponses,
-        Format::Anthropic,
-        Format::Gemini,
-        Format::Qwen3,
-        Format::AgentScope,
-        Format::A2a,
-        Format::Harmony,
-    ];
-
-    /// The id used on the command line.
-    pub fn id(self) -> &'static str {
-        self.capabilities().format
-    }
-
-    /// Every id.
-    pub fn ids() -> Vec<&'static str> {
-        Format::ALL.iter().map(|f| f.id()).collect()
-    }
-
     /// The capability table.
     pub fn capabilities(self) -> &'static Capabilities {
         match self {
@@ -76,11 +28,6 @@ impl Format {
             Format::Harmony => &harmony::CAPABILITIES,
             Format::OpenAiResponses => &openai_responses::CAPABILITIES,
         }
-    }
-
-    /// Open formats write unknown top-level keys back as they are.
-    pub fn is_open(self) -> bool {
-        matches!(self, Format::Chorus | Format::OpenAiChat)
     }
 
     /// Decodes `input` (JSON, or text for text formats).
@@ -124,10 +71,7 @@ impl FromStr for Format {
     type Err = Error;
 
     fn from_str(id: &str) -> Result<Self, Error> {
-        Format::ALL
-            .into_iter()
-            .find(|f| f.id() == id)
-            .ok_or_else(|| Error::UnknownFormat(id.to_owned()))
+        Format::from_id(id).ok_or_else(|| Error::UnknownFormat(id.to_owned()))
     }
 }
 
@@ -216,5 +160,12 @@ mod tests {
             "wizard".parse::<Format>(),
             Err(Error::UnknownFormat(_))
         ));
+    }
+
+    #[test]
+    fn every_capability_table_names_its_own_format() {
+        for format in Format::ALL {
+            assert_eq!(format.capabilities().format, format.id());
+        }
     }
 }

@@ -8,32 +8,14 @@ use serde_json::{Map, Value};
 
 use crate::Format;
 use crate::common::extras::{SPELLING, namespace, stash};
-use crate::common::json::{array, child, item, object, opt_string, string, unknown_keys};
+use crate::common::json::{array, child, item, object, opt_string, string};
 use crate::common::params;
-use crate::common::spelling::to_camel;
 use crate::error::DecodeError;
 use crate::gemini::decode_parts::media_or_text;
-use crate::gemini::spelling;
+use crate::gemini::spelling::{self, get, rest};
 use crate::qwen3::call_id;
 
 const ME: Format = Format::Gemini;
-
-/// A field under its snake_case or camelCase name.
-pub(super) fn get<'a>(map: &'a Map<String, Value>, snake: &str) -> Option<(&'a Value, String)> {
-    if let Some(v) = map.get(snake) {
-        return Some((v, snake.to_owned()));
-    }
-    let camel = to_camel(snake);
-    map.get(&camel).map(|v| (v, camel))
-}
-
-/// The keys of `map` other than `known` (given in snake_case; camelCase forms count too).
-pub(super) fn rest(map: &Map<String, Value>, known: &[&str]) -> Map<String, Value> {
-    let camel: Vec<String> = known.iter().map(|k| to_camel(k)).collect();
-    let mut all: Vec<&str> = known.to_vec();
-    all.extend(camel.iter().map(String::as_str));
-    unknown_keys(map, &all)
-}
 
 /// Calls waiting for their function responses, oldest first.
 #[derive(Default)]

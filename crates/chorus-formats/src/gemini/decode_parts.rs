@@ -10,7 +10,7 @@ use crate::Format;
 use crate::common::extras::{part_extra, stash};
 use crate::common::json::{child, object, string};
 use crate::error::DecodeError;
-use crate::gemini::decode::{get, rest};
+use crate::gemini::spelling::{get, rest};
 
 const ME: Format = Format::Gemini;
 

@@ -3,7 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::common::spelling::to_camel;
+use crate::common::json::unknown_keys;
+use crate::common::spelling::{key_of, to_camel};
 
 /// The multi-word keys the Gemini codec itself reads and writes.
 const KNOWN: [&str; 18] = [
@@ -40,6 +41,20 @@ const DATA: [&str; 10] = [
     "responseSchema",
     "x-gemini",
 ];
+
+/// A field under its snake_case or camelCase name, with the key it was found under.
+pub(super) fn get<'a>(map: &'a Map<String, Value>, snake: &str) -> Option<(&'a Value, String)> {
+    let key = key_of(map, snake)?;
+    map.get(&key).map(|value| (value, key))
+}
+
+/// The keys of `map` other than `known` (given in snake_case; camelCase forms count too).
+pub(super) fn rest(map: &Map<String, Value>, known: &[&str]) -> Map<String, Value> {
+    let camel: Vec<String> = known.iter().map(|k| to_camel(k)).collect();
+    let mut all: Vec<&str> = known.to_vec();
+    all.extend(camel.iter().map(String::as_str));
+    unknown_keys(map, &all)
+}
 
 /// The value `extras::SPELLING` records for a camelCase request.
 pub(super) const CAMEL: &str = "camelCase";
