@@ -5,6 +5,7 @@ use std::str::FromStr;
 use chorus_core::Conversation;
 
 use crate::capability::Capabilities;
+use crate::common::json::parse;
 use crate::error::Error;
 use crate::format::Format;
 use crate::loss::Encoded;
@@ -36,13 +37,13 @@ impl Format {
             Format::Chorus => chorus::decode_str(input)?,
             Format::OpenAiChat => openai_chat::decode_str(input)?,
             Format::OpenAiChatResponse => openai_chat::decode_response_str(input)?,
-            Format::Anthropic => anthropic::decode(&parse_json(input)?)?,
+            Format::Anthropic => anthropic::decode(&parse(input)?)?,
             Format::Qwen3 => qwen3::decode(input)?,
-            Format::Gemini => gemini::decode(&parse_json(input)?)?,
-            Format::AgentScope => agentscope::decode(&parse_json(input)?)?,
-            Format::A2a => a2a::decode(&parse_json(input)?)?,
+            Format::Gemini => gemini::decode(&parse(input)?)?,
+            Format::AgentScope => agentscope::decode(&parse(input)?)?,
+            Format::A2a => a2a::decode(&parse(input)?)?,
             Format::Harmony => harmony::decode(input)?,
-            Format::OpenAiResponses => openai_responses::decode(&parse_json(input)?)?,
+            Format::OpenAiResponses => openai_responses::decode(&parse(input)?)?,
         })
     }
 
@@ -73,17 +74,6 @@ impl FromStr for Format {
     fn from_str(id: &str) -> Result<Self, Error> {
         Format::from_id(id).ok_or_else(|| Error::UnknownFormat(id.to_owned()))
     }
-}
-
-/// Parses JSON text, with the position of a syntax error.
-pub(crate) fn parse_json(input: &str) -> Result<serde_json::Value, crate::DecodeError> {
-    serde_json::from_str(input).map_err(|e| {
-        crate::DecodeError::new(
-            format!("{}:{}", e.line(), e.column()),
-            "valid JSON",
-            e.to_string(),
-        )
-    })
 }
 
 fn pretty(value: serde_json::Value) -> String {

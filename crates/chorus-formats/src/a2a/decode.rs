@@ -5,9 +5,8 @@ use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::a2a::{CHORUS, inferred_type};
-use crate::chorus::from_value;
 use crate::common::extras::namespace;
-use crate::common::json::{array, child, describe, item, object, string};
+use crate::common::json::{array, child, chorus_value, describe, item, object, string};
 use crate::error::DecodeError;
 
 const ME: Format = Format::A2a;
@@ -130,7 +129,7 @@ fn message(value: &Value, at: &str) -> Result<Message, DecodeError> {
     if !native.is_empty() {
         out.insert(namespace(ME), Value::Object(native));
     }
-    from_value(Value::Object(out), at)
+    chorus_value(Value::Object(out), at)
 }
 
 fn part(value: &Value, at: &str) -> Result<ContentPart, DecodeError> {
@@ -225,5 +224,5 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, DecodeError> {
     if !metadata.is_empty() {
         out.insert(namespace(ME), json!({"metadata": metadata}));
     }
-    from_value(Value::Object(out), at)
+    chorus_value(Value::Object(out), at)
 }

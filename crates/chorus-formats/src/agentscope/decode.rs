@@ -1,8 +1,8 @@
 //! AgentScope `Msg.to_dict()` JSON → chorus.
 
 use chorus_core::{
-    AudioPart, Content, ContentPart, Conversation, CreatedAt, FunctionCall, ImagePart, ImageUrl,
-    InputAudio, Message, Metadata, ReasoningPart, Role, TextPart, ToolCall,
+    AudioPart, Content, ContentPart, Conversation, CreatedAt, FunctionCall, InputAudio, Message,
+    Metadata, ReasoningPart, Role, TextPart, ToolCall,
 };
 use serde_json::{Map, Value};
 
@@ -12,8 +12,10 @@ use crate::common::extras::{part_extra, stash};
 use crate::common::json::{
     array, child, describe, field, item, object, opt_string, string, unknown_keys,
 };
+use crate::common::media::image;
+use crate::common::origin::marked;
+use crate::common::roles;
 use crate::error::DecodeError;
-use crate::openai_chat::encode::ORIGIN;
 
 const ME: Format = Format::AgentScope;
 
@@ -54,18 +56,14 @@ fn msg(value: &Value, at: &str, out: &mut Vec<Message>) -> Result<(), DecodeErro
     let name = string(map, "name", at)
         .map_err(|e| e.hint("AgentScope messages always carry the speaker's `name`"))?;
     let role_text = string(map, "role", at)?;
-    let role = match role_text {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "system" => Role::System,
-        other => {
-            return Err(DecodeError::new(
-                child(at, "role"),
-                "user, assistant or system",
-                format!("{other:?}"),
-            ));
-        }
-    };
+    let allowed = [Role::User, Role::Assistant, Role::System];
+    let role = roles::parse(role_text, &allowed).ok_or_else(|| {
+        DecodeError::new(
+            child(at, "role"),
+            "user, assistant or system",
+            format!("{role_text:?}"),
+        )
+    })?;
     let id = opt_string(map, "id", at)?.map(str::to_owned);
     let timestamp = opt_string(map, "timestamp", at)?.map(|t| CreatedAt::Text(t.to_owned()));
     let mut unknown = unknown_keys(
@@ -238,22 +236,7 @@ fn part(block: &Value, at: &str) -> Result<ContentPart, DecodeError> {
             } else {
                 string(s, "url", at)?.to_owned()
             };
-            let image_url = ImageUrl {
-                url,
-                detail: None,
-                rotation: None,
-                width: None,
-                height: None,
-                extra: Map::new(),
-            };
-            (
-                ContentPart::Image(ImagePart {
-                    image_url,
-                    video_metadata: None,
-                    extra: Map::new(),
-                }),
-                &["type", "source"],
-            )
+            (ContentPart::Image(image(url)), &["type", "source"])
         }
         ("audio", Some("base64")) if source.is_some_and(|s| s.len() == 3) => {
             let s = source.expect("checked");
@@ -274,9 +257,7 @@ fn part(block: &Value, at: &str) -> Result<ContentPart, DecodeError> {
             )
         }
         _ => {
-            let mut other = map.clone();
-            other.insert(ORIGIN.into(), Value::String(ME.id().into()));
-            return Ok(ContentPart::Other(other));
+            return Ok(ContentPart::Other(marked(map, ME)));
         }
     };
     stash(part_extra(&mut part), ME, unknown_keys(map, known));

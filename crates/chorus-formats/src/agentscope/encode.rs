@@ -11,9 +11,9 @@ use crate::common::extras::{drop_all, for_target};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::media::{data_as_text, image_url};
+use crate::common::origin::{is_from, unmarked};
 use crate::common::pairing::paired_order;
 use crate::loss::{Losses, Policy};
-use crate::openai_chat::encode::ORIGIN;
 
 const ME: Format = Format::AgentScope;
 
@@ -320,10 +320,8 @@ fn blocks(parts: &[ContentPart], pointer: &str, losses: &mut Losses) -> Vec<Valu
                 out.push(json!({"type": "text", "text": data_as_text(d, &at, losses)}));
                 continue;
             }
-            ContentPart::Other(o) if o.get(ORIGIN).and_then(Value::as_str) == Some(ME.id()) => {
-                let mut o = o.clone();
-                o.remove(ORIGIN);
-                out.push(Value::Object(o));
+            ContentPart::Other(o) if is_from(o, ME) => {
+                out.push(Value::Object(unmarked(o)));
                 continue;
             }
             other => {

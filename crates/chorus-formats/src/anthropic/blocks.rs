@@ -9,8 +9,8 @@ use crate::anthropic::citations::unanchor;
 use crate::common::extras::{drop_all, for_target};
 use crate::common::json::{child, item};
 use crate::common::media::{data_as_text, image_url};
+use crate::common::origin::{is_from, unmarked};
 use crate::loss::{Losses, Policy};
-use crate::openai_chat::encode::ORIGIN;
 
 const ME: Format = Format::Anthropic;
 
@@ -89,13 +89,7 @@ pub(super) fn blocks(
                 for_target(&f.extra, ME, &at, losses),
             ),
             ContentPart::Data(d) => json!({"type": "text", "text": data_as_text(d, &at, losses)}),
-            ContentPart::Other(other)
-                if other.get(ORIGIN).and_then(Value::as_str) == Some(ME.id()) =>
-            {
-                let mut block = other.clone();
-                block.remove(ORIGIN);
-                Value::Object(block)
-            }
+            ContentPart::Other(other) if is_from(other, ME) => Value::Object(unmarked(other)),
             other => {
                 let why = match other {
                     ContentPart::Reasoning(_) => {

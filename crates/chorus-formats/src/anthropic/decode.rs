@@ -2,8 +2,8 @@
 
 use chorus_core::{
     CitationMap, Content, ContentPart, Conversation, FilePart, FileRef, FunctionCall,
-    FunctionDefinition, ImagePart, ImageUrl, Message, Metadata, ReasoningPart, Role, TextPart,
-    TokenUsage, ToolCall, ToolDefinition,
+    FunctionDefinition, Message, Metadata, ReasoningPart, Role, TextPart, TokenUsage, ToolCall,
+    ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -11,9 +11,11 @@ use crate::Format;
 use crate::anthropic::citations::anchor;
 use crate::common::extras::{part_extra, stash};
 use crate::common::json::{array, child, field, item, object, opt_string, string, unknown_keys};
+use crate::common::media::image;
+use crate::common::origin::marked;
 use crate::common::params;
+use crate::common::roles;
 use crate::error::DecodeError;
-use crate::openai_chat::encode::ORIGIN;
 
 const ME: Format = Format::Anthropic;
 
@@ -91,18 +93,15 @@ fn response(map: &Map<String, Value>) -> Result<Conversation, DecodeError> {
 /// One turn; a user turn's tool results become chorus tool messages in place.
 fn turn(value: &Value, pointer: &str, out: &mut Vec<Message>) -> Result<(), DecodeError> {
     let map = object(value, pointer)?;
-    let role = match string(map, "role", pointer)? {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => {
-            return Err(DecodeError::new(
-                child(pointer, "role"),
-                "user or assistant",
-                format!("{other:?}"),
-            )
-            .hint("Anthropic takes the system prompt in the top-level `system` field"));
-        }
-    };
+    let text = string(map, "role", pointer)?;
+    let role = roles::parse(text, &[Role::User, Role::Assistant]).ok_or_else(|| {
+        DecodeError::new(
+            child(pointer, "role"),
+            "user or assistant",
+            format!("{text:?}"),
+        )
+        .hint("Anthropic takes the system prompt in the top-level `system` field")
+    })?;
     let unknown = unknown_keys(map, &["role", "content"]);
     let content_at = child(pointer, "content");
     let blocks = match field(map, "content", pointer)? {
@@ -218,22 +217,7 @@ fn part(
                 ),
                 _ => string(source, "url", &child(at, "source"))?.to_owned(),
             };
-            let image = ImageUrl {
-                url,
-                detail: None,
-                rotation: None,
-                width: None,
-                height: None,
-                extra: Map::new(),
-            };
-            (
-                ContentPart::Image(ImagePart {
-                    image_url: image,
-                    video_metadata: None,
-                    extra: Map::new(),
-                }),
-                &["type", "source"],
-            )
+            (ContentPart::Image(image(url)), &["type", "source"])
         }
         "document" if matches!(source_type(map, at)?, "base64" | "url" | "text" | "file") => {
             let source = object(field(map, "source", at)?, &child(at, "source"))?;
@@ -259,9 +243,7 @@ fn part(
             )
         }
         _ => {
-            let mut other = map.clone();
-            other.insert(ORIGIN.into(), Value::String(ME.id().into()));
-            return Ok(ContentPart::Other(other));
+            return Ok(ContentPart::Other(marked(map, ME)));
         }
     };
     Ok(with_extra(part, unknown_keys(map, known)))

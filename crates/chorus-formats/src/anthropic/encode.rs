@@ -10,13 +10,21 @@ use crate::common::arguments;
 use crate::common::extras::{drop_all, for_target, merge_into};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
-use crate::common::names;
-use crate::common::pairing::without_orphans;
+use crate::common::outgoing::{Pairing, unnamed};
 use crate::common::params;
+use crate::common::system::{self, Slot};
 use crate::loss::{Losses, Policy};
 use crate::options::EncodeOptions;
 
 const ME: Format = Format::Anthropic;
+
+/// The top-level `system` prompt, as loss reports name it.
+const SYSTEM: Slot = Slot {
+    developer: "developer message sent in the system prompt",
+    moved: "system message moved into the top-level system prompt",
+    merged: "system messages merged into one system prompt",
+    no_content: "missing or null content is written as no blocks",
+};
 
 /// One Anthropic turn being built.
 struct Turn {
@@ -52,51 +60,25 @@ impl Turn {
 
 /// Encodes a conversation as a Messages API request.
 pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
-    let ordered = without_orphans(&conversation.messages, losses);
-    let messages = names::apply(ordered, options.names, losses);
-    let mut system: Vec<(usize, &Message)> = Vec::new();
+    let messages = unnamed(conversation, Pairing::WithoutOrphans, options.names, losses);
+    let mut system_messages: Vec<(usize, &Message)> = Vec::new();
     let mut turns: Vec<Turn> = Vec::new();
     for (i, m) in &messages {
         let at = item("/messages", *i);
         fields(m, &at, losses);
         match m.role {
             Role::System | Role::Developer => {
-                if m.role == Role::Developer {
-                    losses.push(
-                        child(&at, "role"),
-                        Policy::Downgraded,
-                        "developer message sent in the system prompt",
-                    );
-                }
-                if !turns.is_empty() {
-                    losses.push(
-                        &at,
-                        Policy::Moved,
-                        "system message moved into the top-level system prompt",
-                    );
-                } else if !system.is_empty() {
-                    losses.push(
-                        &at,
-                        Policy::Merged,
-                        "system messages merged into one system prompt",
-                    );
-                }
-                if m.content().is_none() {
-                    losses.push(
-                        child(&at, "content"),
-                        Policy::Downgraded,
-                        "missing or null content is written as no blocks",
-                    );
-                }
+                let (after_turns, after_system) = (!turns.is_empty(), !system_messages.is_empty());
+                system::report(m, &at, after_turns, after_system, &SYSTEM, losses);
                 drop_all(&m.extra, &at, "the Anthropic system prompt", losses);
-                system.push((*i, m));
+                system_messages.push((*i, m));
             }
             Role::User | Role::Tool | Role::Assistant => turn(m, &at, &mut turns, losses),
         }
     }
     let mut out = Map::new();
-    if !system.is_empty() {
-        out.insert("system".into(), system_value(&system, losses));
+    if !system_messages.is_empty() {
+        out.insert("system".into(), system_value(&system_messages, losses));
     }
     out.insert(
         "messages".into(),

@@ -4,6 +4,7 @@ use chorus_core::{Conversation, Message};
 use serde_json::Value;
 
 use crate::capability::Capabilities;
+use crate::common::json::{chorus_value, parse};
 use crate::error::DecodeError;
 use crate::loss::Encoded;
 
@@ -30,46 +31,15 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 
 /// Decodes chorus JSON text; errors carry the JSON pointer of the offending value.
 pub fn decode_str(input: &str) -> Result<Conversation, DecodeError> {
-    let value = crate::registry::parse_json(input)?;
+    let value = parse(input)?;
     if value.is_array() {
-        let messages: Vec<Message> = from_value(value, "")?;
+        let messages: Vec<Message> = chorus_value(value, "")?;
         return Ok(Conversation {
             messages,
             ..Conversation::default()
         });
     }
-    from_value(value, "")
-}
-
-/// Deserializes a chorus type, placing an error at its JSON pointer below `base`.
-pub fn from_value<T: serde::de::DeserializeOwned>(
-    value: Value,
-    base: &str,
-) -> Result<T, DecodeError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let pointer = format!("{base}{}", pointer_of(e.path()));
-        let inner = e.into_inner();
-        let mut err = DecodeError::new(pointer, "a valid chorus value", inner.to_string());
-        if inner.to_string().contains("arguments") || inner.to_string().contains("expected a string") {
-            err = err.hint("tool-call `arguments` must be a JSON string, e.g. \"{\\\"city\\\":\\\"Paris\\\"}\", not an object");
-        }
-        err
-    })
-}
-
-fn pointer_of(path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut out = String::new();
-    for segment in path.iter() {
-        match segment {
-            Segment::Seq { index } => out.push_str(&format!("/{index}")),
-            Segment::Map { key } => {
-                out.push_str(&format!("/{}", crate::loss::pointer_segment(key)))
-            }
-            Segment::Enum { .. } | Segment::Unknown => {}
-        }
-    }
-    out
+    chorus_value(value, "")
 }
 
 /// Encodes a conversation as chorus JSON; nothing is ever lost.

@@ -56,9 +56,14 @@ fn missing(m: &Message) -> bool {
         || (m.role == Role::Tool && m.tool_call_id.as_deref().is_none_or(str::is_empty))
 }
 
+/// The id parsing gives the `n`-th call of a conversation in formats without call ids.
+pub fn numbered(n: usize) -> String {
+    format!("call_{n}")
+}
+
 /// `call_N`, or `call_N_K` when the conversation already uses that id.
 fn fresh(position: usize, taken: &mut HashSet<String>) -> String {
-    let mut id = format!("call_{position}");
+    let mut id = numbered(position);
     let mut k = 1;
     while taken.contains(&id) {
         id = format!("call_{position}_{k}");

@@ -5,6 +5,17 @@ use serde_json::{Map, Value};
 use crate::error::DecodeError;
 use crate::loss::pointer_segment;
 
+/// Parses JSON text, with the position of a syntax error.
+pub fn parse(input: &str) -> Result<Value, DecodeError> {
+    serde_json::from_str(input).map_err(|e| {
+        DecodeError::new(
+            format!("{}:{}", e.line(), e.column()),
+            "valid JSON",
+            e.to_string(),
+        )
+    })
+}
+
 /// How a JSON value is described in error messages.
 pub fn describe(value: &Value) -> String {
     match value {
@@ -106,6 +117,35 @@ pub fn typed<T: serde::de::DeserializeOwned>(
 ) -> Result<T, DecodeError> {
     serde_json::from_value(value.clone())
         .map_err(|e| DecodeError::new(pointer, expected, format!("{} ({e})", describe(value))))
+}
+
+/// Deserializes a chorus type, placing an error at its JSON pointer below `base`.
+pub fn chorus_value<T: serde::de::DeserializeOwned>(
+    value: Value,
+    base: &str,
+) -> Result<T, DecodeError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let pointer = format!("{base}{}", pointer_of(e.path()));
+        let inner = e.into_inner();
+        let mut err = DecodeError::new(pointer, "a valid chorus value", inner.to_string());
+        if inner.to_string().contains("arguments") || inner.to_string().contains("expected a string") {
+            err = err.hint("tool-call `arguments` must be a JSON string, e.g. \"{\\\"city\\\":\\\"Paris\\\"}\", not an object");
+        }
+        err
+    })
+}
+
+fn pointer_of(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("/{index}")),
+            Segment::Map { key } => out.push_str(&format!("/{}", pointer_segment(key))),
+            Segment::Enum { .. } | Segment::Unknown => {}
+        }
+    }
+    out
 }
 
 /// Pointers `base/0`, `base/1`, … written into one reused buffer (hot loops).

@@ -1,10 +1,27 @@
 //! Media parts for targets that carry less than chorus: what to send and what is lost.
 
-use chorus_core::{DataPart, ImagePart};
+use chorus_core::{DataPart, ImagePart, ImageUrl};
+use serde_json::Map;
 
 use crate::common::json::child;
 use crate::common::rotation::rotated_url;
 use crate::loss::{Losses, Policy};
+
+/// An image part holding only its URL, as decoders read one.
+pub fn image(url: String) -> ImagePart {
+    ImagePart {
+        image_url: ImageUrl {
+            url,
+            detail: None,
+            rotation: None,
+            width: None,
+            height: None,
+            extra: Map::new(),
+        },
+        video_metadata: None,
+        extra: Map::new(),
+    }
+}
 
 /// The URL to send for an image part on a target without chorus' image extras; the fields it
 /// cannot carry (detail unless `keeps_detail`, size hints, video metadata) are reported.

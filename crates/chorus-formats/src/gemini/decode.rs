@@ -7,13 +7,13 @@ use chorus_core::{
 use serde_json::{Map, Value};
 
 use crate::Format;
+use crate::common::call_ids;
 use crate::common::extras::{SPELLING, namespace, stash};
 use crate::common::json::{array, child, item, object, opt_string, string};
 use crate::common::params;
 use crate::error::DecodeError;
 use crate::gemini::decode_parts::media_or_text;
 use crate::gemini::spelling::{self, get, rest};
-use crate::qwen3::call_id;
 
 const ME: Format = Format::Gemini;
 
@@ -236,7 +236,7 @@ fn function_call(
         .unwrap_or_else(|| Value::Object(Map::new()));
     let id = match opt_string(map, "id", at)? {
         Some(id) => id.to_owned(),
-        None => call_id(pending.seen),
+        None => call_ids::numbered(pending.seen),
     };
     pending.seen += 1;
     pending.calls.push((id.clone(), name.clone()));

@@ -1,14 +1,13 @@
 //! Gemini parts → chorus parts: text, thought, inline_data and file_data; other parts are kept.
 
-use chorus_core::{
-    AudioPart, ContentPart, FilePart, FileRef, ImagePart, ImageUrl, InputAudio, ReasoningPart,
-    TextPart,
-};
+use chorus_core::{AudioPart, ContentPart, FilePart, FileRef, InputAudio, ReasoningPart, TextPart};
 use serde_json::{Map, Value};
 
 use crate::Format;
 use crate::common::extras::{part_extra, stash};
 use crate::common::json::{child, object, string};
+use crate::common::media::image;
+use crate::common::origin::marked;
 use crate::error::DecodeError;
 use crate::gemini::spelling::{get, rest};
 
@@ -105,28 +104,9 @@ pub(super) fn media_or_text(value: &Value, at: &str) -> Result<ContentPart, Deco
         stash(part_extra(&mut part), ME, rest(map, &["file_data"]));
         return Ok(part);
     }
-    let mut other = map.clone();
-    other.insert(
-        crate::openai_chat::encode::ORIGIN.into(),
-        Value::String(ME.id().into()),
-    );
+    let mut other = marked(map, ME);
     if !other.contains_key("type") {
         other.insert("type".into(), Value::String("gemini_part".into()));
     }
     Ok(ContentPart::Other(other))
-}
-
-fn image(url: String) -> ImagePart {
-    ImagePart {
-        image_url: ImageUrl {
-            url,
-            detail: None,
-            rotation: None,
-            width: None,
-            height: None,
-            extra: Map::new(),
-        },
-        video_metadata: None,
-        extra: Map::new(),
-    }
 }

@@ -6,24 +6,31 @@ use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::common::arguments;
+use crate::common::call_ids;
 use crate::common::extras::{SPELLING, drop_all, for_target, merge_into, namespace};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
-use crate::common::names;
-use crate::common::pairing::without_orphans;
+use crate::common::outgoing::{Pairing, unnamed};
 use crate::common::params;
+use crate::common::system::{self, Slot};
 use crate::gemini::parts::part;
 use crate::gemini::spelling;
 use crate::loss::{Losses, Policy};
 use crate::options::EncodeOptions;
-use crate::qwen3::call_id;
 
 const ME: Format = Format::Gemini;
 
+/// `system_instruction`, as loss reports name it.
+const SYSTEM: Slot = Slot {
+    developer: "developer message sent as system instruction",
+    moved: "system message moved into system_instruction",
+    merged: "system messages merged into one system_instruction",
+    no_content: "missing or null content is written as no parts",
+};
+
 /// Encodes a conversation as a `generateContent` request.
 pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
-    let ordered = without_orphans(&conversation.messages, losses);
-    let messages = names::apply(ordered, options.names, losses);
+    let messages = unnamed(conversation, Pairing::WithoutOrphans, options.names, losses);
     let mut system_parts = Vec::new();
     let mut contents: Vec<Map<String, Value>> = Vec::new();
     let mut call_names: Vec<(String, String)> = Vec::new();
@@ -35,33 +42,7 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
         fields(m, &at, losses);
         match m.role {
             Role::System | Role::Developer => {
-                if m.role == Role::Developer {
-                    losses.push(
-                        child(&at, "role"),
-                        Policy::Downgraded,
-                        "developer message sent as system instruction",
-                    );
-                }
-                if !contents.is_empty() {
-                    losses.push(
-                        &at,
-                        Policy::Moved,
-                        "system message moved into system_instruction",
-                    );
-                } else if seen_system {
-                    losses.push(
-                        &at,
-                        Policy::Merged,
-                        "system messages merged into one system_instruction",
-                    );
-                }
-                if m.content().is_none() {
-                    losses.push(
-                        child(&at, "content"),
-                        Policy::Downgraded,
-                        "missing or null content is written as no parts",
-                    );
-                }
+                system::report(m, &at, !contents.is_empty(), seen_system, &SYSTEM, losses);
                 seen_system = true;
                 let own = parts(m, &at, losses);
                 if own.is_empty() {
@@ -229,7 +210,7 @@ fn parts(m: &Message, at: &str, losses: &mut Losses) -> Vec<Value> {
 fn function_call(call: &chorus_core::ToolCall, at: &str, n: usize, losses: &mut Losses) -> Value {
     let args = arguments::as_object(call, at, losses);
     let mut fc = json!({"name": call.function.name, "args": args});
-    if call.id != call_id(n) {
+    if call.id != call_ids::numbered(n) {
         fc["id"] = Value::String(call.id.clone());
     }
     if let Value::Object(map) = &mut fc {
@@ -284,7 +265,10 @@ fn function_response(
         _ => success_response(m, &text, at, losses),
     };
     let mut fr = json!({"name": name, "response": response});
-    let generated = calls.iter().position(|(c, _)| *c == id).map(call_id);
+    let generated = calls
+        .iter()
+        .position(|(c, _)| *c == id)
+        .map(call_ids::numbered);
     if generated.as_deref() != Some(id.as_str()) {
         fr["id"] = Value::String(id);
     }

@@ -8,8 +8,8 @@ use crate::Format;
 use crate::common::extras::{drop_all, merge_into, namespace};
 use crate::common::json::child;
 use crate::common::media::{data_as_text, image_url};
+use crate::common::origin::{is_from, unmarked};
 use crate::loss::{Losses, Policy};
-use crate::openai_chat::encode::ORIGIN;
 
 const ME: Format = Format::Gemini;
 
@@ -138,9 +138,8 @@ pub(super) fn part(part: &ContentPart, role: Role, at: &str, losses: &mut Losses
             (v, &f.extra)
         }
         ContentPart::Data(d) => return Some(json!({"text": data_as_text(d, at, losses)})),
-        ContentPart::Other(other) if other.get(ORIGIN).and_then(Value::as_str) == Some(ME.id()) => {
-            let mut v = other.clone();
-            v.remove(ORIGIN);
+        ContentPart::Other(other) if is_from(other, ME) => {
+            let mut v = unmarked(other);
             if v.get("type").and_then(Value::as_str) == Some("gemini_part") {
                 v.remove("type");
             }

@@ -11,7 +11,7 @@ use chorus_harmony::{
 };
 
 use crate::capability::Capabilities;
-use crate::common::names;
+use crate::common::outgoing::{Pairing, unnamed};
 use crate::error::{DecodeError, Error};
 use crate::loss::{Encoded, Losses, Policy};
 use crate::options::EncodeOptions;
@@ -47,8 +47,7 @@ pub fn encode(
     options: &EncodeOptions,
 ) -> Result<Encoded<String>, Error> {
     let mut losses = Losses::default();
-    let indexed = conversation.messages.iter().cloned().enumerate().collect();
-    let named = names::apply(indexed, options.names, &mut losses);
+    let named = unnamed(conversation, Pairing::AsGiven, options.names, &mut losses);
     let origin: Vec<usize> = named.iter().map(|(i, _)| *i).collect();
     let messages: Vec<Message> = named.into_iter().map(|(_, m)| m).collect();
     let source = Conversation {

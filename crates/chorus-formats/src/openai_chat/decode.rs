@@ -1,15 +1,16 @@
 //! Chat Completions request JSON → chorus (owned values are moved, not copied).
 
 use chorus_core::{
-    Content, ContentPart, Conversation, CreatedAt, FunctionCall, Message, ReasoningPart, Role,
-    TextPart, ToolCall, ToolDefinition,
+    Content, ContentPart, Conversation, CreatedAt, FunctionCall, Message, Role, TextPart, ToolCall,
+    ToolDefinition,
 };
 use serde_json::{Map, Value};
 
-use crate::chorus::from_value;
 use crate::common::call_ids;
-use crate::common::json::{Items, child, describe, item};
+use crate::common::json::{Items, child, chorus_value, describe, item};
 use crate::common::pyjson::dumps;
+use crate::common::reasoning;
+use crate::common::roles;
 use crate::error::DecodeError;
 
 /// Decodes a request object `{messages, tools?, ...}`; other keys are kept in `extra`.
@@ -50,7 +51,7 @@ pub fn tools(value: Value) -> Result<Vec<ToolDefinition>, DecodeError> {
             .enumerate()
             .map(|(i, tool)| tool_definition(tool, &item("/tools", i)))
             .collect(),
-        other => from_value(other, "/tools"),
+        other => chorus_value(other, "/tools"),
     }
 }
 
@@ -59,24 +60,25 @@ pub fn tools(value: Value) -> Result<Vec<ToolDefinition>, DecodeError> {
 fn tool_definition(tool: Value, pointer: &str) -> Result<ToolDefinition, DecodeError> {
     let given = tool.as_object().cloned();
     let flat = given.as_ref().is_some_and(is_flat);
-    let mut definition: ToolDefinition = from_value(wrapped_tool(tool), pointer).map_err(|e| {
-        // A flat definition's fields are at its top, not under the `function` it was given in;
-        // the hint `from_value` may add is about tool-call arguments, not definitions.
-        let at = match e.pointer.strip_prefix(pointer) {
-            Some(rest) if flat => {
-                format!(
-                    "{pointer}{}",
-                    rest.strip_prefix("/function").unwrap_or(rest)
-                )
+    let mut definition: ToolDefinition =
+        chorus_value(wrapped_tool(tool), pointer).map_err(|e| {
+            // A flat definition's fields are at its top, not under the `function` it was given in;
+            // the hint `chorus_value` may add is about tool-call arguments, not definitions.
+            let at = match e.pointer.strip_prefix(pointer) {
+                Some(rest) if flat => {
+                    format!(
+                        "{pointer}{}",
+                        rest.strip_prefix("/function").unwrap_or(rest)
+                    )
+                }
+                _ => e.pointer.clone(),
+            };
+            DecodeError {
+                pointer: at,
+                hint: None,
+                ..e
             }
-            _ => e.pointer.clone(),
-        };
-        DecodeError {
-            pointer: at,
-            hint: None,
-            ..e
-        }
-    })?;
+        })?;
     definition.given = given;
     Ok(definition)
 }
@@ -153,13 +155,13 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
             "reasoning_content" => reasoning = string(value)?,
             "tool_name" if value.is_string() => tool_name = string(value)?,
             "created_at" if !value.is_null() => {
-                message.created_at = Some(from_value::<CreatedAt>(
+                message.created_at = Some(chorus_value::<CreatedAt>(
                     value,
                     &child(pointer, "created_at"),
                 )?);
             }
             "metadata" if !value.is_null() => {
-                message.metadata = Some(from_value(value, &child(pointer, "metadata"))?)
+                message.metadata = Some(chorus_value(value, &child(pointer, "metadata"))?)
             }
             "created_at" | "metadata" => {}
             "tool_calls" => {
@@ -193,7 +195,7 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
     }
     message.extra = extra;
     if let Some(reasoning) = reasoning {
-        prepend_reasoning(&mut message, reasoning);
+        reasoning::prepend(&mut message, reasoning);
     }
     Ok(message)
 }
@@ -221,26 +223,18 @@ fn role(value: Option<Value>, pointer: &str) -> Result<Role, DecodeError> {
         Some(other) => return Err(DecodeError::new(at(), "a role string", describe(&other))),
         None => return Err(DecodeError::new(at(), "a field `role`", "nothing")),
     };
-    Ok(match found.as_str() {
-        "system" => Role::System,
-        "developer" => Role::Developer,
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "tool" => Role::Tool,
-        other => {
-            let err = DecodeError::new(
-                at(),
-                "one of system, developer, user, assistant, tool",
-                format!("{other:?}"),
-            );
-            return Err(if other == "function" {
-                err.hint(
-                    "the legacy `function` role is not supported; use `tool` with `tool_call_id`",
-                )
-            } else {
-                err
-            });
-        }
+    if let Some(role) = roles::parse(&found, &roles::ALL) {
+        return Ok(role);
+    }
+    let err = DecodeError::new(
+        at(),
+        "one of system, developer, user, assistant, tool",
+        format!("{found:?}"),
+    );
+    Err(if found == "function" {
+        err.hint("the legacy `function` role is not supported; use `tool` with `tool_call_id`")
+    } else {
+        err
     })
 }
 
@@ -258,21 +252,6 @@ fn opt_string(
             describe(&other),
         )),
     }
-}
-
-/// Puts reasoning text in front of the content as a reasoning part.
-pub fn prepend_reasoning(message: &mut Message, reasoning: String) {
-    let part = ContentPart::Reasoning(ReasoningPart {
-        text: reasoning,
-        ..ReasoningPart::default()
-    });
-    let mut parts = match message.content.take().flatten() {
-        None => Vec::new(),
-        Some(Content::Text(text)) => vec![ContentPart::text(text)],
-        Some(Content::Parts(parts)) => parts,
-    };
-    parts.insert(0, part);
-    message.content = Some(Some(Content::Parts(parts)));
 }
 
 fn parts(items: Vec<Value>, pointer: &str) -> Result<Vec<ContentPart>, DecodeError> {
@@ -300,7 +279,7 @@ fn part(value: Value, pointer: &str) -> Result<ContentPart, DecodeError> {
             ..TextPart::default()
         }));
     }
-    from_value(value, pointer)
+    chorus_value(value, pointer)
 }
 
 fn tool_calls(items: Vec<Value>, pointer: &str) -> Result<Vec<ToolCall>, DecodeError> {

@@ -11,7 +11,9 @@ use chorus_core::{
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::openai_chat::decode::{prepend_reasoning, tools};
+use crate::common::reasoning;
+use crate::common::roles;
+use crate::openai_chat::decode::tools;
 
 /// The request, or `None` when the input needs the value-based decoder (errors, other shapes).
 pub fn request(input: &str) -> Option<Conversation> {
@@ -132,21 +134,14 @@ impl<'de> Visitor<'de> for MessageSeed {
         }
         message.role = role.ok_or_else(|| de::Error::missing_field("role"))?;
         if let Some(reasoning) = reasoning {
-            prepend_reasoning(&mut message, reasoning);
+            reasoning::prepend(&mut message, reasoning);
         }
         Ok(message)
     }
 }
 
 fn parse_role<E: de::Error>(role: &str) -> Result<Role, E> {
-    Ok(match role {
-        "system" => Role::System,
-        "developer" => Role::Developer,
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "tool" => Role::Tool,
-        other => return Err(E::custom(format!("unknown role {other:?}"))),
-    })
+    roles::parse(role, &roles::ALL).ok_or_else(|| E::custom(format!("unknown role {role:?}")))
 }
 
 /// A `content` value: a string, `null`, or an array of parts.

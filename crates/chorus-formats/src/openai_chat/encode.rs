@@ -8,6 +8,7 @@ use crate::common::extras::{drop_all, merge_into};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{Items, child, item};
 use crate::common::media::{data_as_text, image_url};
+use crate::common::origin::origin;
 use crate::common::pairing::paired_order;
 use crate::loss::{Losses, Policy};
 
@@ -313,7 +314,7 @@ fn part_value(part: &ContentPart, at: &str, losses: &mut Losses) -> Option<Value
         }
         ContentPart::Reasoning(_) => unreachable!("reasoning is taken out before"),
         ContentPart::Other(other) => {
-            if let Some(origin) = other.get(ORIGIN).and_then(Value::as_str) {
+            if let Some(origin) = origin(other) {
                 losses.push(
                     at,
                     Policy::Dropped,
@@ -327,9 +328,6 @@ fn part_value(part: &ContentPart, at: &str, losses: &mut Losses) -> Option<Value
     merge_into(&mut map, extra, Format::OpenAiChat, at, losses);
     Some(Value::Object(map))
 }
-
-/// The key that marks a part decoded from a provider block chorus has no type for.
-pub const ORIGIN: &str = "x-format";
 
 fn tool_call(call: &ToolCall, at: &str, losses: &mut Losses) -> Value {
     let mut function =

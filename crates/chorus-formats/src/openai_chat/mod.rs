@@ -12,7 +12,8 @@ use chorus_core::Conversation;
 use serde_json::Value;
 
 use crate::capability::Capabilities;
-use crate::common::json::describe;
+use crate::common::call_ids;
+use crate::common::json::{describe, parse};
 use crate::error::DecodeError;
 use crate::loss::{Encoded, Losses};
 use crate::options::EncodeOptions;
@@ -66,7 +67,7 @@ pub fn decode_response_str(input: &str) -> Result<Conversation, DecodeError> {
     if input.trim_start().starts_with("data:") {
         return decode_str(input);
     }
-    match crate::registry::parse_json(input)? {
+    match parse(input)? {
         Value::Object(map) if !map.contains_key("choices") => Err(DecodeError::new(
             "/choices",
             "a chat.completion response with `choices`",
@@ -90,10 +91,10 @@ pub fn decode_str(input: &str) -> Result<Conversation, DecodeError> {
         return stream.finish();
     }
     if let Some(mut conversation) = direct::request(input) {
-        crate::common::call_ids::fill(&mut conversation.messages);
+        call_ids::fill(&mut conversation.messages);
         return Ok(conversation);
     }
-    decode(crate::registry::parse_json(input)?)
+    decode(parse(input)?)
 }
 
 /// Decodes a Chat Completions JSON value (request, response or array of chunks).

@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 use crate::Format;
 use crate::common::extras::stash;
 use crate::common::json::{array, child, describe, item, object, opt_string, string, unknown_keys};
+use crate::common::origin::marked;
 use crate::common::params;
+use crate::common::roles;
 use crate::error::DecodeError;
-use crate::openai_chat::encode::ORIGIN;
 use crate::openai_responses::parts;
 use crate::openai_responses::{INSTRUCTIONS, ITEM};
 
@@ -262,9 +263,8 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
                 out.push(m);
             }
             _ => {
-                let mut other = map.clone();
-                other.insert(ORIGIN.into(), Value::String(ME.id().into()));
-                let mut m = Message::with_parts(Role::Assistant, vec![ContentPart::Other(other)]);
+                let other = ContentPart::Other(marked(map, ME));
+                let mut m = Message::with_parts(Role::Assistant, vec![other]);
                 stash(
                     &mut m.extra,
                     ME,
@@ -279,18 +279,13 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
 }
 
 fn parse_role(role: &str, at: &str) -> Result<Role, DecodeError> {
-    Ok(match role {
-        "system" => Role::System,
-        "developer" => Role::Developer,
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => {
-            return Err(DecodeError::new(
-                child(at, "role"),
-                "system, developer, user or assistant",
-                format!("{other:?}"),
-            ));
-        }
+    let allowed = [Role::System, Role::Developer, Role::User, Role::Assistant];
+    roles::parse(role, &allowed).ok_or_else(|| {
+        DecodeError::new(
+            child(at, "role"),
+            "system, developer, user or assistant",
+            format!("{role:?}"),
+        )
     })
 }
 

@@ -7,11 +7,10 @@ use crate::Format;
 use crate::common::extras::{drop_all, for_target, merge_into, namespace};
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
-use crate::common::names;
-use crate::common::pairing::without_orphans;
+use crate::common::origin::unmarked;
+use crate::common::outgoing::{Pairing, unnamed};
 use crate::common::params;
 use crate::loss::{Losses, Policy};
-use crate::openai_chat::encode::ORIGIN;
 use crate::openai_responses::decode::stage;
 use crate::openai_responses::parts;
 use crate::openai_responses::{INSTRUCTIONS, ITEM};
@@ -33,8 +32,7 @@ fn extras(m: &Message, at: &str, losses: &mut Losses) -> Map<String, Value> {
 
 /// Encodes a conversation as a Responses request.
 pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> Value {
-    let ordered = without_orphans(&conversation.messages, losses);
-    let messages = names::apply(ordered, options.names, losses);
+    let messages = unnamed(conversation, Pairing::WithoutOrphans, options.names, losses);
     let mut out = Map::new();
     let mut input = Vec::new();
     let mut prev_stage: Option<u8> = None;
@@ -54,9 +52,7 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
             && let Some(Content::Parts(parts)) = m.content()
             && let [ContentPart::Other(item)] = parts.as_slice()
         {
-            let mut item = item.clone();
-            item.remove(ORIGIN);
-            input.push(Value::Object(item));
+            input.push(Value::Object(unmarked(item)));
             continue;
         }
         fields(m, &at, losses);

@@ -1,18 +1,16 @@
 //! Responses content parts ⇄ chorus parts: input_text / output_text, input_image, input_file,
 //! input_audio; other part types are kept as they are.
 
-use chorus_core::{
-    AudioPart, ContentPart, FilePart, FileRef, ImagePart, ImageUrl, InputAudio, Role, TextPart,
-};
+use chorus_core::{AudioPart, ContentPart, FilePart, FileRef, InputAudio, Role, TextPart};
 use serde_json::{Map, Value, json};
 
 use crate::Format;
 use crate::common::extras::{drop_all, merge_into, part_extra, stash};
 use crate::common::json::{array, child, item, object, opt_string, string, typed, unknown_keys};
-use crate::common::media::{data_as_text, image_url};
+use crate::common::media::{data_as_text, image, image_url};
+use crate::common::origin::{is_from, marked, unmarked};
 use crate::error::DecodeError;
 use crate::loss::{Losses, Policy};
-use crate::openai_chat::encode::ORIGIN;
 
 const ME: Format = Format::OpenAiResponses;
 
@@ -40,28 +38,15 @@ pub fn decode(value: &Value, pointer: &str) -> Result<Vec<ContentPart>, DecodeEr
                 &["type", "text"],
             ),
             "input_image" if map.get("image_url").is_some_and(Value::is_string) => {
-                let image_url = ImageUrl {
-                    url: string(map, "image_url", &at)?.to_owned(),
-                    // `auto` is the default the encoder writes when a message image has none.
-                    detail: match map.get("detail") {
-                        Some(d) if d != "auto" => {
-                            Some(typed(d, &child(&at, "detail"), "low, high or auto")?)
-                        }
-                        _ => None,
-                    },
-                    rotation: None,
-                    width: None,
-                    height: None,
-                    extra: Map::new(),
+                let mut part = image(string(map, "image_url", &at)?.to_owned());
+                // `auto` is the default the encoder writes when a message image has none.
+                part.image_url.detail = match map.get("detail") {
+                    Some(d) if d != "auto" => {
+                        Some(typed(d, &child(&at, "detail"), "low, high or auto")?)
+                    }
+                    _ => None,
                 };
-                (
-                    ContentPart::Image(ImagePart {
-                        image_url,
-                        video_metadata: None,
-                        extra: Map::new(),
-                    }),
-                    &["type", "image_url", "detail"],
-                )
+                (ContentPart::Image(part), &["type", "image_url", "detail"])
             }
             "input_file" => {
                 let file = FileRef {
@@ -93,11 +78,7 @@ pub fn decode(value: &Value, pointer: &str) -> Result<Vec<ContentPart>, DecodeEr
                     &["type", "input_audio"],
                 )
             }
-            _ => {
-                let mut other = map.clone();
-                other.insert(ORIGIN.into(), Value::String(ME.id().into()));
-                (ContentPart::Other(other), &[])
-            }
+            _ => (ContentPart::Other(marked(map, ME)), &[]),
         };
         if !matches!(part, ContentPart::Other(_)) {
             stash(part_extra(&mut part), ME, unknown_keys(map, known));
@@ -181,12 +162,8 @@ pub(super) fn encode(
                 out.push(json!({"type": text_type, "text": data_as_text(d, &at, losses)}));
                 continue;
             }
-            ContentPart::Other(other)
-                if other.get(ORIGIN).and_then(Value::as_str) == Some(ME.id()) =>
-            {
-                let mut v = other.clone();
-                v.remove(ORIGIN);
-                out.push(Value::Object(v));
+            ContentPart::Other(other) if is_from(other, ME) => {
+                out.push(Value::Object(unmarked(other)));
                 continue;
             }
             other => {

@@ -5,9 +5,10 @@ use serde::Deserialize;
 use serde_json::Map;
 use serde_json::value::RawValue;
 
+use crate::common::call_ids;
+use crate::common::reasoning;
 use crate::error::DecodeError;
-use crate::openai_chat::decode::prepend_reasoning;
-use crate::qwen3::{TOOLS_FOOTER, TOOLS_HEADER, call_id};
+use crate::qwen3::{TOOLS_FOOTER, TOOLS_HEADER};
 
 const START: &str = "<|im_start|>";
 const END: &str = "<|im_end|>";
@@ -197,7 +198,7 @@ pub fn assistant(body: &str, calls_seen: &mut usize) -> Message {
         m.tool_calls = Some(Some(calls));
     }
     if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
-        prepend_reasoning(&mut m, reasoning.to_owned());
+        reasoning::prepend(&mut m, reasoning.to_owned());
     }
     m
 }
@@ -217,7 +218,7 @@ fn split_calls<'a>(text: &'a str, calls_seen: &mut usize) -> (&'a str, Vec<ToolC
             break;
         };
         calls.push(ToolCall {
-            id: call_id(*calls_seen + calls.len()),
+            id: call_ids::numbered(*calls_seen + calls.len()),
             kind: Some("function".into()),
             function: FunctionCall {
                 name: call.name,

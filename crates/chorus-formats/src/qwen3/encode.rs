@@ -2,16 +2,16 @@
 
 use chorus_core::{Content, ContentPart, Conversation, Message, Role};
 
+use crate::common::call_ids;
 use crate::common::extras::drop_all;
 use crate::common::fields::{Field, report_unsupported};
 use crate::common::json::{child, item};
 use crate::common::media::data_as_text;
-use crate::common::names;
-use crate::common::pairing::paired_order;
+use crate::common::outgoing::{Pairing, unnamed};
 use crate::common::pyjson::dumps;
 use crate::loss::{Losses, Policy};
 use crate::options::EncodeOptions;
-use crate::qwen3::{TOOLS_FOOTER, TOOLS_HEADER, call_id};
+use crate::qwen3::{TOOLS_FOOTER, TOOLS_HEADER};
 
 /// A message as the template sees it: string content, optional reasoning, calls.
 struct Flat {
@@ -24,12 +24,7 @@ struct Flat {
 
 /// Renders the conversation; what the text cannot carry is reported.
 pub fn render(conversation: &Conversation, options: &EncodeOptions, losses: &mut Losses) -> String {
-    let order = paired_order(&conversation.messages, losses);
-    let ordered = order
-        .into_iter()
-        .map(|i| (i, conversation.messages[i].clone()))
-        .collect();
-    let named = names::apply(ordered, options.names, losses);
+    let named = unnamed(conversation, Pairing::Paired, options.names, losses);
     let mut calls_seen = 0;
     let mut messages: Vec<Flat> = Vec::with_capacity(named.len());
     for (index, m) in &named {
@@ -287,13 +282,13 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
     let mut calls = Vec::new();
     for (n, call) in m.calls().iter().enumerate() {
         let call_at = item(&child(&at, "tool_calls"), n);
-        if call.id != call_id(*calls_seen) {
+        if call.id != call_ids::numbered(*calls_seen) {
             losses.push(
                 child(&call_at, "id"),
                 Policy::Dropped,
                 format!(
                     "Qwen3 calls have no ids; parsing numbers them ({})",
-                    call_id(*calls_seen)
+                    call_ids::numbered(*calls_seen)
                 ),
             );
         }
@@ -361,7 +356,7 @@ fn check_result_ids(messages: &[(usize, Message)], losses: &mut Losses) {
             Role::Assistant => {
                 expected = (0..m.calls().len())
                     .rev()
-                    .map(|n| call_id(calls_seen + n))
+                    .map(|n| call_ids::numbered(calls_seen + n))
                     .collect();
                 calls_seen += m.calls().len();
             }

@@ -42,11 +42,6 @@ pub const TOOLS_HEADER: &str = "# Tools\n\nYou may call one or more functions to
 /// The end of the tool section, closing the system turn.
 pub const TOOLS_FOOTER: &str = "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
 
-/// The id parsing gives the `n`-th call of a conversation.
-pub fn call_id(n: usize) -> String {
-    format!("call_{n}")
-}
-
 /// Renders a conversation as the Qwen3 template does, with the losses.
 pub fn encode(conversation: &Conversation, options: &EncodeOptions) -> Encoded<String> {
     let mut losses = Losses::default();
