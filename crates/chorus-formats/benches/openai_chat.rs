@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use chorus_formats::{EncodeOptions, openai_chat};
+use chorus_formats::{Codec, EncodeOptions, OpenAiChat};
 use criterion::Criterion;
 use serde_json::{Value, json};
 
@@ -35,8 +35,8 @@ fn floor(input: &str) -> String {
 }
 
 fn chorus(input: &str) -> String {
-    let conversation = openai_chat::decode_str(input).unwrap();
-    let encoded = openai_chat::encode(&conversation, &EncodeOptions::default());
+    let conversation = OpenAiChat::decode_str(input).unwrap();
+    let encoded = OpenAiChat::encode(&conversation, &EncodeOptions::default()).unwrap();
     serde_json::to_string(&encoded.value).unwrap()
 }
 

@@ -94,11 +94,6 @@ impl Losses {
             losses: self.0,
         }
     }
-
-    /// Appends the losses of a sub-step.
-    pub fn extend(&mut self, losses: Vec<Loss>) {
-        self.0.extend(losses);
-    }
 }
 
 /// Escapes one JSON pointer segment (`~` → `~0`, `/` → `~1`).

@@ -10,8 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use chorus_core::{Content, ContentPart, Conversation};
-use chorus_formats::common::pairing::is_paired;
-use chorus_formats::{EncodeOptions, Format, Loss, NamePolicy};
+use chorus_formats::{EncodeOptions, Format, Loss, NamePolicy, is_paired};
 use serde_json::{Value, json};
 
 /// The features every format is checked on.

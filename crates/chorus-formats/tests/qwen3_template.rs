@@ -1,7 +1,7 @@
 //! The qwen3 encoder against the real Qwen3 chat template rendered with minijinja, configured as
 //! Hugging Face transformers renders it (../shared/conformance/qwen3/README.md).
 
-use chorus_formats::{EncodeOptions, openai_chat, qwen3};
+use chorus_formats::{Codec, EncodeOptions, OpenAiChat, Qwen3};
 use minijinja::{Environment, Value as JinjaValue};
 use serde_json::{Value, json};
 
@@ -245,13 +245,13 @@ fn qwen3_rendering_is_byte_exact_with_the_real_template() {
     let mut thinking_off = 0;
     for (request, generation, thinking) in &cases {
         let expected = render_with_template(&env, request, *generation, *thinking);
-        let conversation = openai_chat::decode(request.clone()).unwrap();
+        let conversation = OpenAiChat::decode(request.clone()).unwrap();
         let options = EncodeOptions {
             add_generation_prompt: *generation,
             enable_thinking: *thinking,
             ..EncodeOptions::default()
         };
-        let ours = qwen3::encode(&conversation, &options).value;
+        let ours = Qwen3::encode(&conversation, &options).unwrap().value;
         assert_eq!(ours, expected, "request: {request:#}");
         checked += 1;
         with_tools += usize::from(request.get("tools").is_some());
@@ -288,10 +288,10 @@ fn qwen3_rendering_is_byte_exact_with_the_real_template() {
 fn rendered_conversations_parse_back_to_the_same_messages() {
     for seed in 0..64 {
         let (request, _, _) = generated(seed);
-        let conversation = openai_chat::decode(request.clone()).unwrap();
-        let rendered = qwen3::encode(&conversation, &EncodeOptions::default());
-        let parsed = qwen3::decode(&rendered.value).unwrap();
-        let again = qwen3::encode(&parsed, &EncodeOptions::default());
+        let conversation = OpenAiChat::decode(request.clone()).unwrap();
+        let rendered = Qwen3::encode(&conversation, &EncodeOptions::default()).unwrap();
+        let parsed = Qwen3::decode_str(&rendered.value).unwrap();
+        let again = Qwen3::encode(&parsed, &EncodeOptions::default()).unwrap();
         assert_eq!(again.value, rendered.value, "seed {seed}");
         assert_eq!(
             parsed.messages.len(),

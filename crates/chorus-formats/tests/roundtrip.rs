@@ -2,8 +2,7 @@
 //! comes back unchanged, tool pairing always survives, and the encoder output always decodes.
 
 use chorus_core::{Content, ContentPart, Conversation, Message, Role, ToolCall};
-use chorus_formats::common::pairing::is_paired;
-use chorus_formats::{EncodeOptions, Format, Loss, Policy};
+use chorus_formats::{EncodeOptions, Format, Loss, Policy, is_paired};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
