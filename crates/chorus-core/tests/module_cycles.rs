@@ -20,10 +20,11 @@
 //! Test modules count like any other code. Every strongly connected component of more than one
 //! module is a cycle; it is reported with each edge inside it and the lines that make the edge.
 //!
-//! `KNOWN` lists the cycles of chorus-server and chorus-formats that existed when the check was
-//! written, as the edges inside their components. Those two crates may keep those edges and no
-//! others; every other crate must have no cycle at all. The list must only shrink, down to
-//! empty: an entry that no longer occurs is reported (not failed) so it can be deleted.
+//! `KNOWN` lists the cycles of chorus-server that existed when the check was written, as the
+//! edges inside their components. That crate may keep those edges and no others; every other
+//! crate must have no cycle at all (chorus-formats had cycles too, and has none since issue 14).
+//! The list must only shrink, down to empty: an entry that no longer occurs is reported (not
+//! failed) so it can be deleted.
 //!
 //! The components are computed with `petgraph`'s Tarjan. Run with
 //! `cargo test -p chorus-core --test module_cycles -- --nocapture` to see them (all of them are
@@ -42,76 +43,6 @@ use syn::visit::Visit;
 /// Edges (`crate`, `from`, `to`) inside the cycles known when this check was written.
 /// Shrink only; remove an entry once its edge is gone.
 const KNOWN: &[(&str, &str, &str)] = &[
-    ("chorus-formats", "a2a", "chorus"),
-    ("chorus-formats", "a2a", "common"),
-    ("chorus-formats", "a2a", "error"),
-    ("chorus-formats", "a2a", "loss"),
-    ("chorus-formats", "a2a", "options"),
-    ("chorus-formats", "a2a", "registry"),
-    ("chorus-formats", "agentscope", "common"),
-    ("chorus-formats", "agentscope", "error"),
-    ("chorus-formats", "agentscope", "loss"),
-    ("chorus-formats", "agentscope", "openai_chat"),
-    ("chorus-formats", "agentscope", "options"),
-    ("chorus-formats", "agentscope", "registry"),
-    ("chorus-formats", "anthropic", "common"),
-    ("chorus-formats", "anthropic", "error"),
-    ("chorus-formats", "anthropic", "loss"),
-    ("chorus-formats", "anthropic", "openai_chat"),
-    ("chorus-formats", "anthropic", "options"),
-    ("chorus-formats", "anthropic", "registry"),
-    ("chorus-formats", "chorus", "error"),
-    ("chorus-formats", "chorus", "loss"),
-    ("chorus-formats", "chorus", "registry"),
-    ("chorus-formats", "common", "error"),
-    ("chorus-formats", "common", "loss"),
-    ("chorus-formats", "common", "registry"),
-    ("chorus-formats", "error", "loss"),
-    ("chorus-formats", "error", "registry"),
-    ("chorus-formats", "gemini", "common"),
-    ("chorus-formats", "gemini", "error"),
-    ("chorus-formats", "gemini", "loss"),
-    ("chorus-formats", "gemini", "openai_chat"),
-    ("chorus-formats", "gemini", "options"),
-    ("chorus-formats", "gemini", "qwen3"),
-    ("chorus-formats", "gemini", "registry"),
-    ("chorus-formats", "harmony", "common"),
-    ("chorus-formats", "harmony", "error"),
-    ("chorus-formats", "harmony", "loss"),
-    ("chorus-formats", "harmony", "options"),
-    ("chorus-formats", "loss", "error"),
-    ("chorus-formats", "openai_chat", "chorus"),
-    ("chorus-formats", "openai_chat", "common"),
-    ("chorus-formats", "openai_chat", "error"),
-    ("chorus-formats", "openai_chat", "loss"),
-    ("chorus-formats", "openai_chat", "options"),
-    ("chorus-formats", "openai_chat", "registry"),
-    ("chorus-formats", "openai_responses", "common"),
-    ("chorus-formats", "openai_responses", "error"),
-    ("chorus-formats", "openai_responses", "loss"),
-    ("chorus-formats", "openai_responses", "openai_chat"),
-    ("chorus-formats", "openai_responses", "options"),
-    ("chorus-formats", "openai_responses", "registry"),
-    ("chorus-formats", "options", "common"),
-    ("chorus-formats", "qwen3", "common"),
-    ("chorus-formats", "qwen3", "error"),
-    ("chorus-formats", "qwen3", "loss"),
-    ("chorus-formats", "qwen3", "openai_chat"),
-    ("chorus-formats", "qwen3", "options"),
-    ("chorus-formats", "registry", "a2a"),
-    ("chorus-formats", "registry", "agentscope"),
-    ("chorus-formats", "registry", "anthropic"),
-    ("chorus-formats", "registry", "chorus"),
-    ("chorus-formats", "registry", "error"),
-    ("chorus-formats", "registry", "gemini"),
-    ("chorus-formats", "registry", "harmony"),
-    ("chorus-formats", "registry", "loss"),
-    ("chorus-formats", "registry", "openai_chat"),
-    ("chorus-formats", "registry", "openai_responses"),
-    ("chorus-formats", "registry", "options"),
-    ("chorus-formats", "registry", "qwen3"),
-    ("chorus-formats", "gemini::decode", "gemini::decode_parts"),
-    ("chorus-formats", "gemini::decode_parts", "gemini::decode"),
     ("chorus-server", "api", "auth"),
     ("chorus-server", "api", "blobs"),
     ("chorus-server", "api", "config"),
@@ -133,7 +64,7 @@ const KNOWN: &[(&str, &str, &str)] = &[
 ];
 
 /// Crates that may keep the `KNOWN` cycles (their cycles are being broken elsewhere).
-const ALLOWED_CRATES: &[&str] = &["chorus-server", "chorus-formats"];
+const ALLOWED_CRATES: &[&str] = &["chorus-server"];
 
 /// A module path under its crate root (empty for the root).
 type ModPath = Vec<String>;
