@@ -45,12 +45,11 @@ pub use codecs::{
     A2a, AgentScope, Anthropic, Chorus, Gemini, Harmony, OpenAiChat, OpenAiChatResponse,
     OpenAiResponses, Qwen3, convert,
 };
-pub use common::names::NamePolicy;
 pub use common::pairing::is_paired;
 pub use error::{DecodeError, Error};
 pub use format::Format;
 pub use loss::{Encoded, Loss, Policy};
-pub use options::EncodeOptions;
+pub use options::{EncodeOptions, NamePolicy};
 
 /// Chat Completions pieces for clients of an OpenAI-compatible endpoint: the request body, a
 /// `chat.completion` response, and streamed chunks assembled into the reply.

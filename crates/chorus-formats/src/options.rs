@@ -1,6 +1,14 @@
 //! Options of an encoder.
 
-use crate::common::names::NamePolicy;
+/// What to do with speaker names when the target has no place for them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NamePolicy {
+    /// Write `name: ` in front of the message text.
+    #[default]
+    Prefix,
+    /// Fold runs of named text turns into one user message with a `<history>` block.
+    History,
+}
 
 /// How to encode: the speaker-name policy and the template switches of text formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

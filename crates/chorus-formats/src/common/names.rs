@@ -3,16 +3,7 @@
 use chorus_core::{Content, ContentPart, Message, Role};
 
 use crate::loss::{Losses, Policy};
-
-/// What to do with speaker names when the target has no place for them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum NamePolicy {
-    /// Write `name: ` in front of the message text.
-    #[default]
-    Prefix,
-    /// Fold runs of named text turns into one user message with a `<history>` block.
-    History,
-}
+use crate::options::NamePolicy;
 
 /// The opening of a folded history message.
 pub const HISTORY_HEADER: &str = "Earlier turns of this multi-agent conversation, one line per turn as `speaker: text`:\n<history>\n";

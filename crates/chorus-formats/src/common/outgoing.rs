@@ -3,9 +3,10 @@
 
 use chorus_core::{Conversation, Message};
 
-use crate::common::names::{self, NamePolicy};
+use crate::common::names;
 use crate::common::pairing::{paired_order, without_orphans};
 use crate::loss::Losses;
+use crate::options::NamePolicy;
 
 /// Where a target needs tool results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
