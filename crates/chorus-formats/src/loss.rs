@@ -87,6 +87,13 @@ impl Losses {
         });
     }
 
+    /// Runs `encoder`, which records what it cannot carry, and returns its output with the losses.
+    pub fn collect<T>(encoder: impl FnOnce(&mut Losses) -> T) -> Encoded<T> {
+        let mut losses = Losses::default();
+        let value = encoder(&mut losses);
+        losses.finish(value)
+    }
+
     /// Wraps `value` with the collected losses.
     pub fn finish<T>(self, value: T) -> Encoded<T> {
         Encoded {

@@ -36,50 +36,29 @@ use crate::format::Format;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
 
-/// Evaluates `$body` with the type `$codec` naming the codec of `$format`.
+/// Evaluates `$body` with the type `$codec` naming the codec of `$format`. The list after `@codecs`
+/// is the one place where a format meets its codec.
 macro_rules! with_codec {
     ($format:expr, $codec:ident => $body:expr) => {
+        with_codec!(@codecs $format, $codec, $body;
+            Chorus => Chorus,
+            OpenAiChat => OpenAiChat,
+            OpenAiChatResponse => OpenAiChatResponse,
+            OpenAiResponses => OpenAiResponses,
+            Anthropic => Anthropic,
+            Gemini => Gemini,
+            Qwen3 => Qwen3,
+            AgentScope => AgentScope,
+            A2a => A2a,
+            Harmony => Harmony,
+        )
+    };
+    (@codecs $format:expr, $codec:ident, $body:expr; $($variant:ident => $type:ty,)+) => {
         match $format {
-            Format::Chorus => {
-                type $codec = Chorus;
+            $(Format::$variant => {
+                type $codec = $type;
                 $body
-            }
-            Format::OpenAiChat => {
-                type $codec = OpenAiChat;
-                $body
-            }
-            Format::OpenAiChatResponse => {
-                type $codec = OpenAiChatResponse;
-                $body
-            }
-            Format::OpenAiResponses => {
-                type $codec = OpenAiResponses;
-                $body
-            }
-            Format::Anthropic => {
-                type $codec = Anthropic;
-                $body
-            }
-            Format::Gemini => {
-                type $codec = Gemini;
-                $body
-            }
-            Format::Qwen3 => {
-                type $codec = Qwen3;
-                $body
-            }
-            Format::AgentScope => {
-                type $codec = AgentScope;
-                $body
-            }
-            Format::A2a => {
-                type $codec = A2a;
-                $body
-            }
-            Format::Harmony => {
-                type $codec = Harmony;
-                $body
-            }
+            })+
         }
     };
 }

@@ -17,3 +17,4 @@ pub mod roles;
 pub mod rotation;
 pub mod spelling;
 pub mod system;
+pub mod usage;

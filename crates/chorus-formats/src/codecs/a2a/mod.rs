@@ -36,37 +36,11 @@ impl Codec for A2a {
 
     /// Encodes a conversation as an array of A2A messages.
     fn encode(conversation: &Conversation, _: &EncodeOptions) -> Result<Encoded<Value>, Error> {
-        let mut losses = Losses::default();
-        let value = encode::messages(conversation, &mut losses);
-        Ok(losses.finish(value))
+        Ok(Losses::collect(|losses| {
+            encode::messages(conversation, losses)
+        }))
     }
 }
-
-/// What A2A messages carry.
-const CAPABILITIES: Capabilities = Capabilities {
-    format: A2a::FORMAT.id(),
-    describes: "A2A Message objects (kind, messageId, role user/agent, text/file/data parts, metadata)",
-    roles: &[
-        "user",
-        "assistant (agent)",
-        "system, developer, tool (in metadata.chorus.role)",
-    ],
-    parts: &[
-        "text",
-        "image_url, input_audio, file (file parts: bytes or uri)",
-        "data",
-        "reasoning and others (in metadata.chorus)",
-    ],
-    tool_results: "any parts; the call id travels in metadata.chorus",
-    names: "in metadata.chorus",
-    citations: "in metadata.chorus",
-    reasoning: "text parts marked in metadata.chorus",
-    downgrades: &[
-        "chorus-only fields (tool calls, names, ids, metadata) travel in metadata.chorus: A2A peers that do not read it see only the parts",
-        "image rotation is applied to base64 images; reported as lost for URL images",
-        "a handoff packet travels as a data part",
-    ],
-};
 
 /// The chorus part type an A2A part is read as when its metadata does not say.
 fn inferred_type(part: &Value) -> &'static str {
@@ -114,3 +88,29 @@ impl A2a {
             .collect()
     }
 }
+
+/// What A2A messages carry.
+const CAPABILITIES: Capabilities = Capabilities {
+    format: A2a::FORMAT.id(),
+    describes: "A2A Message objects (kind, messageId, role user/agent, text/file/data parts, metadata)",
+    roles: &[
+        "user",
+        "assistant (agent)",
+        "system, developer, tool (in metadata.chorus.role)",
+    ],
+    parts: &[
+        "text",
+        "image_url, input_audio, file (file parts: bytes or uri)",
+        "data",
+        "reasoning and others (in metadata.chorus)",
+    ],
+    tool_results: "any parts; the call id travels in metadata.chorus",
+    names: "in metadata.chorus",
+    citations: "in metadata.chorus",
+    reasoning: "text parts marked in metadata.chorus",
+    downgrades: &[
+        "chorus-only fields (tool calls, names, ids, metadata) travel in metadata.chorus: A2A peers that do not read it see only the parts",
+        "image rotation is applied to base64 images; reported as lost for URL images",
+        "a handoff packet travels as a data part",
+    ],
+};

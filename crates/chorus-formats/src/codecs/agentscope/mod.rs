@@ -42,9 +42,9 @@ impl Codec for AgentScope {
         conversation: &Conversation,
         _options: &EncodeOptions,
     ) -> Result<Encoded<Value>, Error> {
-        let mut losses = Losses::default();
-        let value = encode::messages(conversation, &mut losses);
-        Ok(losses.finish(value))
+        Ok(Losses::collect(|losses| {
+            encode::messages(conversation, losses)
+        }))
     }
 }
 

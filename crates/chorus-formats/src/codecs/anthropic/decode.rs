@@ -2,8 +2,7 @@
 
 use chorus_core::{
     CitationMap, Content, ContentPart, Conversation, FilePart, FileRef, FunctionCall,
-    FunctionDefinition, Message, Metadata, ReasoningPart, Role, TextPart, TokenUsage, ToolCall,
-    ToolDefinition,
+    FunctionDefinition, Message, Metadata, ReasoningPart, Role, TextPart, ToolCall, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -15,6 +14,7 @@ use crate::common::media::image;
 use crate::common::origin::marked;
 use crate::common::params;
 use crate::common::roles;
+use crate::common::usage::{self, Keys};
 use crate::error::DecodeError;
 
 const ME: Format = Format::Anthropic;
@@ -72,14 +72,12 @@ fn response(map: &Map<String, Value>) -> Result<Conversation, DecodeError> {
     let metadata = m.metadata.get_or_insert_with(Metadata::default);
     metadata.model_version = opt_string(map, "model", "")?.map(str::to_owned);
     if let Some(usage) = map.get("usage").and_then(Value::as_object) {
-        let mut extra = usage.clone();
-        let mut take = |k: &str| extra.remove(k).and_then(|v| v.as_u64());
-        metadata.token_usage = Some(TokenUsage {
-            prompt_tokens: take("input_tokens"),
-            completion_tokens: take("output_tokens"),
-            extra,
-            ..TokenUsage::default()
-        });
+        let keys = Keys {
+            prompt: "input_tokens",
+            completion: "output_tokens",
+            total: None,
+        };
+        metadata.token_usage = Some(usage::read(usage, &keys));
     }
     let rest = unknown_keys(map, &["id", "type", "role", "content", "model", "usage"]);
     stash(&mut metadata.extra, ME, rest);

@@ -35,10 +35,19 @@ impl Codec for Anthropic {
         conversation: &Conversation,
         options: &EncodeOptions,
     ) -> Result<Encoded<Value>, Error> {
-        let mut losses = Losses::default();
-        let value = encode::request(conversation, options, &mut losses);
-        Ok(losses.finish(value))
+        Ok(Losses::collect(|losses| {
+            encode::request(conversation, options, losses)
+        }))
     }
+}
+
+/// Whether a tool message holds a seed-000 error result (`{"status": "error", ...}`), which the
+/// Messages API flags with `is_error: true` on its `tool_result` block.
+fn holds_error(m: &chorus_core::Message) -> bool {
+    matches!(
+        chorus_core::ToolOutcome::from_text(&m.text()),
+        chorus_core::ToolOutcome::Error { .. }
+    )
 }
 
 /// What the Messages API carries.
@@ -69,12 +78,3 @@ const CAPABILITIES: Capabilities = Capabilities {
         "image rotation is applied to base64 images; reported as lost for URL images",
     ],
 };
-
-/// Whether a tool message holds a seed-000 error result (`{"status": "error", ...}`), which the
-/// Messages API flags with `is_error: true` on its `tool_result` block.
-fn holds_error(m: &chorus_core::Message) -> bool {
-    matches!(
-        chorus_core::ToolOutcome::from_text(&m.text()),
-        chorus_core::ToolOutcome::Error { .. }
-    )
-}

@@ -2,7 +2,7 @@
 
 use chorus_core::{
     Content, ContentPart, Conversation, FunctionCall, FunctionDefinition, Message, Metadata, Role,
-    TokenUsage, ToolCall, ToolDefinition,
+    ToolCall, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -13,6 +13,7 @@ use crate::common::call_ids;
 use crate::common::extras::{SPELLING, namespace, stash};
 use crate::common::json::{array, child, item, object, opt_string, string};
 use crate::common::params;
+use crate::common::usage::{self, Keys};
 use crate::error::DecodeError;
 
 const ME: Format = Format::Gemini;
@@ -116,15 +117,13 @@ fn response(map: &Map<String, Value>) -> Result<Conversation, DecodeError> {
             ..Metadata::default()
         };
         if let Some((usage, _)) = get(map, "usage_metadata") {
-            let mut extra = usage.as_object().cloned().unwrap_or_default();
-            let mut take = |k: &str| extra.remove(k).and_then(|v| v.as_u64());
-            metadata.token_usage = Some(TokenUsage {
-                prompt_tokens: take("promptTokenCount"),
-                completion_tokens: take("candidatesTokenCount"),
-                total_tokens: take("totalTokenCount"),
-                extra,
-                ..TokenUsage::default()
-            });
+            let keys = Keys {
+                prompt: "promptTokenCount",
+                completion: "candidatesTokenCount",
+                total: Some("totalTokenCount"),
+            };
+            let usage = usage.as_object().cloned().unwrap_or_default();
+            metadata.token_usage = Some(usage::read(&usage, &keys));
         }
         stash(&mut metadata.extra, ME, rest(cand, &["content"]));
         m.metadata = Some(metadata);

@@ -37,9 +37,9 @@ impl Codec for Gemini {
         conversation: &Conversation,
         options: &EncodeOptions,
     ) -> Result<Encoded<Value>, Error> {
-        let mut losses = Losses::default();
-        let value = encode::request(conversation, options, &mut losses);
-        Ok(losses.finish(value))
+        Ok(Losses::collect(|losses| {
+            encode::request(conversation, options, losses)
+        }))
     }
 }
 

@@ -41,29 +41,6 @@ impl Codec for Harmony {
     }
 }
 
-/// What Harmony carries.
-const CAPABILITIES: Capabilities = Capabilities {
-    format: Harmony::FORMAT.id(),
-    describes: "Harmony text of gpt-oss (<|start|>role<|channel|>...<|message|>...<|end|>), rendered and parsed by chorus-harmony",
-    roles: &[
-        "system (generated)",
-        "developer (instructions and tools)",
-        "user",
-        "assistant",
-        "tool (functions.NAME)",
-    ],
-    parts: &["text", "reasoning (analysis channel)"],
-    tool_results: "text, paired with calls by function name and order",
-    names: "no: policy prefix (`name: text`) or <history> fold",
-    citations: "no",
-    reasoning: "analysis channel messages",
-    downgrades: &[
-        "system and developer messages become the developer instructions",
-        "call ids are not carried; parsing numbers calls call_0, call_1, ...",
-        "images, audio, files and data parts are dropped",
-    ],
-};
-
 const PROMPT_END: &str = "<|start|>assistant";
 
 fn render_text(
@@ -165,3 +142,26 @@ fn instructions(mut message: chorus_harmony::Message) -> chorus_harmony::Message
     }
     message
 }
+
+/// What Harmony carries.
+const CAPABILITIES: Capabilities = Capabilities {
+    format: Harmony::FORMAT.id(),
+    describes: "Harmony text of gpt-oss (<|start|>role<|channel|>...<|message|>...<|end|>), rendered and parsed by chorus-harmony",
+    roles: &[
+        "system (generated)",
+        "developer (instructions and tools)",
+        "user",
+        "assistant",
+        "tool (functions.NAME)",
+    ],
+    parts: &["text", "reasoning (analysis channel)"],
+    tool_results: "text, paired with calls by function name and order",
+    names: "no: policy prefix (`name: text`) or <history> fold",
+    citations: "no",
+    reasoning: "analysis channel messages",
+    downgrades: &[
+        "system and developer messages become the developer instructions",
+        "call ids are not carried; parsing numbers calls call_0, call_1, ...",
+        "images, audio, files and data parts are dropped",
+    ],
+};

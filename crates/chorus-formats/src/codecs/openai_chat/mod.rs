@@ -116,9 +116,7 @@ impl Codec for OpenAiChatResponse {
 
 /// Encodes a conversation as a Chat Completions request body; names are carried as they are.
 pub fn request(conversation: &Conversation) -> Encoded<Value> {
-    let mut losses = Losses::default();
-    let value = encode::request(conversation, &mut losses);
-    losses.finish(value)
+    Losses::collect(|losses| encode::request(conversation, losses))
 }
 
 /// What Chat Completions carries.

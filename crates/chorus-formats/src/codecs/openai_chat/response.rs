@@ -7,6 +7,7 @@ use super::decode::message;
 use crate::Format;
 use crate::common::extras::stash;
 use crate::common::json::{child, describe, item};
+use crate::common::usage::{self, Keys};
 use crate::error::DecodeError;
 
 /// Decodes a `chat.completion` object: one assistant message per choice, with usage, model and
@@ -76,15 +77,12 @@ pub fn decode_response(value: Value) -> Result<Conversation, DecodeError> {
 }
 
 fn token_usage(usage: &Value) -> TokenUsage {
-    let mut extra: Map<String, Value> = usage.as_object().cloned().unwrap_or_default();
-    let mut take = |key: &str| extra.remove(key).and_then(|v| v.as_u64());
-    TokenUsage {
-        prompt_tokens: take("prompt_tokens"),
-        completion_tokens: take("completion_tokens"),
-        total_tokens: take("total_tokens"),
-        total_cost_usd: None,
-        extra,
-    }
+    let keys = Keys {
+        prompt: "prompt_tokens",
+        completion: "completion_tokens",
+        total: Some("total_tokens"),
+    };
+    usage::read(usage.as_object().unwrap_or(&Map::new()), &keys)
 }
 
 /// Accumulates `chat.completion.chunk` objects into the response they stream.

@@ -2,7 +2,7 @@
 
 use chorus_core::{
     Content, ContentPart, Conversation, FunctionCall, FunctionDefinition, Message, Metadata,
-    ReasoningPart, Role, TokenUsage, ToolCall, ToolDefinition,
+    ReasoningPart, Role, ToolCall, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -14,6 +14,7 @@ use crate::common::json::{array, child, describe, item, object, opt_string, stri
 use crate::common::origin::marked;
 use crate::common::params;
 use crate::common::roles;
+use crate::common::usage::{self, Keys};
 use crate::error::DecodeError;
 
 const ME: Format = Format::OpenAiResponses;
@@ -112,15 +113,12 @@ fn response_metadata(map: &Map<String, Value>, conversation: &mut Conversation) 
         stash(&mut metadata.extra, ME, response_fields);
         metadata.model_version = map.get("model").and_then(Value::as_str).map(str::to_owned);
         if let Some(usage) = map.get("usage").and_then(Value::as_object) {
-            let mut extra = usage.clone();
-            let mut take = |k: &str| extra.remove(k).and_then(|v| v.as_u64());
-            metadata.token_usage = Some(TokenUsage {
-                prompt_tokens: take("input_tokens"),
-                completion_tokens: take("output_tokens"),
-                total_tokens: take("total_tokens"),
-                extra,
-                ..TokenUsage::default()
-            });
+            let keys = Keys {
+                prompt: "input_tokens",
+                completion: "output_tokens",
+                total: Some("total_tokens"),
+            };
+            metadata.token_usage = Some(usage::read(usage, &keys));
         }
     } else {
         stash(&mut conversation.extra, ME, response_fields);

@@ -40,9 +40,9 @@ impl Codec for OpenAiResponses {
         conversation: &Conversation,
         options: &EncodeOptions,
     ) -> Result<Encoded<Value>, Error> {
-        let mut losses = Losses::default();
-        let value = encode::request(conversation, options, &mut losses);
-        Ok(losses.finish(value))
+        Ok(Losses::collect(|losses| {
+            encode::request(conversation, options, losses)
+        }))
     }
 }
 

@@ -33,9 +33,9 @@ impl Codec for Qwen3 {
         conversation: &Conversation,
         options: &EncodeOptions,
     ) -> Result<Encoded<String>, Error> {
-        let mut losses = Losses::default();
-        let text = encode::render(conversation, options, &mut losses);
-        Ok(losses.finish(text))
+        Ok(Losses::collect(|losses| {
+            encode::render(conversation, options, losses)
+        }))
     }
 }
 
@@ -45,6 +45,12 @@ impl Qwen3 {
         decode::assistant(text, &mut 0)
     }
 }
+
+/// First lines of the tool section of the system prompt, up to `<tools>`.
+const TOOLS_HEADER: &str = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+
+/// The end of the tool section, closing the system turn.
+const TOOLS_FOOTER: &str = "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
 
 /// What Qwen3 text carries.
 const CAPABILITIES: Capabilities = Capabilities {
@@ -67,9 +73,3 @@ const CAPABILITIES: Capabilities = Capabilities {
         "images, audio and files are dropped; data parts are written as JSON text",
     ],
 };
-
-/// First lines of the tool section of the system prompt, up to `<tools>`.
-const TOOLS_HEADER: &str = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>";
-
-/// The end of the tool section, closing the system turn.
-const TOOLS_FOOTER: &str = "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
