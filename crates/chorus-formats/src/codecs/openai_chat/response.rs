@@ -12,7 +12,7 @@ use crate::error::DecodeError;
 
 /// Decodes a `chat.completion` object: one assistant message per choice, with usage, model and
 /// finish reason in the message metadata; other top-level keys are kept in `extra` under
-/// `x-openai-chat-response`, which only [`super::encode_response`] writes back.
+/// `x-openai-chat-response`, which only the `openai-chat-response` encoder writes back.
 pub fn decode_response(value: Value) -> Result<Conversation, DecodeError> {
     let Value::Object(mut map) = value else {
         return Err(DecodeError::new(
