@@ -5,6 +5,9 @@ use crate::error::ApiError;
 /// Longest id accepted, in bytes.
 pub const MAX_ID_LEN: usize = 128;
 
+/// The ids [`id_problem`] accepts, as a regular expression for the OpenAPI document.
+pub const SAFE_ID_PATTERN: &str = "^[A-Za-z0-9_:-]{1,128}$";
+
 /// Why `id` cannot be used as an agent or message id over HTTP, if it cannot.
 pub fn id_problem(id: &str) -> Option<String> {
     if id.is_empty() {
@@ -53,6 +56,29 @@ mod tests {
             &"x".repeat(129),
         ] {
             assert!(id_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_documented_pattern_accepts_what_the_check_accepts() {
+        let pattern = regex::Regex::new(SAFE_ID_PATTERN).unwrap();
+        let long = "x".repeat(128);
+        let longer = "x".repeat(129);
+        for id in [
+            "alice",
+            "task-1",
+            "urn:chorus:m-42",
+            "A_b",
+            &long,
+            &longer,
+            "",
+            "../etc",
+            "a b",
+            "m.1",
+            "é",
+            "a\n",
+        ] {
+            assert_eq!(pattern.is_match(id), id_problem(id).is_none(), "{id:?}");
         }
     }
 }

@@ -31,10 +31,23 @@ const DEAD_LETTER_CHECK: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Change {
     /// published, acked, nacked, replayed, confirmation, changed, or dead_lettered (the number
-    /// of dead letters moved).
+    /// of dead letters moved); `ready` (the stream is open) and `resync` (changes were missed:
+    /// re-read everything) with the stream's own path.
     pub kind: String,
     /// The request path that made the change.
     pub path: String,
+}
+
+/// One event of the `/v1/events` stream as a client reads it (the OpenAPI 3.2 reading of a
+/// `text/event-stream` schema: the fields of each event).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ChangeEvent {
+    /// `ready` (first), `change`, or `resync`.
+    #[schema(pattern = "^(ready|change|resync)$")]
+    pub event: String,
+    /// A [`Change`] as JSON.
+    #[schema(content_media_type = "application/json")]
+    pub data: String,
 }
 
 /// Where changes are announced; shared by the middleware and the streams.
@@ -126,7 +139,7 @@ fn dead_letter_watch(app: AppState, seen: u64) -> impl futures::Stream<Item = Ch
     path = "/v1/events",
     tag = "admin",
     responses(
-        (status = 200, description = "A text/event-stream of `change` events", body = Change, content_type = "text/event-stream"),
+        (status = 200, description = "A text/event-stream of `change` events", body = ChangeEvent, content_type = "text/event-stream"),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
     ),
@@ -145,9 +158,7 @@ pub async fn events(
                 .event("change")
                 .json_data(&change)
                 .unwrap_or_default(),
-            Err(broadcast::error::RecvError::Lagged(_)) => {
-                Event::default().event("resync").data("{}")
-            }
+            Err(broadcast::error::RecvError::Lagged(_)) => own_event("resync"),
             Err(broadcast::error::RecvError::Closed) => return None,
         };
         Some((Ok::<_, Infallible>(event), rx))
@@ -159,11 +170,24 @@ pub async fn events(
             .json_data(&change)
             .unwrap_or_default())
     });
-    let hello = stream::once(async { Ok(Event::default().event("ready").data("{}")) });
+    let hello = stream::once(async { Ok(own_event("ready")) });
     let body = hello
         .chain(stream::select(changes, watched))
         .take_until(app.stopped());
     Ok(Sse::new(body).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// An event of the stream itself (`ready`, `resync`): its data is a [`Change`] too, so that
+/// every event matches the document.
+fn own_event(kind: &str) -> Event {
+    let change = Change {
+        kind: kind.into(),
+        path: "/v1/events".into(),
+    };
+    Event::default()
+        .event(kind)
+        .json_data(&change)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -47,6 +47,62 @@ impl Modify for BearerAuth {
     }
 }
 
+/// Adds the 400 answer to every operation with path or query parameters: ids are checked
+/// against the safe alphabet and query strings parsed before any handler runs, so each of them
+/// can answer 400 (declared here once, not in each handler).
+fn document_bad_requests(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    for item in openapi.paths.paths.values_mut() {
+        let shared = item.parameters.as_ref().is_some_and(|p| !p.is_empty());
+        for operation in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            for parameter in operation.parameters.iter_mut().flatten() {
+                constrain_id(parameter);
+            }
+            let own = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+            if !(shared || own) || operation.responses.responses.contains_key("400") {
+                continue;
+            }
+            let answer = ResponseBuilder::new()
+                .description("An id outside the safe alphabet, or a malformed query parameter")
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build();
+            operation
+                .responses
+                .responses
+                .insert("400".into(), answer.into());
+        }
+    }
+}
+
+/// Declares what the server checks of a path parameter (each but a blob's name is an id): the safe alphabet
+/// of [`crate::ids`], at most 128 bytes, so that generated clients and fuzzers know it.
+fn constrain_id(parameter: &mut utoipa::openapi::path::Parameter) {
+    use utoipa::openapi::path::ParameterIn;
+    use utoipa::openapi::{RefOr, Schema};
+    // Blob names are content hashes with an extension, checked by the blob store.
+    if !matches!(parameter.parameter_in, ParameterIn::Path) || parameter.name == "name" {
+        return;
+    }
+    if let Some(RefOr::T(Schema::Object(object))) = parameter.schema.as_mut() {
+        object.pattern = Some(crate::ids::SAFE_ID_PATTERN.into());
+        object.max_length = Some(crate::ids::MAX_ID_LEN);
+    }
+}
+
 /// The application with every route, and its OpenAPI document.
 pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let limit = state.max_body_bytes;
@@ -73,6 +129,8 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(confirmations::consume))
         .routes(routes!(crate::blobs::api::blob))
         .split_for_parts();
+    let mut openapi = openapi;
+    document_bad_requests(&mut openapi);
     let document = openapi.clone();
     let router = router
         .route(
