@@ -1,19 +1,21 @@
 //! A bounded load of handoffs over HTTP during which the server process is killed with SIGKILL
-//! three times and restarted on the same SQLite file, each time while publishes are in flight
-//! (their commits cut short or their answers lost), while a pool of workers reads and acks the
+//! three times and restarted on the same store, each time while publishes are in flight (their
+//! commits cut short or their answers lost), while a pool of workers reads and acks the
 //! recipient's inbox throughout. Checked per message id: every acknowledged publish is
-//! delivered and acked exactly once (none lost, none twice: a retried publish whose commit had
-//! landed is a duplicate, not a second message; a message whose ack was answered 204 is never
-//! delivered again).
+//! delivered and settled (none lost), none is delivered after its ack was answered 204, none is
+//! acked twice, a retried publish whose commit had landed is a duplicate (none twice), and the
+//! inbox is empty at the end. On SQLite, and on NATS and Redis when CHORUS_TEST_NATS_URL and
+//! CHORUS_TEST_REDIS_URL are set (then an unreachable server fails the test).
 //!
-//! `CHORUS_CRASH_HANDOFFS` sets how many handoffs are sent in all (default 2,000).
-//! The server runs in a child process: this test binary itself (it has no libtest harness),
-//! which serves instead of testing when `CHORUS_CRASH_CHILD_DB` names the database.
+//! `CHORUS_CRASH_HANDOFFS` sets how many handoffs are sent in all per store (default 2,000 on
+//! SQLite, 800 on NATS and Redis). The server runs in a child process: this test binary itself
+//! (it has no libtest harness), which serves instead of testing when `CHORUS_CRASH_CHILD_STORE`
+//! names the store.
 
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,14 +33,14 @@ const WORKERS: usize = 4;
 const KILLS: [f64; 3] = [0.2, 0.45, 0.7];
 const SINK_TOKEN: &str = "sink-token";
 const ADMIN_TOKEN: &str = "admin-token";
-const CHILD_ENV: &str = "CHORUS_CRASH_CHILD_DB";
+const CHILD_ENV: &str = "CHORUS_CRASH_CHILD_STORE";
 
-/// Handoffs per agent.
-fn per_agent() -> usize {
+/// Handoffs per agent: `CHORUS_CRASH_HANDOFFS` in all, else `default` in all.
+fn per_agent(default: usize) -> usize {
     let total = std::env::var("CHORUS_CRASH_HANDOFFS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(2_000);
+        .unwrap_or(default);
     total.div_ceil(AGENTS)
 }
 
@@ -65,6 +67,8 @@ fn child_config() -> ServerConfig {
         ack_wait_secs: 2,
         // Kill points and restarts may cost a message several attempts.
         max_deliver: 50,
+        // The test's Redis keeps nothing on disk; what is killed here is chorus, not Redis.
+        accept_volatile_store: true,
         ..ServerConfig::default()
     };
     c.agents.insert(
@@ -88,15 +92,19 @@ fn main() {
         .build()
         .expect("tokio runtime");
     match std::env::var(CHILD_ENV) {
-        Ok(db) => runtime.block_on(child_server(db)),
-        Err(_) => runtime.block_on(acknowledged_publishes_survive_kill_9()),
+        Ok(store) => runtime.block_on(child_server(store)),
+        Err(_) => runtime.block_on(every_store()),
     }
 }
 
 /// The server process: prints its address, then serves until killed.
-async fn child_server(db: String) {
+async fn child_server(store: String) {
     let config = child_config();
-    let bus = Store::sqlite(db).open(&config).await.expect("open store");
+    let bus = Store::parse(&store)
+        .expect("a store address")
+        .open(&config)
+        .await
+        .expect("open store");
     let (listener, addr) = bind("127.0.0.1:0").await.expect("bind");
     println!("ADDR http://{addr}");
     Server::new(bus, &config)
@@ -115,10 +123,10 @@ impl Drop for ServerProcess {
     }
 }
 
-/// Starts the child server on `db`; returns it and its base URL.
-fn spawn_server(db: &std::path::Path) -> (ServerProcess, String) {
+/// Starts the child server on the store at `store`; returns it and its base URL.
+fn spawn_server(store: &str) -> (ServerProcess, String) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_ENV, db)
+        .env(CHILD_ENV, store)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -151,6 +159,7 @@ struct Published {
 /// ids and the latency of each acknowledged publish.
 async fn producer(
     agent: usize,
+    count: usize,
     base: watch::Receiver<String>,
     seen: Arc<Published>,
 ) -> (Vec<String>, Vec<Duration>) {
@@ -161,7 +170,7 @@ async fn producer(
     );
     let template: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (mut acked, mut latencies) = (Vec::new(), Vec::new());
-    for i in 0..per_agent() {
+    for i in 0..count {
         let (id, body) = handoff(&template, agent, i);
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut retried = false;
@@ -292,25 +301,52 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Kills the server with SIGKILL under load three times and restarts it: every acknowledged
-/// publish is delivered and acked exactly once.
-async fn acknowledged_publishes_survive_kill_9() {
+/// The scenario on SQLite (2,000 handoffs), and on NATS and Redis (800 each) when their
+/// variables are set; a store whose variable is not set is said to be not tested.
+async fn every_store() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("chorus.db");
-    let (mut child, first) = spawn_server(&db);
+    let sqlite = format!("sqlite:{}", dir.path().join("chorus.db").display());
+    kill_three_times("SQLite", &sqlite, per_agent(2_000)).await;
+    for (name, var) in [
+        ("NATS", "CHORUS_TEST_NATS_URL"),
+        ("Redis", "CHORUS_TEST_REDIS_URL"),
+    ] {
+        let Ok(url) = std::env::var(var) else {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** the crash test on {name} was NOT run: {var} not set ***\n"
+            );
+            continue;
+        };
+        let ns = format!("chorus_test_crash_{}", uuid::Uuid::new_v4().simple());
+        let address = format!("{url}?namespace={ns}");
+        kill_three_times(name, &address, per_agent(800)).await;
+        let store = Store::parse(&address).expect("a store address");
+        store
+            .spec()
+            .destroy_namespace()
+            .await
+            .expect("delete the test namespace");
+    }
+}
+
+/// Kills the server on `store` with SIGKILL under load three times and restarts it: every
+/// acknowledged publish is delivered and settled, none after its ack.
+async fn kill_three_times(name: &str, store: &str, per_agent: usize) {
+    let (mut child, first) = spawn_server(store);
     let (set_base, base) = watch::channel(first);
     let published = Arc::new(Published::default());
     let consumed = Arc::new(Mutex::new(Consumed::default()));
     let done = Arc::new(AtomicBool::new(false));
     let producers: Vec<_> = (0..AGENTS)
-        .map(|a| tokio::spawn(producer(a, base.clone(), published.clone())))
+        .map(|a| tokio::spawn(producer(a, per_agent, base.clone(), published.clone())))
         .collect();
     let workers: Vec<_> = (0..WORKERS)
         .map(|_| tokio::spawn(worker(base.clone(), consumed.clone(), done.clone())))
         .collect();
 
     // Kill the server at each kill point, at a moment a publish is in flight, then restart it.
-    let total = AGENTS * per_agent();
+    let total = AGENTS * per_agent;
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut kills = Vec::new();
     for fraction in KILLS {
@@ -324,7 +360,7 @@ async fn acknowledged_publishes_survive_kill_9() {
         let in_flight = published.in_flight.load(Ordering::SeqCst);
         drop(child); // SIGKILL
         kills.push((published.acked.load(Ordering::Relaxed), in_flight));
-        let (next, url) = spawn_server(&db);
+        let (next, url) = spawn_server(store);
         child = next;
         set_base.send(url).unwrap();
     }
@@ -393,7 +429,7 @@ async fn acknowledged_publishes_survive_kill_9() {
     let redelivered = consumed.deliveries.values().filter(|n| **n > 1).count();
     latencies.sort();
     println!(
-        "{total} handoffs from {AGENTS} agents to a pool of {WORKERS} workers; server killed 3 times (after {kills:?} (acknowledged, publishes in flight)); retried publishes answered duplicate: {}; every message delivered and settled, inbox empty (redelivered after a kill or lost ack: {redelivered}, none after a 204 ack; acks committed whose answer the kill cut: {unsure_only}); publish latency p50 {:?}, p99 {:?}",
+        "{name}: {total} handoffs from {AGENTS} agents to a pool of {WORKERS} workers; server killed 3 times (after {kills:?} (acknowledged, publishes in flight)); retried publishes answered duplicate: {}; every message delivered and settled, inbox empty (redelivered after a kill or lost ack: {redelivered}, none after a 204 ack; acks committed whose answer the kill cut: {unsure_only}); publish latency p50 {:?}, p99 {:?}",
         published.duplicates.load(Ordering::Relaxed),
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99)
