@@ -15,14 +15,13 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chorus_server::{AgentEntry, Server, ServerConfig, Store, bind, hash_token};
-use common::{SseReader, client, delivered};
+use chorus_server::{AgentEntry, ServerConfig, Store, hash_token};
+use common::{SseReader, child, client, delivered};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -99,48 +98,12 @@ fn main() {
 
 /// The server process: prints its address, then serves until killed.
 async fn child_server(store: String) {
-    let config = child_config();
-    let bus = Store::parse(&store)
-        .expect("a store address")
-        .open(&config)
-        .await
-        .expect("open store");
-    let (listener, addr) = bind("127.0.0.1:0").await.expect("bind");
-    println!("ADDR http://{addr}");
-    Server::new(bus, &config)
-        .serve(listener, std::future::pending())
-        .await
-        .expect("serve");
-}
-
-/// The server process, killed when dropped (also when the test fails).
-struct ServerProcess(Child);
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    child::serve(&store, &child_config(), false).await;
 }
 
 /// Starts the child server on the store at `store`; returns it and its base URL.
-fn spawn_server(store: &str) -> (ServerProcess, String) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_ENV, store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the server process");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let child = ServerProcess(child);
-    while let Some(Ok(line)) = lines.next() {
-        if let Some(base) = line.strip_prefix("ADDR ") {
-            // Keep reading, so that a later print in the child never meets a closed pipe.
-            std::thread::spawn(move || lines.for_each(drop));
-            return (child, base.to_owned());
-        }
-    }
-    panic!("the server process printed no address");
+fn spawn_server(store: &str) -> (child::ServerProcess, String) {
+    child::spawn_server(CHILD_ENV, store)
 }
 
 /// What the producers saw.

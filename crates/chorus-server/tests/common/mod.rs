@@ -3,6 +3,8 @@
 // Each test file uses a part of these helpers.
 #![allow(dead_code)]
 
+pub mod child;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
