@@ -14,7 +14,11 @@ use crate::delivery::{
 };
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult, Issue};
+use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::{Binding, resolve};
+
+/// The page size of the methods that read a whole listing a page at a time.
+const WHOLE_PAGE: usize = 1000;
 
 /// Durable, routed, at-least-once delivery of messages.
 ///
@@ -73,8 +77,30 @@ pub trait Bus: Send + Sync {
         reason: DeadReason,
     ) -> BusResult<String>;
 
-    /// All dead letters, oldest first.
-    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>>;
+    /// All dead letters, oldest first (read a page at a time).
+    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.dead_letters_page(after.as_deref(), WHOLE_PAGE).await?;
+            all.extend(page.items);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// Up to `limit` dead letters, oldest first, after the one whose id is `after` (from the
+    /// oldest when `None`); `total` is their number.
+    async fn dead_letters_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<DeadLetter>>;
+
+    /// The dead letter with this id, if there is one.
+    async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>>;
 
     /// How many dead letters there are, without reading them (for a watcher polling it).
     async fn dead_letter_count(&self) -> BusResult<u64>;
@@ -98,8 +124,30 @@ pub trait Bus: Send + Sync {
     /// The committed effects of `handler`, in commit order.
     async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>>;
 
-    /// Every stored message of a task, in publish order.
-    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>>;
+    /// Every stored message of a task, in publish order (read a page at a time).
+    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .task_messages(task_id, after.as_deref(), WHOLE_PAGE)
+                .await?;
+            all.extend(page.items);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// Up to `limit` stored messages of a task in publish order, after cursor `after` (the
+    /// `next` of the page before; `None` for the first page).
+    async fn task_messages(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<Envelope>>;
 
     /// Every stored message of a correlation id, in publish order.
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>>;
@@ -113,10 +161,34 @@ pub trait Bus: Send + Sync {
     ) -> BusResult<Vec<LogEntry>>;
 
     /// The known task ids, most recently active first, at most `limit`.
-    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>>;
+    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        Ok(self.tasks_page(None, limit).await?.items)
+    }
 
     /// The known conversation ids, most recently active first, at most `limit`.
-    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>>;
+    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
+        Ok(self.conversations_page(None, limit).await?.items)
+    }
+
+    /// Up to `limit` known tasks, most recently active first (then by id, descending), after
+    /// cursor `after`; a task active while the pages are read may move to an earlier page.
+    async fn tasks_page(&self, after: Option<&str>, limit: usize) -> BusResult<Page<TrackSummary>>;
+
+    /// Up to `limit` known conversations, in the order of [`Bus::tasks_page`].
+    async fn conversations_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<TrackSummary>>;
+
+    /// Removes log entries published and dead letters recorded before the times of `before`,
+    /// in bounded batches. A message still waiting in a queue (not yet acknowledged) is never
+    /// taken from its queue, and entries inside the dedupe window are kept.
+    async fn prune(&self, before: PruneBefore) -> BusResult<Pruned>;
+
+    /// When the oldest message still waiting in any queue (not yet acknowledged) was
+    /// published, Unix milliseconds; `None` when every queue is empty.
+    async fn oldest_waiting_ms(&self) -> BusResult<Option<i64>>;
 
     /// Messages stored in `queue` and not yet acknowledged (waiting, delayed or being
     /// handled); 0 for a queue never used.
@@ -268,10 +340,8 @@ pub trait Bus: Send + Sync {
     /// refused with [`BusError::Invalid`] naming it, and stays as it was: one entry, not two.
     async fn replay(&self, dead_letter_id: &str) -> BusResult<Receipt> {
         let letter = self
-            .dead_letters()
+            .find_dead_letter(dead_letter_id)
             .await?
-            .into_iter()
-            .find(|d| d.id == dead_letter_id)
             .ok_or_else(|| BusError::UnknownDeadLetter(dead_letter_id.to_owned()))?;
         if let Some(issue) = letter.envelope.as_ref().and_then(|e| expired(e, now_ms())) {
             return Err(BusError::Invalid {

@@ -22,6 +22,7 @@ pub mod open;
 pub mod pipeline;
 #[cfg(feature = "redis")]
 pub mod redis;
+pub mod retention;
 pub mod routing;
 pub mod sqlite;
 #[cfg(any(feature = "nats", feature = "redis"))]
@@ -45,5 +46,6 @@ pub use nats::NatsBus;
 pub use open::{DEFAULT_NAMESPACE, ServerStore, StoreSpec};
 #[cfg(feature = "redis")]
 pub use redis::RedisBus;
+pub use retention::{Page, PruneBefore, Pruned};
 pub use routing::{Binding, Filter, RoutingRule};
 pub use sqlite::SqliteBus;

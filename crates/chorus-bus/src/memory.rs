@@ -5,6 +5,8 @@
 //! the dead letters and the handled ids have locks of their own, always taken in the order
 //! handled → log → queue → dead.
 
+mod retention;
+
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry as Slot;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
@@ -23,6 +25,7 @@ use crate::delivery::{
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
+use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::{Binding, resolve};
 
 /// A hash map with foldhash (randomly seeded per map) instead of SipHash: ids and queue
@@ -51,6 +54,8 @@ struct QueueCell {
 struct Entry {
     env: Arc<Envelope>,
     attempts: u32,
+    /// When the message was stored, Unix milliseconds.
+    at: i64,
 }
 
 struct Held {
@@ -75,17 +80,22 @@ struct Log {
     ids: foldhash::quality::RandomState,
     seen: FastMap<SeenId, i64>,
     seen_order: VecDeque<(i64, SeenId)>,
-    log: Vec<Arc<Envelope>>,
+    /// The logged messages with their publish times, oldest first; the first one is at log
+    /// position `base` (positions count every message ever logged, pruned or not).
+    log: VecDeque<(i64, Arc<Envelope>)>,
+    base: usize,
     by_task: FastMap<String, Track>,
     by_correlation: FastMap<String, Track>,
     by_conversation: FastMap<String, Track>,
 }
 
-/// The log positions of one tracking key, and the publish times of its first and last message.
+/// The log positions of one tracking key, the publish times of its first kept and its last
+/// message, and how many of its entries were pruned (its conversation sequence numbers go on).
 struct Track {
-    at: Vec<usize>,
+    at: VecDeque<usize>,
     first_ms: i64,
     last_ms: i64,
+    pruned: u64,
 }
 
 impl Track {
@@ -124,9 +134,10 @@ impl Hash for SeenId {
     }
 }
 
+/// The dead letters with the times they were recorded, oldest (and lowest id) first.
 #[derive(Default)]
 struct Dead {
-    letters: Vec<DeadLetter>,
+    letters: VecDeque<(i64, DeadLetter)>,
     next: u64,
 }
 
@@ -217,6 +228,7 @@ impl MemoryBus {
                 queue.push(Entry {
                     env: env.clone(),
                     attempts: 0,
+                    at: now,
                 });
                 was_empty
             };
@@ -372,7 +384,7 @@ impl Log {
         if env.task_id.is_none() && env.correlation_id.is_none() && env.conversation_id.is_none() {
             return;
         }
-        let at = self.log.len();
+        let at = self.base + self.log.len();
         for (key, index) in [
             (&env.task_id, &mut self.by_task),
             (&env.correlation_id, &mut self.by_correlation),
@@ -380,32 +392,28 @@ impl Log {
         ] {
             if let Some(k) = key {
                 let track = index.entry(k.clone()).or_insert_with(|| Track {
-                    at: Vec::new(),
+                    at: VecDeque::new(),
                     first_ms: now,
                     last_ms: now,
+                    pruned: 0,
                 });
-                track.at.push(at);
+                track.at.push_back(at);
                 track.last_ms = track.last_ms.max(now);
             }
         }
-        self.log.push(env.clone());
+        self.log.push_back((now, env.clone()));
+    }
+
+    /// The logged message at log position `at`.
+    fn entry(&self, at: usize) -> &(i64, Arc<Envelope>) {
+        &self.log[at - self.base]
     }
 
     fn envelopes(&self, track: Option<&Track>) -> Vec<Envelope> {
         track
-            .map(|t| t.at.iter().map(|&i| (*self.log[i]).clone()).collect())
+            .map(|t| t.at.iter().map(|&i| (*self.entry(i).1).clone()).collect())
             .unwrap_or_default()
     }
-}
-
-/// The `limit` most recently active keys of `index` (latest publish, then latest log position).
-fn recent(index: &FastMap<String, Track>, limit: usize) -> Vec<TrackSummary> {
-    let mut all: Vec<(&String, &Track)> = index.iter().collect();
-    all.sort_unstable_by_key(|(_, t)| Reverse((t.last_ms, t.at.last().copied())));
-    all.into_iter()
-        .take(limit)
-        .map(|(id, t)| t.summary(id))
-        .collect()
 }
 
 impl Queue {
@@ -558,7 +566,7 @@ impl Bus for MemoryBus {
                 bytes: d.envelope.bytes.to_vec(),
                 envelope: Some((*d.envelope).clone()),
             };
-            dead.letters.push(letter);
+            dead.letters.push_back((now_ms(), letter));
         })?;
         Ok(())
     }
@@ -572,19 +580,33 @@ impl Bus for MemoryBus {
         let mut dead = lock(&self.dead);
         dead.next += 1;
         let id = dead.next.to_string();
-        dead.letters.push(DeadLetter {
+        let letter = DeadLetter {
             id: id.clone(),
             message_id: message_id.map(str::to_owned),
             queue: None,
             reason,
             bytes: bytes.to_vec(),
             envelope: None,
-        });
+        };
+        dead.letters.push_back((now_ms(), letter));
         Ok(id)
     }
 
-    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
-        Ok(lock(&self.dead).letters.clone())
+    async fn dead_letters_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<DeadLetter>> {
+        self.dead_page(after, limit)
+    }
+
+    async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>> {
+        let dead = lock(&self.dead);
+        Ok(dead
+            .letters
+            .iter()
+            .find(|(_, d)| d.id == id)
+            .map(|(_, d)| d.clone()))
     }
 
     async fn dead_letter_count(&self) -> BusResult<u64> {
@@ -594,7 +616,7 @@ impl Bus for MemoryBus {
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
         let mut dead = lock(&self.dead);
         let before = dead.letters.len();
-        dead.letters.retain(|d| d.id != id);
+        dead.letters.retain(|(_, d)| d.id != id);
         if dead.letters.len() == before {
             return Err(BusError::UnknownDeadLetter(id.to_owned()));
         }
@@ -642,9 +664,13 @@ impl Bus for MemoryBus {
             .collect())
     }
 
-    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
-        let log = lock(&self.log);
-        Ok(log.envelopes(log.by_task.get(task_id)))
+    async fn task_messages(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<Envelope>> {
+        self.task_page(task_id, after, limit)
     }
 
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {
@@ -662,25 +688,41 @@ impl Bus for MemoryBus {
         let Some(track) = log.by_conversation.get(conversation_id) else {
             return Ok(Vec::new());
         };
+        // Sequence numbers count the pruned entries too: a reader's cursor stays valid.
+        let skip = after.saturating_sub(track.pruned);
         Ok(track
             .at
             .iter()
-            .enumerate()
-            .skip(usize::try_from(after).unwrap_or(usize::MAX))
+            .zip(track.pruned + 1..)
+            .skip(usize::try_from(skip).unwrap_or(usize::MAX))
             .take(limit)
-            .map(|(i, &at)| LogEntry {
-                seq: i as u64 + 1,
-                envelope: (*log.log[at]).clone(),
+            .map(|(&at, seq)| LogEntry {
+                seq,
+                envelope: (*log.entry(at).1).clone(),
             })
             .collect())
     }
 
-    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        Ok(recent(&lock(&self.log).by_task, limit))
+    async fn tasks_page(&self, after: Option<&str>, limit: usize) -> BusResult<Page<TrackSummary>> {
+        let summaries = retention::summaries(&lock(&self.log).by_task);
+        crate::retention::track_page(summaries, after, limit)
     }
 
-    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        Ok(recent(&lock(&self.log).by_conversation, limit))
+    async fn conversations_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<TrackSummary>> {
+        let summaries = retention::summaries(&lock(&self.log).by_conversation);
+        crate::retention::track_page(summaries, after, limit)
+    }
+
+    async fn prune(&self, before: PruneBefore) -> BusResult<Pruned> {
+        Ok(self.prune_now(before, now_ms()))
+    }
+
+    async fn oldest_waiting_ms(&self) -> BusResult<Option<i64>> {
+        Ok(self.oldest_waiting())
     }
 
     async fn depth(&self, queue: &str) -> BusResult<u64> {

@@ -2,12 +2,15 @@
 //!
 //! Layout for namespace `ns`: stream `ns_Q` (work queue, subjects `ns.q.<hex queue>.<rank>`,
 //! one durable pull consumer per queue and priority), stream `ns_LOG` (every stored message under
-//! `ns.log.<task>.<correlation>.<conversation>`), stream `ns_DLQ` (dead letters), stream
+//! `ns.log.<task>.<correlation>.<conversation>`, and under `ns.log.base.<conversation>` where a
+//! pruned conversation's numbering goes on), stream `ns_DLQ` (dead letters), stream
 //! `ns_BIND` (bindings, one subject each) and stream `ns_DONE` (handled ids with their effects,
 //! written with an expected subject sequence of 0 so that only the first commit wins).
 //! De-duplication uses `Nats-Msg-Id` within the stream's duplicate window. Neither per-message TTL
 //! nor the key-value API is used, so servers from 2.9 on work.
 
+mod pages;
+mod retention;
 mod wire;
 
 use std::collections::HashMap;
@@ -30,6 +33,7 @@ use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, 
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
+use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::{Binding, Filter};
 use crate::stored::{Committed, DeadInfo};
 use wire::{DEAD_HEADER, envelope_from, envelope_headers, hex, key_token, nats_error, unhex};
@@ -98,6 +102,36 @@ async fn fetch_now(
     .await
 }
 
+/// Unix milliseconds of a server time.
+fn ms(t: time::OffsetDateTime) -> i64 {
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// A dead letter from its stream sequence, headers and payload.
+fn dead_from(
+    seq: u64,
+    headers: Option<&async_nats::HeaderMap>,
+    payload: &[u8],
+) -> BusResult<DeadLetter> {
+    let json = headers
+        .and_then(|h| h.get(DEAD_HEADER))
+        .ok_or_else(|| BusError::Corrupt("a dead letter lacks its header".into()))?;
+    let info: DeadInfo = serde_json::from_str(json.as_str())
+        .map_err(|e| BusError::Corrupt(format!("a dead letter header does not parse: {e}")))?;
+    let bytes = payload.to_vec();
+    Ok(DeadLetter {
+        id: seq.to_string(),
+        message_id: info.message_id,
+        queue: info.queue,
+        reason: info.reason,
+        envelope: info.envelope.map(|e| Envelope {
+            bytes: bytes.clone().into(),
+            ..e
+        }),
+        bytes,
+    })
+}
+
 /// A bus on NATS JetStream.
 pub struct NatsBus {
     config: BusConfig,
@@ -105,6 +139,7 @@ pub struct NatsBus {
     client: async_nats::Client,
     js: Context,
     queues: stream::Stream,
+    log: stream::Stream,
     done: stream::Stream,
     consumers: Mutex<HashMap<(String, u8), PullConsumer>>,
     waiting: Mutex<HashMap<String, (Instant, [usize; 4])>>,
@@ -164,12 +199,17 @@ impl NatsBus {
             .get_stream(format!("{ns}_DONE"))
             .await
             .map_err(nats_error)?;
+        let log = js
+            .get_stream(format!("{ns}_LOG"))
+            .await
+            .map_err(nats_error)?;
         Ok(NatsBus {
             config,
             ns: ns.to_owned(),
             client,
             js,
             queues,
+            log,
             done,
             consumers: Mutex::default(),
             waiting: Mutex::default(),
@@ -244,12 +284,25 @@ impl NatsBus {
         filter: String,
         headers_only: bool,
     ) -> BusResult<Vec<jetstream::Message>> {
+        self.read_from(stream, filter, DeliverPolicy::All, usize::MAX, headers_only)
+            .await
+    }
+
+    /// At most `max` messages of `stream` on `filter`, in stream order from `start`.
+    async fn read_from(
+        &self,
+        stream: &str,
+        filter: String,
+        start: DeliverPolicy,
+        max: usize,
+        headers_only: bool,
+    ) -> BusResult<Vec<jetstream::Message>> {
         let stream = self.js.get_stream(stream).await.map_err(nats_error)?;
         let consumer: PullConsumer = stream
             .create_consumer(pull::Config {
                 filter_subject: filter,
                 ack_policy: AckPolicy::None,
-                deliver_policy: DeliverPolicy::All,
+                deliver_policy: start,
                 inactive_threshold: Duration::from_secs(30),
                 headers_only,
                 ..Default::default()
@@ -258,9 +311,9 @@ impl NatsBus {
             .map_err(nats_error)?;
         let what = format!("a read of stream {}", stream.cached_info().config.name);
         let mut out = Vec::new();
-        loop {
+        while out.len() < max {
             // This reader is its consumer's only one: the server answers each fetch.
-            let batch = fetch_now(&consumer, 512, None, &what).await?;
+            let batch = fetch_now(&consumer, (max - out.len()).min(512), None, &what).await?;
             let rest = match batch.last().map(jetstream::Message::info) {
                 Some(Ok(info)) => info.pending,
                 _ => 0,
@@ -305,24 +358,6 @@ impl NatsBus {
         format!("{}.done.{}.{}", self.ns, hex(handler), hex(message_id))
     }
 
-    async fn dead_info(&self) -> BusResult<Vec<(u64, DeadInfo, Vec<u8>)>> {
-        let stream = format!("{}_DLQ", self.ns);
-        let mut out = Vec::new();
-        for m in self.read(&stream, format!("{}.dlq", self.ns)).await? {
-            let seq = m.info().map_err(nats_error)?.stream_sequence;
-            let json = m
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(DEAD_HEADER))
-                .ok_or_else(|| BusError::Corrupt("a dead letter lacks its header".into()))?;
-            let info: DeadInfo = serde_json::from_str(json.as_str()).map_err(|e| {
-                BusError::Corrupt(format!("a dead letter header does not parse: {e}"))
-            })?;
-            out.push((seq, info, m.payload.to_vec()));
-        }
-        Ok(out)
-    }
-
     async fn add_dead(&self, info: DeadInfo, bytes: &[u8]) -> BusResult<String> {
         let json = serde_json::to_string(&info).map_err(nats_error)?;
         let mut headers = async_nats::HeaderMap::new();
@@ -346,12 +381,17 @@ impl NatsBus {
             .collect()
     }
 
-    /// The `limit` most recently active values of the log subject token at `position`
-    /// (0 task, 2 conversation), from the log's subjects and publish times.
-    async fn recent(&self, position: usize, limit: usize) -> BusResult<Vec<TrackSummary>> {
+    /// A page of the values of the log subject token at `position` (0 task, 2 conversation),
+    /// latest activity first, from the log's subjects and publish times.
+    async fn tracks(
+        &self,
+        position: usize,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<TrackSummary>> {
         let prefix = format!("{}.log.", self.ns);
         let log = self
-            .read_with(&format!("{}_LOG", self.ns), format!("{prefix}>"), true)
+            .read_with(&format!("{}_LOG", self.ns), format!("{prefix}*.*.*"), true)
             .await?;
         // Per key: the summary and the stream sequence of its last message (ties of time).
         let mut tracks: HashMap<&str, (TrackSummary, u64)> = HashMap::new();
@@ -367,8 +407,7 @@ impl NatsBus {
                 continue;
             }
             let info = m.info().map_err(nats_error)?;
-            let at = i64::try_from(info.published.unix_timestamp_nanos() / 1_000_000)
-                .unwrap_or(i64::MAX);
+            let at = ms(info.published);
             let (summary, seq) = tracks.entry(token).or_insert_with(|| {
                 let summary = TrackSummary {
                     id: String::new(),
@@ -389,8 +428,7 @@ impl NatsBus {
                 .ok_or_else(|| BusError::Corrupt(format!("log key {token} is not hex")))?;
             all.push((summary, seq));
         }
-        all.sort_unstable_by_key(|(s, seq)| std::cmp::Reverse((s.last_ms, *seq)));
-        Ok(all.into_iter().take(limit).map(|(s, _)| s).collect())
+        crate::retention::track_page(all.into_iter().map(|(s, _)| s).collect(), after, limit)
     }
 
     /// Every binding, read from the bindings stream.
@@ -666,23 +704,16 @@ impl Bus for NatsBus {
         self.add_dead(info, bytes).await
     }
 
-    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
-        Ok(self
-            .dead_info()
-            .await?
-            .into_iter()
-            .map(|(seq, info, bytes)| DeadLetter {
-                id: seq.to_string(),
-                message_id: info.message_id,
-                queue: info.queue,
-                reason: info.reason,
-                envelope: info.envelope.map(|e| Envelope {
-                    bytes: bytes.clone().into(),
-                    ..e
-                }),
-                bytes,
-            })
-            .collect())
+    async fn dead_letters_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<DeadLetter>> {
+        self.dead_page(after, limit).await
+    }
+
+    async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>> {
+        self.find_dead(id).await
     }
 
     async fn dead_letter_count(&self) -> BusResult<u64> {
@@ -773,9 +804,13 @@ impl Bus for NatsBus {
         Ok(out)
     }
 
-    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
-        self.log_envelopes(format!("{}.log.{}.*.*", self.ns, hex(task_id)))
-            .await
+    async fn task_messages(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<Envelope>> {
+        self.task_page(task_id, after, limit).await
     }
 
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {
@@ -789,24 +824,35 @@ impl Bus for NatsBus {
         after: u64,
         limit: usize,
     ) -> BusResult<Vec<LogEntry>> {
-        let all = self
-            .log_envelopes(format!("{}.log.*.*.{}", self.ns, hex(conversation_id)))
-            .await?;
-        Ok(all
-            .into_iter()
-            .zip(1u64..)
-            .skip_while(|(_, seq)| *seq <= after)
-            .take(limit)
-            .map(|(envelope, seq)| LogEntry { seq, envelope })
-            .collect())
+        self.conversation_entries(conversation_id, after, limit)
+            .await
     }
 
-    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        self.recent(0, limit).await
+    async fn tasks_page(&self, after: Option<&str>, limit: usize) -> BusResult<Page<TrackSummary>> {
+        self.tracks(0, after, limit).await
     }
 
-    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        self.recent(2, limit).await
+    async fn conversations_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<TrackSummary>> {
+        self.tracks(2, after, limit).await
+    }
+
+    async fn prune(&self, before: PruneBefore) -> BusResult<Pruned> {
+        self.prune_now(before).await
+    }
+
+    async fn oldest_waiting_ms(&self) -> BusResult<Option<i64>> {
+        let queues = self
+            .js
+            .get_stream(format!("{}_Q", self.ns))
+            .await
+            .map_err(nats_error)?;
+        // A work-queue stream drops acknowledged messages: its first one still waits.
+        let state = &queues.cached_info().state;
+        Ok((state.messages > 0).then(|| ms(state.first_timestamp)))
     }
 
     async fn depth(&self, queue: &str) -> BusResult<u64> {

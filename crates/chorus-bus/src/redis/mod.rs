@@ -3,12 +3,17 @@
 //! Keys for namespace `ns`: stream `ns:q:<queue>:<rank>` per queue and priority (group
 //! `workers`; acknowledged entries are deleted), lists `ns:task:*`, `ns:corr:*`, `ns:conv:*`
 //! (the tracking logs), sorted sets `ns:recent:task` and `ns:recent:conv` with hashes
-//! `ns:first:task` and `ns:first:conv` (their publish times), hash `ns:dead` (dead letters), set `ns:bindings`, hash
+//! `ns:first:task` and `ns:first:conv` (their publish times), lists `ns:tasktime:*` and
+//! `ns:convtime:*` (each entry's publish time), list `ns:log` (every logged message's time and
+//! keys, in log order) and hash `ns:base` (entries pruned from the head of each log, so that
+//! numbers go on), hash `ns:dead` (dead letters) with sorted set `ns:dead:ids` (their ids and
+//! times), set `ns:bindings`, hash
 //! `ns:done:<handler>` plus list `ns:effects:<handler>` (handled ids and their effects) and
 //! `ns:seen:<id>` keys expiring after the dedupe window. Publishing runs as one Lua script, so
 //! de-duplication, queues and logs change together. A nack delay longer than `ack_wait` is
 //! shortened to `ack_wait` (Redis cannot hide a pending entry longer than its idle time).
 
+mod pages;
 mod persistence;
 mod scripts;
 
@@ -30,6 +35,7 @@ use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, 
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
+use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::Binding;
 use crate::stored::{Committed, DeadInfo, pack, unpack};
 
@@ -243,6 +249,7 @@ impl RedisBus {
             .arg(value)
             .arg(key)
             .arg(id)
+            .arg(now_ms())
             .invoke_async(&mut self.con())
             .await
             .map_err(redis_error)?;
@@ -256,43 +263,6 @@ impl RedisBus {
             .await
             .map_err(redis_error)?;
         values.iter().map(|v| unpack(v)).collect()
-    }
-
-    /// The `limit` most recently active tasks (`kind` "task") or conversations ("conv").
-    async fn recent(&self, kind: &str, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut con = self.con();
-        let stop = isize::try_from(limit).unwrap_or(isize::MAX) - 1;
-        let latest: Vec<(String, f64)> = con
-            .zrevrange_withscores(format!("{}:recent:{kind}", self.ns), 0, stop)
-            .await
-            .map_err(redis_error)?;
-        if latest.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut pipe = redis::pipe();
-        for (id, _) in &latest {
-            pipe.hget(format!("{}:first:{kind}", self.ns), id)
-                .llen(format!("{}:{kind}:{id}", self.ns));
-        }
-        let counts: Vec<(Option<i64>, u64)> =
-            pipe.query_async(&mut con).await.map_err(redis_error)?;
-        Ok(latest
-            .into_iter()
-            .zip(counts)
-            .map(|((id, last), (first, messages))| {
-                // Scores are whole milliseconds, exact in an f64.
-                let last_ms = last as i64;
-                TrackSummary {
-                    id,
-                    messages,
-                    first_ms: first.unwrap_or(last_ms),
-                    last_ms,
-                }
-            })
-            .collect())
     }
 
     async fn publish_outgoing(&self, outgoing: &[(Envelope, Vec<String>)]) -> BusResult<()> {
@@ -463,37 +433,21 @@ impl Bus for RedisBus {
         self.add_dead(&info, bytes, None).await
     }
 
-    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
-        let all: HashMap<i64, Vec<u8>> = self
+    async fn dead_letters_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<DeadLetter>> {
+        self.dead_page(after, limit).await
+    }
+
+    async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>> {
+        let value: Option<Vec<u8>> = self
             .con()
-            .hgetall(format!("{}:dead", self.ns))
+            .hget(format!("{}:dead", self.ns), id)
             .await
             .map_err(redis_error)?;
-        let mut ids: Vec<_> = all.keys().copied().collect();
-        ids.sort_unstable();
-        ids.into_iter()
-            .map(|id| {
-                let value = &all[&id];
-                let split = value
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .unwrap_or(value.len());
-                let info: DeadInfo = serde_json::from_slice(&value[..split])
-                    .map_err(|e| BusError::Corrupt(format!("a dead letter does not parse: {e}")))?;
-                let bytes = value.get(split + 1..).unwrap_or_default().to_vec();
-                Ok(DeadLetter {
-                    id: id.to_string(),
-                    message_id: info.message_id,
-                    queue: info.queue,
-                    reason: info.reason,
-                    envelope: info.envelope.map(|e| Envelope {
-                        bytes: bytes.clone().into(),
-                        ..e
-                    }),
-                    bytes,
-                })
-            })
-            .collect()
+        value.map(|v| pages::dead_letter(id, &v)).transpose()
     }
 
     async fn dead_letter_count(&self) -> BusResult<u64> {
@@ -504,9 +458,14 @@ impl Bus for RedisBus {
     }
 
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
-        let removed: i64 = self
-            .con()
+        let (removed, _): (i64, i64) = redis::pipe()
+            .atomic()
             .hdel(format!("{}:dead", self.ns), id)
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(format!("{}:dead:ids", self.ns))
+            .arg(id)
+            .arg(id)
+            .query_async(&mut self.con())
             .await
             .map_err(redis_error)?;
         if removed == 0 {
@@ -573,12 +532,24 @@ impl Bus for RedisBus {
         Ok(out)
     }
 
-    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        self.recent("task", limit).await
+    async fn tasks_page(&self, after: Option<&str>, limit: usize) -> BusResult<Page<TrackSummary>> {
+        self.tracks("task", after, limit).await
     }
 
-    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        self.recent("conv", limit).await
+    async fn conversations_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<TrackSummary>> {
+        self.tracks("conv", after, limit).await
+    }
+
+    async fn prune(&self, before: PruneBefore) -> BusResult<Pruned> {
+        self.prune_now(before).await
+    }
+
+    async fn oldest_waiting_ms(&self) -> BusResult<Option<i64>> {
+        self.oldest_waiting().await
     }
 
     async fn probe_write(&self) -> BusResult<()> {
@@ -607,9 +578,13 @@ impl Bus for RedisBus {
         Ok(lens.iter().sum())
     }
 
-    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
-        self.list(format!("{}:task:{task_id}", self.ns), 0, -1)
-            .await
+    async fn task_messages(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<Envelope>> {
+        self.task_page(task_id, after, limit).await
     }
 
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {
@@ -623,18 +598,7 @@ impl Bus for RedisBus {
         after: u64,
         limit: usize,
     ) -> BusResult<Vec<LogEntry>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let start = isize::try_from(after).unwrap_or(isize::MAX);
-        let stop = start.saturating_add(isize::try_from(limit).unwrap_or(isize::MAX) - 1);
-        let envelopes = self
-            .list(format!("{}:conv:{conversation_id}", self.ns), start, stop)
-            .await?;
-        Ok(envelopes
-            .into_iter()
-            .zip(after + 1..)
-            .map(|(envelope, seq)| LogEntry { seq, envelope })
-            .collect())
+        self.conversation_entries(conversation_id, after, limit)
+            .await
     }
 }

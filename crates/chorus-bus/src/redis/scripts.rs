@@ -7,7 +7,9 @@ use redis::{Script, ScriptInvocation};
 /// ARGV: ns, id, dedupe (1/0), window ms, rank, packed message, task, correlation,
 /// conversation, now (Unix ms), queues…; returns 1 when stored, 0 for a duplicate within the
 /// window. Tasks and conversations are also kept in `ns:recent:<kind>` (a sorted set scored
-/// by the latest publish time) and `ns:first:<kind>` (a hash of the first publish time).
+/// by the latest publish time), `ns:first:<kind>` (a hash of the first publish time) and
+/// `ns:<kind>time:<id>` (the publish time of each entry); a logged message is also appended to
+/// `ns:log` (its time and keys, in log order, for pruning).
 static STORE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -27,16 +29,21 @@ for _, log in ipairs(logs) do
     if log[1] ~= 'corr' then
       redis.call('ZADD', ns .. ':recent:' .. log[1], 'GT', ARGV[10], log[2])
       redis.call('HSETNX', ns .. ':first:' .. log[1], log[2], ARGV[10])
+      redis.call('RPUSH', ns .. ':' .. log[1] .. 'time:' .. log[2], ARGV[10])
     end
   end
+end
+if ARGV[7] ~= '' or ARGV[8] ~= '' or ARGV[9] ~= '' then
+  redis.call('RPUSH', ns .. ':log', cjson.encode({ARGV[10], ARGV[7], ARGV[8], ARGV[9]}))
 end
 return 1
 ",
     )
 });
 
-/// ARGV: ns, dead-letter value, stream key (or empty), entry id; settles the entry (if any)
-/// and records the dead letter; returns its id.
+/// ARGV: ns, dead-letter value, stream key (or empty), entry id, now (Unix ms); settles the
+/// entry (if any) and records the dead letter, and its id and time in `ns:dead:ids` (scored by
+/// id); returns its id.
 static DEAD: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -47,6 +54,7 @@ if ARGV[3] ~= '' then
 end
 local n = redis.call('INCR', ns .. ':dead:seq')
 redis.call('HSET', ns .. ':dead', n, ARGV[2])
+redis.call('ZADD', ns .. ':dead:ids', n, n .. ':' .. ARGV[5])
 return n
 ",
     )
@@ -65,6 +73,121 @@ return 0
 ",
     )
 });
+
+/// ARGV: ns, cut (Unix ms), most entries; drops the entries of `ns:log` published before the
+/// cut from the head of their task, correlation and conversation lists (the lists are in log
+/// order), counting them in `ns:base` (a list's first entry keeps its number); a list left
+/// empty is deleted with its times and summary. Returns how many were dropped.
+static PRUNE_LOG: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local ns, cut, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local kinds = {'task', 'corr', 'conv'}
+local n = 0
+for _, item in ipairs(redis.call('LRANGE', ns .. ':log', 0, max - 1)) do
+  local e = cjson.decode(item)
+  if tonumber(e[1]) >= cut then break end
+  for i = 1, 3 do
+    local kind, id = kinds[i], e[i + 1]
+    if id ~= '' then
+      local list, field = ns .. ':' .. kind .. ':' .. id, kind .. ':' .. id
+      local times = ns .. ':' .. kind .. 'time:' .. id
+      redis.call('LPOP', list)
+      redis.call('LPOP', times)
+      if redis.call('LLEN', list) == 0 then
+        redis.call('DEL', times)
+        redis.call('HDEL', ns .. ':base', field)
+        redis.call('ZREM', ns .. ':recent:' .. kind, id)
+        redis.call('HDEL', ns .. ':first:' .. kind, id)
+      else
+        redis.call('HINCRBY', ns .. ':base', field, 1)
+        local first = redis.call('LINDEX', times, 0)
+        if first then redis.call('HSET', ns .. ':first:' .. kind, id, first) end
+      end
+    end
+  end
+  redis.call('LPOP', ns .. ':log')
+  n = n + 1
+end
+return n
+",
+    )
+});
+
+/// ARGV: ns, cut (Unix ms), most entries; deletes the oldest dead letters recorded before the
+/// cut; returns how many.
+static PRUNE_DEAD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local ns, cut, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local n = 0
+for _, member in ipairs(redis.call('ZRANGE', ns .. ':dead:ids', 0, max - 1)) do
+  local id, at = string.match(member, '^(%d+):(%d+)$')
+  if id == nil or tonumber(at) >= cut then break end
+  redis.call('HDEL', ns .. ':dead', id)
+  redis.call('ZREM', ns .. ':dead:ids', member)
+  n = n + 1
+end
+return n
+",
+    )
+});
+
+/// ARGV: ns, now (Unix ms); gives every dead letter recorded before `ns:dead:ids` existed an
+/// entry there, timed now; returns how many.
+static INDEX_DEAD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local ns = ARGV[1]
+local n = 0
+for _, id in ipairs(redis.call('HKEYS', ns .. ':dead')) do
+  if redis.call('ZCOUNT', ns .. ':dead:ids', id, id) == 0 then
+    redis.call('ZADD', ns .. ':dead:ids', id, id .. ':' .. ARGV[2])
+    n = n + 1
+  end
+end
+return n
+",
+    )
+});
+
+/// ARGV: ns, kind, id, after, limit; the entries of list `ns:<kind>:<id>` numbered after
+/// `after` (entries count from 1, pruned ones included): {number of the first one returned,
+/// entries kept, entries…}.
+static READ_LOG: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local ns, kind, id = ARGV[1], ARGV[2], ARGV[3]
+local after, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local list = ns .. ':' .. kind .. ':' .. id
+local base = tonumber(redis.call('HGET', ns .. ':base', kind .. ':' .. id) or '0')
+local start = math.max(after - base, 0)
+local items = {}
+if limit > 0 then items = redis.call('LRANGE', list, start, start + limit - 1) end
+return {base + start + 1, redis.call('LLEN', list), items}
+",
+    )
+});
+
+/// An invocation of the log-pruning script.
+pub(super) fn prune_log() -> ScriptInvocation<'static> {
+    PRUNE_LOG.prepare_invoke()
+}
+
+/// An invocation of the dead-letter pruning script.
+pub(super) fn prune_dead() -> ScriptInvocation<'static> {
+    PRUNE_DEAD.prepare_invoke()
+}
+
+/// An invocation of the script indexing dead letters recorded before the index existed.
+pub(super) fn index_dead() -> ScriptInvocation<'static> {
+    INDEX_DEAD.prepare_invoke()
+}
+
+/// An invocation of the numbered-read script.
+pub(super) fn read_log() -> ScriptInvocation<'static> {
+    READ_LOG.prepare_invoke()
+}
 
 /// An invocation of the publish script.
 pub(super) fn store() -> ScriptInvocation<'static> {

@@ -1,5 +1,7 @@
 //! The embedded durable default: one SQLite file in WAL mode, fsync'd group commit.
 
+mod pages;
+mod retention;
 mod schema;
 mod wakers;
 mod writer;
@@ -19,6 +21,7 @@ use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, 
 use crate::envelope::Envelope;
 use crate::error::BusResult;
 use crate::fair::FairScheduler;
+use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::Binding;
 use schema::Key;
 use wakers::Wakers;
@@ -93,6 +96,21 @@ impl SqliteBus {
                 seen = Some(version);
             }
         });
+    }
+
+    /// A page of the values of tracking key `key`.
+    async fn tracks(
+        &self,
+        key: Key,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<TrackSummary>> {
+        let after = after.map(str::to_owned);
+        self.writer
+            .call(false, move |c| {
+                pages::tracks(c, key, after.as_deref(), limit)
+            })
+            .await
     }
 
     /// Runs a change that makes messages of `queues` visible, waking their consumers once
@@ -241,8 +259,24 @@ impl Bus for SqliteBus {
             .await
     }
 
-    async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
-        self.writer.call(false, schema::dead_letters).await
+    async fn dead_letters_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<DeadLetter>> {
+        let after = after.map(str::to_owned);
+        self.writer
+            .call(false, move |c| {
+                pages::dead_letters(c, after.as_deref(), limit)
+            })
+            .await
+    }
+
+    async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>> {
+        let id = id.to_owned();
+        self.writer
+            .call(false, move |c| pages::find_dead(c, &id))
+            .await
     }
 
     async fn dead_letter_count(&self) -> BusResult<u64> {
@@ -294,10 +328,17 @@ impl Bus for SqliteBus {
             .await
     }
 
-    async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
-        let v = task_id.to_owned();
+    async fn task_messages(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<Envelope>> {
+        let (task, after) = (task_id.to_owned(), after.map(str::to_owned));
         self.writer
-            .call(false, move |c| schema::by_key(c, Key::Task, &v))
+            .call(false, move |c| {
+                pages::task_messages(c, &task, after.as_deref(), limit)
+            })
             .await
     }
 
@@ -320,16 +361,53 @@ impl Bus for SqliteBus {
             .await
     }
 
-    async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        self.writer
-            .call(false, move |c| schema::recent(c, Key::Task, limit))
-            .await
+    async fn tasks_page(&self, after: Option<&str>, limit: usize) -> BusResult<Page<TrackSummary>> {
+        self.tracks(Key::Task, after, limit).await
     }
 
-    async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
-        self.writer
-            .call(false, move |c| schema::recent(c, Key::Conversation, limit))
-            .await
+    async fn conversations_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> BusResult<Page<TrackSummary>> {
+        self.tracks(Key::Conversation, after, limit).await
+    }
+
+    async fn prune(&self, before: PruneBefore) -> BusResult<Pruned> {
+        let now = now_ms();
+        let mut pruned = Pruned::default();
+        // One batch per writer job: publishes and acks queued meanwhile go in between.
+        if let Some(cut) = before.messages_cut(&self.config, now) {
+            let mut from = 0;
+            loop {
+                let batch = self
+                    .writer
+                    .call(false, move |c| retention::prune_messages(c, cut, from))
+                    .await?;
+                pruned.messages += batch.deleted;
+                from = batch.last;
+                if !batch.more {
+                    break;
+                }
+            }
+        }
+        if let Some(cut) = before.dead_letters_cut(now) {
+            loop {
+                let batch = self
+                    .writer
+                    .call(false, move |c| retention::prune_dead(c, cut))
+                    .await?;
+                pruned.dead_letters += batch.deleted;
+                if !batch.more {
+                    break;
+                }
+            }
+        }
+        Ok(pruned)
+    }
+
+    async fn oldest_waiting_ms(&self) -> BusResult<Option<i64>> {
+        self.writer.call(false, retention::oldest_waiting).await
     }
 
     async fn depth(&self, queue: &str) -> BusResult<u64> {

@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, ErrorCode, Row, params};
 
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
+use crate::delivery::{DeadReason, Delivery, EffectRecord, LogEntry};
 use crate::envelope::{Envelope, Priority, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS effects (
 );
 ";
 
-const ENV_COLS: &str = "m.id, m.recipients, m.handoff_type, m.priority, m.expires_ms, m.task_id, \
+pub(super) const ENV_COLS: &str = "m.id, m.recipients, m.handoff_type, m.priority, m.expires_ms, m.task_id, \
      m.correlation_id, m.conversation_id, m.sender, m.bytes";
 
 /// The visible deliveries of queue ?1 at time ?2, at most ?3 of each priority, in one statement.
@@ -88,7 +88,7 @@ pub(crate) fn storage_error(e: rusqlite::Error) -> BusError {
     }
 }
 
-fn json_error(e: serde_json::Error) -> BusError {
+pub(super) fn json_error(e: serde_json::Error) -> BusError {
     BusError::Corrupt(format!("a stored JSON column does not parse: {e}"))
 }
 
@@ -118,7 +118,7 @@ pub(crate) fn open(conn: &Connection) -> BusResult<()> {
     conn.execute_batch(SCHEMA).map_err(storage_error)
 }
 
-fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope> {
+pub(super) fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope> {
     let recipients: String = row.get(i + 1)?;
     let rank: u8 = row.get(i + 3)?;
     Ok(Envelope {
@@ -310,7 +310,7 @@ pub(crate) fn insert_dead(
 }
 
 /// The number a `SELECT COUNT(*) …` query gives.
-fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> BusResult<u64> {
+pub(super) fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> BusResult<u64> {
     conn.prepare_cached(sql)
         .and_then(|mut s| s.query_row(params, |r| r.get::<_, i64>(0)))
         .map(i64::unsigned_abs)
@@ -320,48 +320,6 @@ fn count(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> BusResu
 /// The number of dead letters.
 pub(crate) fn dead_count(conn: &Connection) -> BusResult<u64> {
     count(conn, "SELECT COUNT(*) FROM dead_letters", [])
-}
-
-/// All dead letters, oldest first.
-pub(crate) fn dead_letters(conn: &Connection) -> BusResult<Vec<DeadLetter>> {
-    let mut stmt = conn
-        .prepare(
-            "SELECT id, message_id, queue, reason, bytes, envelope FROM dead_letters ORDER BY id",
-        )
-        .map_err(storage_error)?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, Vec<u8>>(4)?,
-                r.get::<_, Option<String>>(5)?,
-            ))
-        })
-        .map_err(storage_error)?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (id, message_id, queue, reason, bytes, envelope) = row.map_err(storage_error)?;
-        let envelope = envelope
-            .map(|e| serde_json::from_str::<Envelope>(&e))
-            .transpose()
-            .map_err(json_error)?
-            .map(|mut e| {
-                e.bytes = bytes.clone().into();
-                e
-            });
-        out.push(DeadLetter {
-            id: id.to_string(),
-            message_id,
-            queue,
-            reason: serde_json::from_str(&reason).map_err(json_error)?,
-            bytes,
-            envelope,
-        });
-    }
-    Ok(out)
 }
 
 /// Records `message_id` as handled with its effect; false when already recorded.
@@ -432,36 +390,13 @@ pub(crate) enum Key {
 }
 
 impl Key {
-    fn column(self) -> &'static str {
+    pub(super) fn column(self) -> &'static str {
         match self {
             Key::Task => "task_id",
             Key::Correlation => "correlation_id",
             Key::Conversation => "conversation_id",
         }
     }
-}
-
-/// The `limit` most recently active values of `key`, with their message counts and times.
-pub(crate) fn recent(conn: &Connection, key: Key, limit: usize) -> BusResult<Vec<TrackSummary>> {
-    let column = key.column();
-    let sql = format!(
-        "SELECT {column}, COUNT(*), MIN(published_ms), MAX(published_ms) FROM messages \
-         WHERE {column} IS NOT NULL GROUP BY {column} \
-         ORDER BY MAX(published_ms) DESC, MAX(seq) DESC LIMIT ?1"
-    );
-    let mut stmt = conn.prepare_cached(&sql).map_err(storage_error)?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = stmt
-        .query_map([limit], |r| {
-            Ok(TrackSummary {
-                id: r.get(0)?,
-                messages: r.get::<_, i64>(1)?.unsigned_abs(),
-                first_ms: r.get(2)?,
-                last_ms: r.get(3)?,
-            })
-        })
-        .map_err(storage_error)?;
-    rows.collect::<Result<_, _>>().map_err(storage_error)
 }
 
 /// Deliveries of `queue` not yet acknowledged.

@@ -6,6 +6,12 @@
 
 #![allow(dead_code)]
 
+mod retention;
+
+// For `conformance_tests!`, which not every test binary including this module invokes.
+#[allow(unused_imports)]
+pub use retention::*;
+
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,6 +78,11 @@ macro_rules! conformance_tests {
             tracking_by_task_and_correlation, conversation_log_resumes_from_cursor,
             tasks_and_conversations_are_listed_by_activity, depth_counts_unacknowledged_messages,
             dead_letters_are_listed_and_replayed);
+        $crate::conformance_tests!(@each $setup, $backend;
+            old_acknowledged_messages_are_pruned_and_recent_ones_kept,
+            old_dead_letters_are_pruned_and_recent_ones_kept,
+            an_old_unacknowledged_message_is_kept_and_delivered,
+            listings_are_read_a_page_at_a_time);
     };
     (@each $setup:path, $backend:literal; $($check:ident),*) => {
         $(
