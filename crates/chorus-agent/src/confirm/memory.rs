@@ -3,8 +3,9 @@
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use chorus_bus::Page;
 
-use super::{ConfirmError, Confirmation, ConfirmationState, Confirmations, rules};
+use super::{ConfirmError, Confirmation, ConfirmationState, Confirmations, page, rules};
 
 /// A [`Confirmations`] store held in memory, lost when the process ends.
 #[derive(Debug, Default)]
@@ -92,6 +93,24 @@ impl Confirmations for MemoryConfirmations {
 
     async fn consume(&self, id: &str, arguments: &str) -> Result<Confirmation, ConfirmError> {
         self.change(id, |c| rules::consume(c, arguments))
+    }
+
+    async fn page(
+        &self,
+        state: Option<ConfirmationState>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Confirmation>, ConfirmError> {
+        let all = self.with(|items| items.clone())?;
+        page::select(all, state, after, limit)
+    }
+
+    async fn prune(&self, before_ms: u64) -> Result<u64, ConfirmError> {
+        self.with(|items| {
+            let before = items.len();
+            items.retain(|c| !page::prunable(c, before_ms));
+            (before - items.len()) as u64
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod http;
 mod memory;
+mod page;
 mod rules;
 mod sqlite;
 #[cfg(test)]
@@ -17,6 +18,7 @@ pub use sqlite::SqliteConfirmations;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use chorus_bus::Page;
 use serde::{Deserialize, Serialize};
 
 /// Where a confirmation stands.
@@ -133,6 +135,27 @@ pub trait Confirmations: Send + Sync {
     ) -> Result<Confirmation, ConfirmError>;
     /// Uses an approval for the call with exactly these arguments; succeeds once.
     async fn consume(&self, id: &str, arguments: &str) -> Result<Confirmation, ConfirmError>;
+
+    /// Up to `limit` confirmations in `state` (all when `None`), oldest first (creation time,
+    /// then id), after cursor `after` (the `next` of the page before; `None` from the start).
+    async fn page(
+        &self,
+        state: Option<ConfirmationState>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Confirmation>, ConfirmError> {
+        page::select(self.list(state).await?, state, after, limit)
+    }
+
+    /// Deletes the rejected and consumed confirmations created before `before_ms` (pending and
+    /// approved ones are kept); returns how many. Only a store that keeps them can.
+    async fn prune(&self, before_ms: u64) -> Result<u64, ConfirmError> {
+        let _ = before_ms;
+        Err(ConfirmError::Store(
+            "this store does not prune: the store that keeps the confirmations (the server's) does"
+                .into(),
+        ))
+    }
 }
 
 /// A confirmation could not be recorded, found, decided or used.
@@ -158,4 +181,7 @@ pub enum ConfirmError {
     /// The store failed.
     #[error("confirmation store: {0}")]
     Store(String),
+    /// A page was asked for with a cursor the store did not hand out.
+    #[error("bad cursor: {0}")]
+    BadCursor(String),
 }

@@ -5,8 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chorus_bus::Page;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
+use super::page::{self, Cursor};
 use super::{ConfirmError, Confirmation, ConfirmationState, Confirmations, rules};
 
 const SCHEMA: &str = "
@@ -209,6 +211,60 @@ impl Confirmations for SqliteConfirmations {
         let arguments = arguments.to_owned();
         self.change(id, move |c| rules::consume(c, &arguments))
             .await
+    }
+
+    async fn page(
+        &self,
+        state: Option<ConfirmationState>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Confirmation>, ConfirmError> {
+        let cursor = Cursor::parse(after)?;
+        self.run(move |conn| {
+            let state = state.map(ConfirmationState::as_str);
+            let (ms, id) = match cursor {
+                Some(c) => (
+                    Some(i64::try_from(c.created_at_ms).unwrap_or(i64::MAX)),
+                    c.id,
+                ),
+                None => (None, String::new()),
+            };
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM confirmations WHERE (?1 IS NULL OR state = ?1) \
+                     AND (?2 IS NULL OR created_at_ms > ?2 OR (created_at_ms = ?2 AND id > ?3)) \
+                     ORDER BY created_at_ms, id LIMIT ?4"
+                ))
+                .map_err(store_error)?;
+            let want = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+            let rows = stmt
+                .query_map(params![state, ms, id, want], row_to_confirmation)
+                .map_err(store_error)?;
+            let items = rows.collect::<Result<Vec<_>, _>>().map_err(store_error)?;
+            let total: i64 = conn
+                .query_row(
+                    "SELECT COUNT(*) FROM confirmations WHERE ?1 IS NULL OR state = ?1",
+                    [state],
+                    |r| r.get(0),
+                )
+                .map_err(store_error)?;
+            Ok(page::cut(items, limit, total.unsigned_abs()))
+        })
+        .await
+    }
+
+    async fn prune(&self, before_ms: u64) -> Result<u64, ConfirmError> {
+        let before = i64::try_from(before_ms).unwrap_or(i64::MAX);
+        self.run(move |conn| {
+            conn.execute(
+                "DELETE FROM confirmations WHERE state IN ('rejected', 'consumed') \
+                 AND created_at_ms < ?1",
+                [before],
+            )
+            .map(|n| n as u64)
+            .map_err(store_error)
+        })
+        .await
     }
 }
 

@@ -124,6 +124,82 @@ pub(crate) async fn changed_arguments_refused(store: &dyn Confirmations) {
     store.consume(&c.id, &c.arguments).await.unwrap();
 }
 
+/// Pages of two walk every confirmation once, oldest first; a state filters them.
+pub(crate) async fn pages_walk_every_confirmation_once(store: &dyn Confirmations) {
+    let mut made = Vec::new();
+    for i in 0..5 {
+        made.push(store.request(call(&format!("p{i}"))).await.unwrap().id);
+    }
+    store.decide(&made[1], false, "admin", None).await.unwrap();
+    let (mut seen, mut after) = (Vec::new(), None::<String>);
+    loop {
+        let page = store.page(None, after.as_deref(), 2).await.unwrap();
+        assert!(page.items.len() <= 2);
+        assert_eq!(page.total, Some(5));
+        seen.extend(page.items.into_iter().map(|c| (c.created_at_ms, c.id)));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "oldest first (then by id), none twice: {seen:?}"
+    );
+    let mut ids: Vec<String> = seen.into_iter().map(|(_, id)| id).collect();
+    ids.sort();
+    made.sort();
+    assert_eq!(ids, made, "every confirmation");
+    let pending = store
+        .page(Some(ConfirmationState::Pending), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        (pending.items.len(), pending.total, pending.next),
+        (4, Some(4), None)
+    );
+    let bad = store.page(None, Some("tomorrow"), 2).await.unwrap_err();
+    assert!(matches!(bad, ConfirmError::BadCursor(_)), "{bad}");
+}
+
+/// A prune removes rejected and consumed confirmations created before its time, nothing else.
+pub(crate) async fn prune_removes_old_finished_ones_only(store: &dyn Confirmations) {
+    let rejected = store.request(call("r1")).await.unwrap();
+    store
+        .decide(&rejected.id, false, "admin", None)
+        .await
+        .unwrap();
+    let used = store.request(call("u1")).await.unwrap();
+    store.decide(&used.id, true, "admin", None).await.unwrap();
+    store.consume(&used.id, &used.arguments).await.unwrap();
+    let approved = store.request(call("a1")).await.unwrap();
+    store
+        .decide(&approved.id, true, "admin", None)
+        .await
+        .unwrap();
+    let pending = store.request(call("w1")).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let boundary = Confirmation::pending("x", "x", "x", "x", None).created_at_ms;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let fresh = store.request(call("r2")).await.unwrap();
+    store.decide(&fresh.id, false, "admin", None).await.unwrap();
+
+    assert_eq!(store.prune(0).await.unwrap(), 0);
+    assert_eq!(store.prune(boundary).await.unwrap(), 2);
+    let mut left: Vec<String> = store
+        .list(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    left.sort();
+    let mut want = vec![approved.id, pending.id, fresh.id];
+    want.sort();
+    assert_eq!(left, want);
+    assert_eq!(store.get(&rejected.id).await.unwrap(), None);
+}
+
 /// Declares the suite's tests for a store built by `$make` (an async expression).
 macro_rules! confirmations_suite {
     ($make:expr) => {
@@ -146,6 +222,16 @@ macro_rules! confirmations_suite {
         async fn changed_arguments_refused() {
             let store = $make;
             crate::confirm::suite::changed_arguments_refused(&store).await;
+        }
+        #[tokio::test]
+        async fn pages_walk_every_confirmation_once() {
+            let store = $make;
+            crate::confirm::suite::pages_walk_every_confirmation_once(&store).await;
+        }
+        #[tokio::test]
+        async fn prune_removes_old_finished_ones_only() {
+            let store = $make;
+            crate::confirm::suite::prune_removes_old_finished_ones_only(&store).await;
         }
     };
 }
