@@ -244,7 +244,7 @@ fn a_confirmed_tool_waits_on_the_server_and_runs_once_after_approval() {
     let (status, pending) = http(&addr, "GET", "/v1/confirmations?state=pending", ADMIN);
     let approved_id = serde_json::from_str::<Value>(&pending)
         .ok()
-        .and_then(|v| v[0]["id"].as_str().map(str::to_owned));
+        .and_then(|v| v["items"][0]["id"].as_str().map(str::to_owned));
     let approve = approved_id.as_ref().map(|id| {
         http(
             &addr,
@@ -266,6 +266,7 @@ fn a_confirmed_tool_waits_on_the_server_and_runs_once_after_approval() {
     );
     assert_eq!(status, 200, "{pending}");
     let pending: Value = serde_json::from_str(&pending).unwrap();
+    let pending = &pending["items"];
     assert_eq!(pending.as_array().unwrap().len(), 1, "{pending}");
     assert_eq!(pending[0]["agent"], "ops");
     assert_eq!(pending[0]["arguments"], r#"{"host":"router-1"}"#);

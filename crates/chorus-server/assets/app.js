@@ -44,10 +44,40 @@ function tokenForm(message) {
 
 const fmtTime = (ms) => (typeof ms === "number" ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
 
-/** A table of tasks or conversations, most recent first. */
-function catalog(kind, rows) {
-  const sorted = [...rows].sort((a, b) => (b.last_ms || 0) - (a.last_ms || 0));
+/** Entries of a home page section, and of a timeline, read at once. */
+const HOME_PAGE = 20;
+const TIMELINE_PAGE = 200;
+
+/** Where each paged list stands: the cursor of the page shown and those of the pages before. */
+const pages = new Map();
+const pageOf = (key) => pages.get(key) || { after: null, trail: [] };
+
+/** `path` with the cursor of the page `key` shows. */
+function paged(key, path) {
+  const { after } = pageOf(key);
+  return after === null ? path : `${path}&after=${encodeURIComponent(after)}`;
+}
+
+/** The position in list `key`, its size and buttons to the next, the previous and the first page. */
+function pager(key, page, size, noun) {
+  const at = pageOf(key);
+  const from = at.trail.length * size;
+  const count = page.items.length;
+  const total = typeof page.total === "number" ? ` of ${page.total}` : "";
+  const go = (next) => () => { pages.set(key, next); render(); };
+  const caption = count ? `${noun} ${from + 1}–${from + count}${total}` : (total ? `none here${total}` : "");
+  if (!page.next && at.after === null) return el("p", { class: "pager", "data-list": key }, page.total > count ? caption : "");
+  return el("p", { class: "pager", "data-list": key }, caption,
+    page.next ? el("button", { class: "next-page", onclick: go({ after: page.next, trail: [...at.trail, at.after] }) }, "Next page") : "",
+    at.trail.length ? el("button", { class: "previous-page", onclick: go({ after: at.trail[at.trail.length - 1], trail: at.trail.slice(0, -1) }) }, "Previous page") : "",
+    at.after !== null ? el("button", { class: "first-page", onclick: go({ after: null, trail: [] }) }, "First page") : "");
+}
+
+/** A page of tasks or conversations, most recent first. */
+function catalog(kind, page) {
+  const sorted = [...page.items].sort((a, b) => (b.last_ms || 0) - (a.last_ms || 0));
   return el("section", { id: `${kind}s` }, el("h2", {}, kind === "task" ? "Tasks" : "Conversations"),
+    pager(`${kind}s`, page, HOME_PAGE, `${kind}s`),
     sorted.length ? el("table", { class: "catalog" },
       el("thead", {}, el("tr", {}, el("th", {}, "id"), el("th", {}, "messages"), el("th", {}, "first"), el("th", {}, "last"))),
       el("tbody", {}, sorted.map((r) => el("tr", {},
@@ -56,9 +86,11 @@ function catalog(kind, rows) {
       : el("p", { class: "empty" }, `No ${kind}s yet.`));
 }
 
-/** Pending confirmations with approve and reject. */
-function confirmations(list) {
+/** A page of pending confirmations with approve and reject. */
+function confirmations(page) {
+  const list = page.items;
   return el("section", { id: "confirmations" }, el("h2", {}, "Pending confirmations"),
+    pager("confirmations", page, HOME_PAGE, "confirmations"),
     list.length ? list.map((c) => {
       const note = el("input", { class: "note", placeholder: "note (optional)" });
       const decide = (verdict) => async () => {
@@ -77,9 +109,11 @@ function confirmations(list) {
     }) : el("p", { class: "empty" }, "Nothing waits for a person."));
 }
 
-/** Dead letters with their reason and a replay button. */
-function deadLetters(list) {
+/** A page of dead letters with their reason and a replay button. */
+function deadLetters(page) {
+  const list = page.items;
   return el("section", { id: "dead-letters" }, el("h2", {}, "Dead letters"),
+    pager("dead-letters", page, HOME_PAGE, "dead letters"),
     list.length ? list.map((d) => el("article", { class: "dead-letter", "data-id": d.id },
       el("p", {}, el("strong", {}, d.message_id || "(no message id)"), d.queue ? ` from inbox ${d.queue}` : " (refused on publish)"),
       el("p", { class: "reason" }, reasonText(d.reason)),
@@ -97,37 +131,33 @@ async function part(build, load) {
   catch (e) { if (e.status === 401) throw e; return el("p", { class: "error" }, e.message); }
 }
 
+/** The home page: one page of each list (with its size), never the whole lists. */
 async function home() {
   const parts = await Promise.all([
-    part(confirmations, () => api("GET", "/v1/confirmations?state=pending")),
-    part(deadLetters, () => api("GET", "/v1/dead-letters")),
-    part((r) => catalog("task", r), () => api("GET", "/v1/tasks")),
-    part((r) => catalog("conversation", r), () => api("GET", "/v1/conversations")),
+    part(confirmations, () => api("GET", paged("confirmations", `/v1/confirmations?state=pending&limit=${HOME_PAGE}`))),
+    part(deadLetters, () => api("GET", paged("dead-letters", `/v1/dead-letters?limit=${HOME_PAGE}`))),
+    part((r) => catalog("task", r), () => api("GET", paged("tasks", `/v1/tasks?limit=${HOME_PAGE}`))),
+    part((r) => catalog("conversation", r), () => api("GET", paged("conversations", `/v1/conversations?limit=${HOME_PAGE}`))),
   ]);
   return el("div", { id: "home" }, parts);
 }
 
-/** Most conversation pages (of 500) read for one drawing. */
-const MAX_PAGES = 20;
+/** The timeline being shown, so that its page is kept while the same one is drawn again. */
+let shownDetail = null;
 
-/** A task's messages, or a conversation's read page by page. */
-async function messagesOf(kind, id) {
-  if (kind === "task") return api("GET", `/v1/tasks/${encodeURIComponent(id)}/messages`);
-  const all = [];
-  for (let i = 0; i < MAX_PAGES; i++) {
-    const after = all.length ? all[all.length - 1].seq : 0;
-    const page = await api("GET", `/v1/conversations/${encodeURIComponent(id)}/messages?after=${after}`);
-    all.push(...page);
-    if (page.length < 500) break;
-  }
-  return all;
-}
-
+/** One page of a task's or a conversation's timeline, with its totals and graph. */
 async function detail(kind, id) {
-  const messages = await messagesOf(kind, id);
+  if (shownDetail !== `${kind}/${id}`) {
+    shownDetail = `${kind}/${id}`;
+    pages.delete("timeline");
+  }
+  const base = kind === "task" ? "tasks" : "conversations";
+  const page = await api("GET", paged("timeline", `/v1/${base}/${encodeURIComponent(id)}/messages?limit=${TIMELINE_PAGE}`));
+  const messages = page.items;
   return el("div", { id: "detail", class: kind },
     el("p", {}, el("a", { href: "#/" }, "← home")),
     el("h2", {}, `${kind === "task" ? "Task" : "Conversation"} ${id}`),
+    pager("timeline", page, TIMELINE_PAGE, "messages"),
     totals(messages), graph(messages), el("h3", {}, "Timeline"), timeline(messages));
 }
 

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use crate::blobs::MediaConfig;
 use crate::ids::id_problem;
 use crate::redact::{RedactConfig, Redactor};
+use crate::retention::RetentionConfig;
 use crate::routes::{RouteEntry, Subscription};
 
 /// Settings read from `chorus.toml`; every field has a default.
@@ -89,6 +90,9 @@ pub struct ServerConfig {
     /// How images and audio in messages are kept.
     #[serde(default)]
     pub media: MediaConfig,
+    /// How long messages, dead letters, blobs, trace contexts and confirmations are kept.
+    #[serde(default)]
+    pub retention: RetentionConfig,
 }
 
 /// One agent of the config: its token and what it may do.
@@ -201,6 +205,7 @@ impl Default for ServerConfig {
             dedupe_window_secs: default_dedupe_window_secs(),
             max_deliver: default_max_deliver(),
             media: MediaConfig::default(),
+            retention: RetentionConfig::default(),
             routes: Vec::new(),
             subscriptions: Vec::new(),
         }
@@ -294,6 +299,9 @@ impl ServerConfig {
         }
         if self.max_body_bytes == 0 {
             return Err(fail("max_body_bytes: expected a positive size".into()));
+        }
+        if let Some(why) = self.retention.problem() {
+            return Err(fail(why));
         }
         Ok(())
     }

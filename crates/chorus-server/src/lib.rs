@@ -15,6 +15,7 @@ pub mod policy;
 mod quota;
 pub mod rate;
 pub mod redact;
+pub mod retention;
 pub mod routes;
 pub mod server;
 pub mod state;

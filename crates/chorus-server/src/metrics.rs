@@ -37,6 +37,8 @@ pub struct Metrics {
     pub ack_seconds: Histogram,
     /// Messages stored for an inbox and not yet acknowledged, per inbox, read at each scrape.
     backlog: Family<Labels, Gauge>,
+    /// What the pruner removed, per kind.
+    pruned: Family<Labels, Counter>,
     /// The inboxes messages were stored for through this server.
     inboxes: Mutex<BTreeSet<String>>,
 }
@@ -96,6 +98,12 @@ impl Default for Metrics {
             "Messages stored for an inbox and not yet acknowledged (waiting, delayed or being handled)",
             backlog.clone(),
         );
+        let pruned = Family::<Labels, Counter>::default();
+        registry.register(
+            "pruned",
+            "Entries removed by retention, per kind (messages, dead_letters, blobs, traces, confirmations)",
+            pruned.clone(),
+        );
         Metrics {
             registry,
             published,
@@ -108,6 +116,7 @@ impl Default for Metrics {
             publish_seconds,
             ack_seconds,
             backlog,
+            pruned,
             inboxes: Mutex::default(),
         }
     }
@@ -138,6 +147,13 @@ impl Metrics {
                 .set(i64::try_from(depth).unwrap_or(i64::MAX));
         }
         Ok(())
+    }
+
+    /// Counts `n` entries of `kind` removed by retention (every kind shows, 0 until some go).
+    pub fn count_pruned(&self, kind: &'static str, n: u64) {
+        self.pruned
+            .get_or_create(&vec![("kind", kind.to_owned())])
+            .inc_by(n);
     }
 
     /// The text exposition of every metric.

@@ -22,6 +22,7 @@ use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::rate::RateLimiter;
 use crate::redact::Redactor;
+use crate::retention::Pruner;
 use crate::routes::RouteEntry;
 use crate::state::AppState;
 use crate::telemetry::Traces;
@@ -189,6 +190,7 @@ pub struct Server {
     openapi: utoipa::openapi::OpenApi,
     stop: watch::Sender<bool>,
     generated_admin_token: Option<String>,
+    pruner: Pruner,
 }
 
 impl Server {
@@ -232,6 +234,7 @@ impl Server {
             max_body_bytes: config.max_body_bytes,
             stopping,
         };
+        let pruner = Pruner::new(state.clone(), config.retention.clone());
         let (router, openapi) = router(state);
         Server {
             router,
@@ -242,6 +245,7 @@ impl Server {
             openapi,
             stop,
             generated_admin_token,
+            pruner,
         }
     }
 
@@ -256,7 +260,8 @@ impl Server {
     }
 
     /// Serves on `listener` (a [`TcpListener`], or a [`crate::tls::TlsListener`]) until
-    /// `shutdown` resolves; open inbox streams end then and the requests under way finish.
+    /// `shutdown` resolves, pruning by the `[retention]` settings meanwhile; open inbox
+    /// streams and the pruner stop then, and the requests under way finish.
     pub async fn serve<L>(
         self,
         listener: L,
@@ -267,11 +272,14 @@ impl Server {
         L::Addr: std::fmt::Debug,
     {
         let stop = self.stop;
+        let pruner = tokio::spawn(self.pruner.run(stop.subscribe()));
         crate::connections::serve(listener, self.router, self.limits, async move {
             shutdown.await;
             let _ = stop.send(true);
         })
         .await;
+        // It stops at the signal; a panic in it is not the server's to report.
+        let _ = pruner.await;
         Ok(())
     }
 }

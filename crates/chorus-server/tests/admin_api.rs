@@ -36,12 +36,13 @@ async fn a_message_nacked_past_max_deliver_is_a_dead_letter_and_replays() {
     let letters = loop {
         let (status, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
         assert_eq!(status, 200);
-        if !letters.as_array().unwrap().is_empty() {
+        if !letters["items"].as_array().unwrap().is_empty() {
             break letters;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
-    let letter = &letters[0];
+    assert_eq!(letters["total"], 1);
+    let letter = &letters["items"][0];
     assert_eq!(letter["message_id"], "hot-potato");
     assert_eq!(letter["queue"], "bob");
     assert_eq!(letter["reason"]["kind"], "max_deliver");
@@ -73,7 +74,7 @@ async fn a_message_nacked_past_max_deliver_is_a_dead_letter_and_replays() {
         "replayed once"
     );
     let (_, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
-    assert_eq!(letters, serde_json::json!([]));
+    assert_eq!(letters["items"], serde_json::json!([]));
     drop(inbox);
     server.stop().await;
 }
@@ -86,7 +87,7 @@ async fn a_dead_letter_can_be_deleted_and_is_never_delivered_again() {
     nack_past_max_deliver(&server, &mut inbox, ("bob", BOB), "doomed").await;
     let id = loop {
         let (_, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
-        if let Some(id) = letters[0]["id"].as_str() {
+        if let Some(id) = letters["items"][0]["id"].as_str() {
             break id.to_owned();
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -101,7 +102,10 @@ async fn a_dead_letter_can_be_deleted_and_is_never_delivered_again() {
     assert_eq!(delete(ADMIN, id.clone()).await.unwrap().status(), 204);
     assert_eq!(delete(ADMIN, id.clone()).await.unwrap().status(), 404);
     let (_, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
-    assert_eq!(letters, serde_json::json!([]));
+    assert_eq!(
+        (&letters["items"], &letters["total"]),
+        (&serde_json::json!([]), &serde_json::json!(0))
+    );
     // Neither this stream nor a new one is handed the dead message again.
     assert!(
         inbox
@@ -130,6 +134,8 @@ async fn task_and_conversation_timelines() {
     }
     let (status, task) = admin_get(&server, "/v1/tasks/task-abc-456/messages", ADMIN).await;
     assert_eq!(status, 200);
+    assert_eq!((&task["total"], &task["next"]), (&2.into(), &Value::Null));
+    let task = &task["items"];
     let ids: Vec<&str> = task
         .as_array()
         .unwrap()
@@ -149,6 +155,8 @@ async fn task_and_conversation_timelines() {
     )
     .await;
     assert_eq!(status, 200);
+    assert_eq!(page["next"], Value::Null, "the last page");
+    let page = &page["items"];
     assert_eq!(page.as_array().unwrap().len(), 1);
     assert_eq!(
         (page[0]["seq"].as_u64(), page[0]["id"].as_str()),
@@ -175,7 +183,7 @@ async fn configured_fields_are_redacted_before_they_are_stored() {
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
     let received = inbox.next().await.json();
     let (_, task) = admin_get(&server, "/v1/tasks/task-abc-456/messages", ADMIN).await;
-    for stored in [&received["message"], &task[0]["message"]] {
+    for stored in [&received["message"], &task["items"][0]["message"]] {
         let customer = &stored["payload"]["data"]["customer_info"];
         assert_eq!(customer["user_id"], "[REDACTED:email]");
         assert_eq!(customer["contact_number"], "[REDACTED:phone]");

@@ -36,7 +36,7 @@ fn expected_path(bytes: &[u8], ext: &str) -> String {
 async fn stored_urls(server: &TestServer) -> Vec<String> {
     let timeline: Value =
         get_json(server, "/v1/conversations/conv-media/messages", Some(ADMIN)).await;
-    timeline
+    timeline["items"]
         .as_array()
         .expect("array")
         .iter()
@@ -222,7 +222,7 @@ async fn remote_media_outlives_its_expiring_url() {
         Some(ADMIN),
     )
     .await;
-    let content = &timeline[0]["message"]["content"];
+    let content = &timeline["items"][0]["message"]["content"];
     let clip = content[0]["file"]["url"].as_str().unwrap();
     assert_eq!(clip, expected_path(WAV, "wav"), "remote audio is kept");
     let r = client()

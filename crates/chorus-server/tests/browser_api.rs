@@ -87,6 +87,8 @@ async fn tasks_and_conversations_are_listed_most_recent_first() {
         .json()
         .await
         .unwrap();
+    assert_eq!(tasks["total"], 2);
+    let tasks = &tasks["items"];
     let ids: Vec<_> = tasks
         .as_array()
         .unwrap()
@@ -100,8 +102,22 @@ async fn tasks_and_conversations_are_listed_most_recent_first() {
         .json()
         .await
         .unwrap();
-    assert_eq!(convs.as_array().unwrap().len(), 1);
-    assert_eq!(convs[0]["id"], "conv-task-a");
+    assert_eq!(convs["items"].as_array().unwrap().len(), 1);
+    assert_eq!(convs["items"][0]["id"], "conv-task-a");
+    let rest: Value = get(
+        &server,
+        &format!(
+            "/v1/conversations?limit=1&after={}",
+            convs["next"].as_str().expect("a second page")
+        ),
+        Some(ADMIN),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(rest["items"][0]["id"], "conv-task-b");
+    assert_eq!(rest["next"], Value::Null, "two conversations, two pages");
 
     assert_eq!(get(&server, "/v1/tasks", None).await.status(), 401);
     assert_eq!(get(&server, "/v1/tasks", Some(ALICE)).await.status(), 403);

@@ -277,3 +277,49 @@ async fn pending_confirmations_are_approved_and_rejected_from_the_page() {
     drop(browser);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_long_list_shows_one_page_with_its_size_and_pages_on() {
+    let Some((browser, _dir, server)) = start().await else {
+        return;
+    };
+    for i in 0..23 {
+        let refused = publish(
+            &server,
+            ALICE,
+            &json!({"role": "user", "id": format!("bad-{i}")}),
+        )
+        .await;
+        assert_eq!(refused.status(), 422);
+    }
+    browser.sign_in(&server.base, ADMIN).await;
+    browser
+        .shown("#dead-letters .pager", "dead letters 1–20 of 23")
+        .await;
+    assert_eq!(
+        browser.count("article.dead-letter").await,
+        20,
+        "one page read"
+    );
+    browser.click("#dead-letters button.next-page").await;
+    browser
+        .shown("#dead-letters .pager", "dead letters 21–23 of 23")
+        .await;
+    assert_eq!(browser.count("article.dead-letter").await, 3);
+    browser.shown("article.dead-letter", "bad-22").await;
+    browser.shown("#live", "live").await;
+
+    // A change drawn live keeps the page a person is on.
+    publish_ok(&server, ALICE, &task_handoff(9, "task-while-paging")).await;
+    browser.shown("#tasks tbody tr", "task-while-paging").await;
+    browser
+        .shown("#dead-letters .pager", "dead letters 21–23 of 23")
+        .await;
+    browser.click("#dead-letters button.first-page").await;
+    browser
+        .shown("#dead-letters .pager", "dead letters 1–20 of 23")
+        .await;
+    browser.shown("article.dead-letter", "bad-0").await;
+    drop(browser);
+    server.stop().await;
+}

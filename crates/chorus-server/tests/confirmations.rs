@@ -77,7 +77,7 @@ async fn approve_then_consume_once() {
 
     let (status, pending) = get(&server, "/v1/confirmations?state=pending", ADMIN).await;
     assert_eq!(status, 200);
-    let ids: Vec<&Value> = pending
+    let ids: Vec<&Value> = pending["items"]
         .as_array()
         .expect("array")
         .iter()
@@ -101,7 +101,7 @@ async fn approve_then_consume_once() {
     assert_eq!(approved["note"], "checked");
     let (status, none) = get(&server, "/v1/confirmations?state=pending", ADMIN).await;
     assert_eq!(status, 200);
-    assert_eq!(none, json!([]));
+    assert_eq!(none, json!({"items": [], "next": null, "total": 0}));
     let twice = post(&server, &path(&c, "reject"), Some(ADMIN), None).await;
     assert_eq!(twice.0, 409, "deciding twice: {}", twice.1);
 
@@ -269,7 +269,7 @@ async fn confirmations_outlive_a_restart_and_appear_in_openapi() {
     let server = TestServer::start(&db, &config).await;
     let (status, pending) = get(&server, "/v1/confirmations?state=pending", ADMIN).await;
     assert_eq!(status, 200);
-    assert_eq!(pending[0]["id"], c["id"]);
+    assert_eq!(pending["items"][0]["id"], c["id"]);
     assert!(dir.path().join("chorus-confirmations.db").exists());
     server.stop().await;
 }

@@ -118,6 +118,7 @@ mod on_server {
             assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
         }
         let task: Value = get_json(&server, "/v1/tasks/task-abc-456/messages", Some(ADMIN)).await;
+        let task = &task["items"];
         let ids: Vec<&str> = task
             .as_array()
             .expect("a timeline")

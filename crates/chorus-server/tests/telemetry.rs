@@ -81,7 +81,10 @@ async fn traceparent_travels_with_the_message() {
         Some(ADMIN),
     )
     .await;
-    assert_eq!(trace_of(&timeline[0]["message"]["metadata"]), TRACE_ID);
+    assert_eq!(
+        trace_of(&timeline["items"][0]["message"]["metadata"]),
+        TRACE_ID
+    );
     server.stop().await;
 }
 
@@ -177,7 +180,7 @@ async fn a_handoffs_trace_is_kept_beside_it_across_restarts() {
     drop(inbox);
 
     let timeline: Value = get_json(&server, "/v1/tasks/conv-h/messages", Some(ADMIN)).await;
-    let traces: Vec<&str> = timeline
+    let traces: Vec<&str> = timeline["items"]
         .as_array()
         .unwrap()
         .iter()

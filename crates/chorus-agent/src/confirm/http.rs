@@ -2,11 +2,23 @@
 //! where people see them (the server's web UI).
 
 use async_trait::async_trait;
+use chorus_bus::Page;
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{ConfirmError, Confirmation, ConfirmationState, Confirmations};
+
+/// Confirmations asked for at once when the whole list is read.
+const PAGE: usize = 1000;
+
+/// The server's answer to a listing.
+#[derive(serde::Deserialize)]
+struct Listed {
+    items: Vec<Confirmation>,
+    next: Option<String>,
+    total: Option<u64>,
+}
 
 /// A [`Confirmations`] store that is a `chorus serve` at `base` (e.g. `http://127.0.0.1:7700`).
 ///
@@ -139,11 +151,39 @@ impl Confirmations for HttpConfirmations {
         &self,
         state: Option<ConfirmationState>,
     ) -> Result<Vec<Confirmation>, ConfirmError> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.page(state, after.as_deref(), PAGE).await?;
+            all.extend(page.items);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    async fn page(
+        &self,
+        state: Option<ConfirmationState>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Confirmation>, ConfirmError> {
         let token = self.admin("listing confirmations")?;
-        let path = match state {
-            Some(s) => format!("/v1/confirmations?state={}", s.as_str()),
-            None => "/v1/confirmations".to_owned(),
-        };
+        // The query encoded as a URL's (the cursor is opaque: any character may need it).
+        let mut url = reqwest::Url::parse("http://query.invalid/")
+            .map_err(|e| ConfirmError::Store(e.to_string()))?;
+        {
+            let mut query = url.query_pairs_mut();
+            query.append_pair("limit", &limit.to_string());
+            if let Some(s) = state {
+                query.append_pair("state", s.as_str());
+            }
+            if let Some(a) = after {
+                query.append_pair("after", a);
+            }
+        }
+        let path = format!("/v1/confirmations?{}", url.query().unwrap_or_default());
         let (status, value) = self.call(Method::GET, &path, token, None::<&()>).await?;
         if !status.is_success() {
             return Err(ConfirmError::Store(format!(
@@ -151,8 +191,13 @@ impl Confirmations for HttpConfirmations {
                 value["message"].as_str().unwrap_or("")
             )));
         }
-        serde_json::from_value(value)
-            .map_err(|e| ConfirmError::Store(format!("not a list of confirmations: {e}")))
+        let page: Listed = serde_json::from_value(value)
+            .map_err(|e| ConfirmError::Store(format!("not a page of confirmations: {e}")))?;
+        Ok(Page {
+            items: page.items,
+            next: page.next,
+            total: page.total,
+        })
     }
 
     async fn decide(

@@ -1,24 +1,23 @@
-//! Admin endpoints: dead letters with replay, a task's and a conversation's timeline.
+//! Admin endpoints: dead letters with replay, a task's and a conversation's timeline, each read
+//! a page at a time.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chorus_bus::{BusError, DeadLetter, Envelope, LogEntry};
+use chorus_bus::{BusError, DeadLetter, Envelope, LogEntry, Page};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::document;
 use crate::api::extract::{ApiPath, ApiQuery};
+use crate::api::pages::{DeadLetterPage, MessagePage, PageQuery, limit, listing_error};
 use crate::api::publish::PublishReceipt;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
 use crate::state::AppState;
 use crate::telemetry;
-
-/// Most conversation entries returned at once.
-const PAGE: usize = 500;
 
 /// A stored message with its routing keys.
 #[derive(Debug, Serialize, ToSchema)]
@@ -62,13 +61,16 @@ pub struct DeadLetterBody {
     pub message: Value,
 }
 
-/// Where a conversation page starts.
+/// Which page of a conversation's log.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct After {
-    /// Entries after this sequence number (0: from the start).
+    /// Entries after this sequence number (0: from the start); the `next` of the page before.
     #[serde(default)]
     pub after: u64,
+    /// At most this many entries (default 100; 1 to 1000, a value outside is brought inside).
+    pub limit: Option<usize>,
 }
 
 async fn stored(app: &AppState, env: Envelope, seq: Option<u64>) -> StoredMessage {
@@ -96,13 +98,15 @@ impl From<DeadLetter> for DeadLetterBody {
     }
 }
 
-/// Every dead letter, oldest first (admin token).
+/// A page of the dead letters, oldest first, with their number (admin token).
 #[utoipa::path(
     get,
     path = "/v1/dead-letters",
     tag = "admin",
+    params(PageQuery),
     responses(
-        (status = 200, description = "The dead letters", body = Vec<DeadLetterBody>),
+        (status = 200, description = "A page of dead letters", body = DeadLetterPage),
+        (status = 400, description = "A bad `limit` or `after`", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
     ),
@@ -111,12 +115,15 @@ impl From<DeadLetter> for DeadLetterBody {
 pub async fn dead_letters(
     State(app): State<AppState>,
     caller: Caller,
-) -> Result<Json<Vec<DeadLetterBody>>, ApiError> {
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> Result<Json<DeadLetterPage>, ApiError> {
     caller.require_admin("dead letters")?;
-    let letters = app.bus.dead_letters().await?;
-    Ok(Json(
-        letters.into_iter().map(DeadLetterBody::from).collect(),
-    ))
+    let letters = app
+        .bus
+        .dead_letters_page(page.after(), page.limit())
+        .await
+        .map_err(listing_error)?;
+    Ok(Json(DeadLetterPage::of(letters, DeadLetterBody::from)))
 }
 
 /// Delivers a dead letter again (its inbox, or a new publish when it was refused) and removes
@@ -175,25 +182,26 @@ pub async fn delete_dead_letter(
 ) -> Result<StatusCode, ApiError> {
     caller.require_admin("dead letters")?;
     check_id("the dead letter id", &id)?;
-    if !app.bus.dead_letters().await?.iter().any(|d| d.id == id) {
-        return Err(ApiError::new(
+    match app.bus.remove_dead_letter(&id).await {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        Err(BusError::UnknownDeadLetter(_)) => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("no dead letter {id:?}"),
-        ));
+        )),
+        Err(other) => Err(other.into()),
     }
-    app.bus.remove_dead_letter(&id).await?;
-    Ok(StatusCode::NO_CONTENT)
 }
 
-/// Every stored message of a task, in publish order (admin token).
+/// A page of a task's stored messages, in publish order, with their number (admin token).
 #[utoipa::path(
     get,
     path = "/v1/tasks/{task_id}/messages",
     tag = "admin",
-    params(("task_id" = String, Path, description = "The task id")),
+    params(("task_id" = String, Path, description = "The task id"), PageQuery),
     responses(
-        (status = 200, description = "The task's messages", body = Vec<StoredMessage>),
+        (status = 200, description = "A page of the task's messages", body = MessagePage),
+        (status = 400, description = "A bad `limit` or `after`", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
     ),
@@ -203,25 +211,32 @@ pub async fn task(
     State(app): State<AppState>,
     caller: Caller,
     ApiPath(task_id): ApiPath<String>,
-) -> Result<Json<Vec<StoredMessage>>, ApiError> {
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> Result<Json<MessagePage>, ApiError> {
     caller.require_admin("timelines")?;
     check_id("the task id", &task_id)?;
-    let envelopes = app.bus.by_task(&task_id).await?;
-    let mut out = Vec::with_capacity(envelopes.len());
-    for e in envelopes {
-        out.push(stored(&app, e, None).await);
-    }
-    Ok(Json(out))
+    let read = app
+        .bus
+        .task_messages(&task_id, page.after(), page.limit())
+        .await
+        .map_err(listing_error)?;
+    let numbered = Page {
+        items: read.items.into_iter().map(|e| (e, None)).collect(),
+        next: read.next,
+        total: read.total,
+    };
+    Ok(Json(messages(&app, numbered).await))
 }
 
-/// A page of a conversation's log after `after` (admin token).
+/// A page of a conversation's log after sequence number `after` (admin token).
 #[utoipa::path(
     get,
     path = "/v1/conversations/{conversation_id}/messages",
     tag = "admin",
     params(("conversation_id" = String, Path, description = "The conversation id"), After),
     responses(
-        (status = 200, description = "Up to 500 entries with their sequence numbers", body = Vec<StoredMessage>),
+        (status = 200, description = "A page of entries with their sequence numbers", body = MessagePage),
+        (status = 400, description = "A bad `limit` or `after`", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
     ),
@@ -232,16 +247,38 @@ pub async fn conversation(
     caller: Caller,
     ApiPath(conversation_id): ApiPath<String>,
     ApiQuery(page): ApiQuery<After>,
-) -> Result<Json<Vec<StoredMessage>>, ApiError> {
+) -> Result<Json<MessagePage>, ApiError> {
     caller.require_admin("timelines")?;
     check_id("the conversation id", &conversation_id)?;
-    let entries = app
+    let limit = limit(page.limit);
+    let mut entries = app
         .bus
-        .conversation(&conversation_id, page.after, PAGE)
+        .conversation(&conversation_id, page.after, limit + 1)
         .await?;
-    let mut out = Vec::with_capacity(entries.len());
-    for LogEntry { seq, envelope } in entries {
-        out.push(stored(&app, envelope, Some(seq)).await);
+    let more = entries.len() > limit;
+    entries.truncate(limit);
+    let numbered = Page {
+        next: more
+            .then(|| entries.last().map(|e| e.seq.to_string()))
+            .flatten(),
+        items: entries
+            .into_iter()
+            .map(|LogEntry { seq, envelope }| (envelope, Some(seq)))
+            .collect(),
+        total: None,
+    };
+    Ok(Json(messages(&app, numbered).await))
+}
+
+/// The answer for a page of stored messages (with their sequence numbers, when they have one).
+async fn messages(app: &AppState, page: Page<(Envelope, Option<u64>)>) -> MessagePage {
+    let mut items = Vec::with_capacity(page.items.len());
+    for (envelope, seq) in page.items {
+        items.push(stored(app, envelope, seq).await);
     }
-    Ok(Json(out))
+    MessagePage {
+        items,
+        next: page.next,
+        total: page.total,
+    }
 }

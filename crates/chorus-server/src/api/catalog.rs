@@ -1,18 +1,17 @@
-//! Admin listings: the tasks and conversations the store knows, most recently active first.
+//! Admin listings: the tasks and conversations the store knows, most recently active first, a
+//! page at a time.
 
 use axum::Json;
 use axum::extract::State;
 use chorus_bus::TrackSummary;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::api::extract::ApiQuery;
+use crate::api::pages::{PageQuery, TrackPage, listing_error};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
-
-/// Most entries a listing returns.
-const MAX: usize = 1000;
 
 /// A task or a conversation: how many messages it has and when they were published.
 #[derive(Debug, Serialize, ToSchema)]
@@ -38,29 +37,15 @@ impl From<TrackSummary> for Track {
     }
 }
 
-/// How many entries to list.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct Limit {
-    /// At most this many (default 100, at most 1000).
-    pub limit: Option<usize>,
-}
-
-impl Limit {
-    fn get(&self) -> usize {
-        self.limit.unwrap_or(100).clamp(1, MAX)
-    }
-}
-
-/// The known tasks, most recently active first (admin token).
+/// A page of the known tasks, most recently active first, with their number (admin token).
 #[utoipa::path(
     get,
     path = "/v1/tasks",
     tag = "admin",
-    params(Limit),
+    params(PageQuery),
     responses(
-        (status = 200, description = "The tasks", body = Vec<Track>),
+        (status = 200, description = "A page of tasks", body = TrackPage),
+        (status = 400, description = "A bad `limit` or `after`", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
     ),
@@ -69,21 +54,27 @@ impl Limit {
 pub async fn tasks(
     State(app): State<AppState>,
     caller: Caller,
-    ApiQuery(limit): ApiQuery<Limit>,
-) -> Result<Json<Vec<Track>>, ApiError> {
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> Result<Json<TrackPage>, ApiError> {
     caller.require_admin("listings")?;
-    let tasks = app.bus.tasks(limit.get()).await?;
-    Ok(Json(tasks.into_iter().map(Track::from).collect()))
+    let tasks = app
+        .bus
+        .tasks_page(page.after(), page.limit())
+        .await
+        .map_err(listing_error)?;
+    Ok(Json(TrackPage::of(tasks, Track::from)))
 }
 
-/// The known conversations, most recently active first (admin token).
+/// A page of the known conversations, most recently active first, with their number (admin
+/// token).
 #[utoipa::path(
     get,
     path = "/v1/conversations",
     tag = "admin",
-    params(Limit),
+    params(PageQuery),
     responses(
-        (status = 200, description = "The conversations", body = Vec<Track>),
+        (status = 200, description = "A page of conversations", body = TrackPage),
+        (status = 400, description = "A bad `limit` or `after`", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
     ),
@@ -92,9 +83,13 @@ pub async fn tasks(
 pub async fn conversations(
     State(app): State<AppState>,
     caller: Caller,
-    ApiQuery(limit): ApiQuery<Limit>,
-) -> Result<Json<Vec<Track>>, ApiError> {
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> Result<Json<TrackPage>, ApiError> {
     caller.require_admin("listings")?;
-    let conversations = app.bus.conversations(limit.get()).await?;
-    Ok(Json(conversations.into_iter().map(Track::from).collect()))
+    let conversations = app
+        .bus
+        .conversations_page(page.after(), page.limit())
+        .await
+        .map_err(listing_error)?;
+    Ok(Json(TrackPage::of(conversations, Track::from)))
 }

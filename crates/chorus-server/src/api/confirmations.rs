@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::extract::{ApiPath, ApiQuery};
+use crate::api::pages::{ConfirmationPage, limit};
 use crate::api::publish::body_error;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -52,13 +53,18 @@ pub struct ConsumeBody {
     pub arguments: String,
 }
 
-/// Which confirmations to list.
+/// Which confirmations to list, and which page.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct StateFilter {
     /// pending, approved, rejected or consumed; all when absent.
     #[serde(default)]
     pub state: Option<String>,
+    /// At most this many (default 100; 1 to 1000, a value outside is brought inside).
+    pub limit: Option<usize>,
+    /// The `next` of the page before, unchanged; the first page when absent.
+    pub after: Option<String>,
 }
 
 /// Reads a JSON body into `T`; an empty body is `T::default()` when `empty` is given.
@@ -92,12 +98,14 @@ fn refusal(e: ConfirmError) -> ApiError {
         ConfirmError::WrongState { .. } => StatusCode::CONFLICT,
         ConfirmError::ArgumentsChanged(_) => StatusCode::UNPROCESSABLE_ENTITY,
         ConfirmError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+        ConfirmError::BadCursor(_) => StatusCode::BAD_REQUEST,
     };
     let code = match &e {
         ConfirmError::NotFound(_) => "not_found",
         ConfirmError::WrongState { .. } => "wrong_state",
         ConfirmError::ArgumentsChanged(_) => "arguments_changed",
         ConfirmError::Store(_) => "store_unavailable",
+        ConfirmError::BadCursor(_) => "bad_cursor",
     };
     let message = match &e {
         ConfirmError::ArgumentsChanged(_) => format!(
@@ -184,15 +192,16 @@ pub async fn request(
     Ok((status, Json(stored)))
 }
 
-/// Confirmations, oldest first, optionally in one state (admin token).
+/// A page of the confirmations, oldest first, optionally in one state, with their number
+/// (admin token).
 #[utoipa::path(
     get,
     path = "/v1/confirmations",
     tag = "confirmations",
     params(StateFilter),
     responses(
-        (status = 200, description = "The confirmations", body = Vec<Confirmation>),
-        (status = 400, description = "Unknown state", body = ErrorBody),
+        (status = 200, description = "A page of confirmations", body = ConfirmationPage),
+        (status = 400, description = "Unknown state, or a bad `limit` or `after`", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
     ),
@@ -202,7 +211,7 @@ pub async fn list(
     State(app): State<AppState>,
     caller: Caller,
     ApiQuery(filter): ApiQuery<StateFilter>,
-) -> Result<Json<Vec<Confirmation>>, ApiError> {
+) -> Result<Json<ConfirmationPage>, ApiError> {
     caller.require_admin("confirmations")?;
     let state = match filter.state.as_deref() {
         None => None,
@@ -213,8 +222,12 @@ pub async fn list(
             )
         })?),
     };
-    let all = app.confirmations.list(state).await.map_err(refusal)?;
-    Ok(Json(all))
+    let page = app
+        .confirmations
+        .page(state, filter.after.as_deref(), limit(filter.limit))
+        .await
+        .map_err(refusal)?;
+    Ok(Json(ConfirmationPage::of(page, |c| c)))
 }
 
 /// One confirmation (admin token, or the agent it belongs to).

@@ -7,6 +7,7 @@ pub mod events;
 pub mod extract;
 pub mod inbox;
 pub mod ops;
+pub mod pages;
 pub mod publish;
 
 use axum::Json;

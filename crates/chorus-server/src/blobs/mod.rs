@@ -3,12 +3,13 @@
 
 pub mod api;
 mod media;
+mod prune;
 mod rewrite;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -52,11 +53,12 @@ impl Default for MediaConfig {
     }
 }
 
-/// Where blob bytes live.
+/// Where blob bytes live: files (their modification time is when a message last carried
+/// them), or a map of bytes with that time in Unix milliseconds.
 #[derive(Debug)]
 enum Place {
     Dir(PathBuf),
-    Memory(Mutex<HashMap<String, Vec<u8>>>),
+    Memory(Mutex<HashMap<String, (Vec<u8>, i64)>>),
 }
 
 /// A content-addressed store of images and audio.
@@ -65,6 +67,9 @@ pub struct BlobStore {
     place: Place,
     config: MediaConfig,
     client: OnceLock<reqwest::Client>,
+    /// Held while a file is written or touched, and while a prune looks at and removes one, so
+    /// that a blob carried again is never removed between the two.
+    files: Arc<Mutex<()>>,
 }
 
 /// A blob could not be kept or read.
@@ -108,6 +113,7 @@ impl BlobStore {
             place,
             config,
             client: OnceLock::new(),
+            files: Arc::default(),
         }
     }
 
@@ -128,7 +134,8 @@ impl BlobStore {
         &self.config
     }
 
-    /// Keeps `bytes` (once per content) and returns the blob's name.
+    /// Keeps `bytes` (once per content; a blob kept before is marked as carried now) and
+    /// returns the blob's name.
     pub async fn put(&self, bytes: Vec<u8>, mime: &str) -> Result<String, BlobError> {
         let name = blob_name(&bytes, mime)
             .ok_or_else(|| BlobError(format!("media type {mime:?} is not kept")))?;
@@ -137,14 +144,16 @@ impl BlobStore {
                 let mut map = map
                     .lock()
                     .map_err(|_| BlobError("the store's lock was poisoned".into()))?;
-                map.entry(name.clone()).or_insert(bytes);
+                map.entry(name.clone()).or_insert((bytes, 0)).1 = chorus_bus::now_ms();
             }
             Place::Dir(dir) => {
-                let dir = dir.clone();
-                let file = name.clone();
-                tokio::task::spawn_blocking(move || write_once(&dir, &file, &bytes))
-                    .await
-                    .map_err(|e| BlobError(e.to_string()))??;
+                let (dir, file, files) = (dir.clone(), name.clone(), self.files.clone());
+                tokio::task::spawn_blocking(move || {
+                    let _held = files.lock().unwrap_or_else(|p| p.into_inner());
+                    write_once(&dir, &file, &bytes)
+                })
+                .await
+                .map_err(|e| BlobError(e.to_string()))??;
             }
         }
         Ok(name)
@@ -160,7 +169,7 @@ impl BlobStore {
                 .lock()
                 .map_err(|_| BlobError("the store's lock was poisoned".into()))?
                 .get(name)
-                .cloned(),
+                .map(|(bytes, _)| bytes.clone()),
             Place::Dir(dir) => match tokio::fs::read(dir.join(name)).await {
                 Ok(b) => Some(b),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -171,14 +180,19 @@ impl BlobStore {
     }
 }
 
-/// Writes `dir/name` through a temporary file and a rename, unless it is already there.
+/// Writes `dir/name` through a temporary file and a rename; when it is already there, marks it
+/// as carried now (its modification time).
 fn write_once(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Result<(), BlobError> {
     use std::io::Write;
     let target = dir.join(name);
-    if target.exists() {
-        return Ok(());
-    }
     let fail = |e: std::io::Error| BlobError(format!("cannot write blob {name}: {e}"));
+    if target.exists() {
+        return std::fs::File::options()
+            .write(true)
+            .open(&target)
+            .and_then(|f| f.set_modified(SystemTime::now()))
+            .map_err(fail);
+    }
     let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
     let mut file = std::fs::File::create(&tmp).map_err(fail)?;
     let written = file.write_all(bytes).and_then(|()| file.sync_all());

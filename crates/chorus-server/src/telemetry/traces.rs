@@ -1,12 +1,14 @@
 //! Trace contexts kept beside the messages: the `traceparent` of each published message by id,
 //! for documents whose metadata cannot carry it (seed-003 handoff packets), and the latest one
-//! of each correlation id, for a handoff published without one.
+//! of each correlation id, for a handoff published without one; each with the time it was kept,
+//! so that old ones can be pruned.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chorus_bus::now_ms;
 use rusqlite::{Connection, OptionalExtension, params};
 
 const SCHEMA: &str = "
@@ -14,15 +16,23 @@ CREATE TABLE IF NOT EXISTS trace_contexts (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL UNIQUE,
     correlation_id TEXT,
-    traceparent TEXT NOT NULL
+    traceparent TEXT NOT NULL,
+    at_ms INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS trace_contexts_by_correlation ON trace_contexts (correlation_id, seq);
 ";
 
+/// Run after [`SCHEMA`]: the time column on a table made before it existed (its rows count as
+/// kept now), and its index.
+const TIMES: &str = "CREATE INDEX IF NOT EXISTS trace_contexts_by_time ON trace_contexts (at_ms);";
+
+/// A kept trace context and when it was kept (Unix milliseconds).
+type Kept = (String, i64);
+
 #[derive(Default)]
 struct Memory {
-    by_message: HashMap<String, String>,
-    by_correlation: HashMap<String, String>,
+    by_message: HashMap<String, Kept>,
+    by_correlation: HashMap<String, Kept>,
 }
 
 enum Inner {
@@ -53,6 +63,7 @@ impl Traces {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(|e| e.to_string())?;
         conn.execute_batch(SCHEMA)
+            .and_then(|()| add_times(&conn))
             .map_err(|e| format!("cannot create the trace table in {}: {e}", path.display()))?;
         Ok(Traces {
             inner: Inner::Sqlite(Arc::new(Mutex::new(conn))),
@@ -70,11 +81,10 @@ impl Traces {
         match &self.inner {
             Inner::Memory(m) => {
                 let mut m = m.lock().map_err(|_| "the trace map's lock was poisoned")?;
-                m.by_message
-                    .insert(message_id.to_owned(), traceparent.to_owned());
+                let kept = (traceparent.to_owned(), now_ms());
+                m.by_message.insert(message_id.to_owned(), kept.clone());
                 if let Some(c) = correlation_id {
-                    m.by_correlation
-                        .insert(c.to_owned(), traceparent.to_owned());
+                    m.by_correlation.insert(c.to_owned(), kept);
                 }
                 Ok(())
             }
@@ -86,8 +96,8 @@ impl Traces {
                 );
                 run(conn, move |c| {
                     c.execute(
-                        "INSERT OR REPLACE INTO trace_contexts (message_id, correlation_id, traceparent) VALUES (?1, ?2, ?3)",
-                        params![id, corr, tp],
+                        "INSERT OR REPLACE INTO trace_contexts (message_id, correlation_id, traceparent, at_ms) VALUES (?1, ?2, ?3, ?4)",
+                        params![id, corr, tp, now_ms()],
                     )
                     .map(drop)
                 })
@@ -115,7 +125,7 @@ impl Traces {
                 } else {
                     &m.by_message
                 };
-                Ok(map.get(key).cloned())
+                Ok(map.get(key).map(|(tp, _)| tp.clone()))
             }
             Inner::Sqlite(conn) => {
                 let sql = if correlation {
@@ -131,6 +141,44 @@ impl Traces {
             }
         }
     }
+}
+
+impl Traces {
+    /// Removes the trace contexts kept before `before_ms` (Unix milliseconds); returns how many
+    /// message ids lost theirs.
+    pub async fn prune(&self, before_ms: i64) -> Result<u64, String> {
+        match &self.inner {
+            Inner::Memory(m) => {
+                let mut m = m.lock().map_err(|_| "the trace map's lock was poisoned")?;
+                let before = m.by_message.len();
+                m.by_message.retain(|_, (_, at)| *at >= before_ms);
+                m.by_correlation.retain(|_, (_, at)| *at >= before_ms);
+                Ok((before - m.by_message.len()) as u64)
+            }
+            Inner::Sqlite(conn) => {
+                run(conn, move |c| {
+                    c.execute("DELETE FROM trace_contexts WHERE at_ms < ?1", [before_ms])
+                        .map(|n| n as u64)
+                })
+                .await
+            }
+        }
+    }
+}
+
+/// Gives a table made before trace contexts had times its time column (existing rows are
+/// timed now, so they are kept a full retention from here), and the index on it.
+fn add_times(conn: &Connection) -> rusqlite::Result<()> {
+    let has_times = conn
+        .prepare("SELECT 1 FROM pragma_table_info('trace_contexts') WHERE name = 'at_ms'")?
+        .exists([])?;
+    if !has_times {
+        conn.execute_batch(
+            "ALTER TABLE trace_contexts ADD COLUMN at_ms INTEGER NOT NULL DEFAULT 0",
+        )?;
+        conn.execute("UPDATE trace_contexts SET at_ms = ?1", [now_ms()])?;
+    }
+    conn.execute_batch(TIMES)
 }
 
 /// Runs `f` on the connection off the async runtime's threads.
@@ -176,6 +224,56 @@ mod tests {
         );
         assert_eq!(t.of_message("h3").await.unwrap(), None);
         assert_eq!(t.of_correlation("task-2").await.unwrap(), None);
+    }
+
+    async fn prunes(t: &Traces) {
+        t.keep("old", Some("corr-old"), A).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let cut = now_ms();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        t.keep("new", Some("corr-new"), B).await.unwrap();
+        assert_eq!(t.prune(cut).await.unwrap(), 1);
+        assert_eq!(t.of_message("old").await.unwrap(), None);
+        assert_eq!(t.of_correlation("corr-old").await.unwrap(), None);
+        assert_eq!(t.of_message("new").await.unwrap().as_deref(), Some(B));
+        assert_eq!(
+            t.of_correlation("corr-new").await.unwrap().as_deref(),
+            Some(B)
+        );
+    }
+
+    #[tokio::test]
+    async fn old_trace_contexts_are_pruned_in_memory_and_in_sqlite() {
+        prunes(&Traces::in_memory()).await;
+        let dir = tempfile::tempdir().unwrap();
+        prunes(&Traces::open(&dir.path().join("side.db")).unwrap()).await;
+    }
+
+    #[tokio::test]
+    async fn a_table_made_before_times_gets_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("side.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE trace_contexts (seq INTEGER PRIMARY KEY AUTOINCREMENT, \
+             message_id TEXT NOT NULL UNIQUE, correlation_id TEXT, traceparent TEXT NOT NULL);",
+        )
+        .unwrap();
+        old.execute(
+            "INSERT INTO trace_contexts (message_id, traceparent) VALUES ('h0', ?1)",
+            [A],
+        )
+        .unwrap();
+        drop(old);
+        let opened = now_ms();
+        let t = Traces::open(&path).unwrap();
+        assert_eq!(
+            t.prune(opened - 1).await.unwrap(),
+            0,
+            "timed when the table got times"
+        );
+        assert_eq!(t.of_message("h0").await.unwrap().as_deref(), Some(A));
+        assert_eq!(t.prune(now_ms() + 1).await.unwrap(), 1);
     }
 
     #[tokio::test]

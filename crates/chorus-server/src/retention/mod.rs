@@ -1,0 +1,166 @@
+//! Retention: the `[retention]` table of the config (how long what the server stores is kept)
+//! and the background pruner that applies it.
+
+mod pruner;
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use pruner::{PruneReport, Pruner, prune_once};
+
+const DAY: f64 = 24.0 * 3600.0;
+
+/// The `[retention]` table; every duration is in seconds (fractions allowed) and 0 keeps that
+/// kind forever.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Acknowledged messages in the logs (task, correlation and conversation timelines); a
+    /// message still waiting in an inbox is never pruned. Default 7 days.
+    #[serde(default = "default_messages_secs")]
+    pub messages_secs: f64,
+    /// Dead letters. Default 30 days.
+    #[serde(default = "default_dead_letters_secs")]
+    pub dead_letters_secs: f64,
+    /// Images and audio kept by the server, after the last message that carried them; a blob
+    /// is also kept as long as a message or dead letter that may point at it. Default: as
+    /// long as those.
+    #[serde(default)]
+    pub blobs_secs: Option<f64>,
+    /// Trace contexts kept beside the messages (and kept while their message waits). Default
+    /// 1 day.
+    #[serde(default = "default_traces_secs")]
+    pub traces_secs: f64,
+    /// Rejected and consumed confirmations, after their creation (pending and approved ones
+    /// are kept). Default 7 days.
+    #[serde(default = "default_confirmations_secs")]
+    pub confirmations_secs: f64,
+    /// How often the pruner runs (each wait varies by up to a tenth either way). Default 60.
+    #[serde(default = "default_interval_secs")]
+    pub interval_secs: f64,
+}
+
+fn default_messages_secs() -> f64 {
+    7.0 * DAY
+}
+
+fn default_dead_letters_secs() -> f64 {
+    30.0 * DAY
+}
+
+fn default_traces_secs() -> f64 {
+    DAY
+}
+
+fn default_confirmations_secs() -> f64 {
+    7.0 * DAY
+}
+
+fn default_interval_secs() -> f64 {
+    60.0
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            messages_secs: default_messages_secs(),
+            dead_letters_secs: default_dead_letters_secs(),
+            blobs_secs: None,
+            traces_secs: default_traces_secs(),
+            confirmations_secs: default_confirmations_secs(),
+            interval_secs: default_interval_secs(),
+        }
+    }
+}
+
+/// The longest retention accepted: 100 years (a larger value is surely a unit mistake).
+const MAX_SECS: f64 = 100.0 * 365.0 * DAY;
+
+impl RetentionConfig {
+    /// Why the table cannot be used, naming the key (`retention.<key>`), if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        let kept = [
+            ("messages_secs", Some(self.messages_secs)),
+            ("dead_letters_secs", Some(self.dead_letters_secs)),
+            ("blobs_secs", self.blobs_secs),
+            ("traces_secs", Some(self.traces_secs)),
+            ("confirmations_secs", Some(self.confirmations_secs)),
+        ];
+        for (key, value) in kept {
+            if let Some(v) = value
+                && !(v.is_finite() && (0.0..=MAX_SECS).contains(&v))
+            {
+                return Some(format!(
+                    "retention.{key}: expected a number of seconds from 0 (keep forever) to {MAX_SECS}, found {v} (hint: 604800 is 7 days)"
+                ));
+            }
+        }
+        let i = self.interval_secs;
+        if !(i.is_finite() && (0.01..=DAY).contains(&i)) {
+            return Some(format!(
+                "retention.interval_secs: expected a number of seconds from 0.01 to {DAY}, found {i}"
+            ));
+        }
+        None
+    }
+
+    /// How long between two runs of the pruner, before jitter.
+    pub fn interval(&self) -> Duration {
+        Duration::from_secs_f64(self.interval_secs)
+    }
+}
+
+/// A retention in seconds as how far back from `now_ms` things are kept: the time before which
+/// they are pruned, or `None` to keep them forever.
+pub(crate) fn cut(now_ms: i64, secs: f64) -> Option<i64> {
+    (secs > 0.0).then(|| now_ms.saturating_sub((secs * 1000.0).round() as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerConfig;
+
+    #[test]
+    fn defaults_and_overrides_read_from_the_table() {
+        let c = ServerConfig::from_toml("").unwrap();
+        assert_eq!(c.retention, RetentionConfig::default());
+        assert_eq!(c.retention.messages_secs, 604_800.0);
+        let c = ServerConfig::from_toml(
+            "[retention]\nmessages_secs = 3600\ndead_letters_secs = 0\nblobs_secs = 0.5\ninterval_secs = 5\n",
+        )
+        .unwrap();
+        assert_eq!(c.retention.messages_secs, 3600.0);
+        assert_eq!(c.retention.blobs_secs, Some(0.5));
+        assert_eq!(c.retention.interval(), Duration::from_secs(5));
+        assert_eq!(
+            cut(10_000, c.retention.messages_secs),
+            Some(10_000 - 3_600_000)
+        );
+        assert_eq!(
+            cut(10_000, c.retention.dead_letters_secs),
+            None,
+            "0 keeps forever"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_at_their_key() {
+        for (toml, key) in [
+            ("messages_secs = -1", "retention.messages_secs"),
+            ("traces_secs = nan", "retention.traces_secs"),
+            ("blobs_secs = 1e300", "retention.blobs_secs"),
+            ("interval_secs = 0", "retention.interval_secs"),
+        ] {
+            let e = ServerConfig::from_toml(&format!("[retention]\n{toml}\n")).unwrap_err();
+            assert!(e.detail.starts_with(key), "{toml}: {}", e.detail);
+        }
+        let unknown = ServerConfig::from_toml("[retention]\nmessages_days = 7\n").unwrap_err();
+        assert!(
+            unknown.detail.contains("messages_days"),
+            "{}",
+            unknown.detail
+        );
+    }
+}
