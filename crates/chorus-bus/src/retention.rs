@@ -40,7 +40,7 @@ impl PruneBefore {
 }
 
 /// Removals done in bounded batches, so that a large prune never holds a store for long.
-pub(crate) const PRUNE_BATCH: usize = 500;
+pub(crate) const PRUNE_BATCH: usize = 200;
 
 /// One page of a listing, and where the next one starts.
 #[derive(Debug, Clone, PartialEq)]

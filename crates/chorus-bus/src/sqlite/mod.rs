@@ -376,32 +376,16 @@ impl Bus for SqliteBus {
     async fn prune(&self, before: PruneBefore) -> BusResult<Pruned> {
         let now = now_ms();
         let mut pruned = Pruned::default();
-        // One batch per writer job: publishes and acks queued meanwhile go in between.
         if let Some(cut) = before.messages_cut(&self.config, now) {
-            let mut from = 0;
-            loop {
-                let batch = self
-                    .writer
-                    .call(false, move |c| retention::prune_messages(c, cut, from))
-                    .await?;
-                pruned.messages += batch.deleted;
-                from = batch.last;
-                if !batch.more {
-                    break;
-                }
-            }
+            pruned.messages = retention::in_batches(&self.writer, move |c, from| {
+                retention::prune_messages(c, cut, from)
+            })
+            .await?;
         }
         if let Some(cut) = before.dead_letters_cut(now) {
-            loop {
-                let batch = self
-                    .writer
-                    .call(false, move |c| retention::prune_dead(c, cut))
+            pruned.dead_letters =
+                retention::in_batches(&self.writer, move |c, _| retention::prune_dead(c, cut))
                     .await?;
-                pruned.dead_letters += batch.deleted;
-                if !batch.more {
-                    break;
-                }
-            }
         }
         Ok(pruned)
     }

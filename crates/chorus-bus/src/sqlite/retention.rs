@@ -2,12 +2,40 @@
 //! writer job, so that publishes and acks interleave with a long prune.
 
 use std::collections::HashSet;
+use std::time::Instant;
 
 use rusqlite::{Connection, params};
 
 use super::schema::storage_error;
+use super::writer::Writer;
 use crate::error::BusResult;
 use crate::retention::PRUNE_BATCH;
+
+/// Runs `batch` (given the last row of the batch before, 0 at first) as one writer job after
+/// another until one says nothing older is left; returns the rows deleted. Between two jobs it
+/// waits as long as the last one ran: the writer prunes at most half of the time, and the
+/// publishes and acks that arrive meanwhile are committed without waiting for a batch.
+pub(super) async fn in_batches<F>(writer: &Writer, batch: F) -> BusResult<u64>
+where
+    F: Fn(&Connection, i64) -> BusResult<Batch> + Clone + Send + 'static,
+{
+    let (mut deleted, mut from) = (0, 0);
+    loop {
+        let job = batch.clone();
+        let (done, took) = writer
+            .call(false, move |c| {
+                let started = Instant::now();
+                job(c, from).map(|done| (done, started.elapsed()))
+            })
+            .await?;
+        deleted += done.deleted;
+        from = done.last;
+        if !done.more {
+            return Ok(deleted);
+        }
+        tokio::time::sleep(took).await;
+    }
+}
 
 /// How one batch went: rows deleted, the last row looked at, and whether rows older than the
 /// cut may remain after it.
