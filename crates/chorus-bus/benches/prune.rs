@@ -1,8 +1,9 @@
-//! A measurement, not run by default: how long the SQLite backend takes to prune many old
-//! messages, and how long publishes wait meanwhile (the prune goes through the writer in
-//! batches, so they should not wait for the whole of it).
+//! How long the SQLite backend takes to prune many old messages, and how long publishes wait
+//! meanwhile (the prune goes through the writer in batches, so they should not wait for the
+//! whole of it), beside the same publishes without a prune in the same run (the anchor): the
+//! ratio of their medians is printed.
 //!
-//! `cargo test -p chorus-bus --release --test sqlite_prune_load -- --ignored --nocapture`
+//! `cargo bench -p chorus-bus --bench prune`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,9 +49,22 @@ fn summary(mut waits: Vec<Duration>) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement; run it with --ignored --nocapture"]
-async fn pruning_many_old_messages_does_not_stall_publishes() {
+fn median(waits: &[Duration]) -> Duration {
+    let mut sorted = waits.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2]
+}
+
+fn main() {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(pruning_many_old_messages_beside_publishes());
+}
+
+async fn pruning_many_old_messages_beside_publishes() {
     let dir = tempfile::tempdir().unwrap();
     let config = BusConfig {
         dedupe_window: Duration::from_millis(1),
@@ -96,6 +110,8 @@ async fn pruning_many_old_messages_does_not_stall_publishes() {
     let during = publisher.await.unwrap();
     assert_eq!(pruned.messages, OLD as u64);
     println!("pruned {} old messages in {took:?}", pruned.messages);
+    let ratio = median(&during).as_secs_f64() / median(&baseline).as_secs_f64();
     println!("publishes without a prune: {}", summary(baseline));
     println!("publishes during the prune: {}", summary(during));
+    println!("median publish wait during / without a prune: {ratio:.2}x");
 }
