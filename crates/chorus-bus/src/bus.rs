@@ -14,6 +14,7 @@ use crate::delivery::{
 };
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult, Issue};
+use crate::peek::Queued;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::{Binding, resolve};
 
@@ -193,6 +194,12 @@ pub trait Bus: Send + Sync {
     /// Messages stored in `queue` and not yet acknowledged (waiting, delayed or being
     /// handled); 0 for a queue never used.
     async fn depth(&self, queue: &str) -> BusResult<u64>;
+
+    /// Up to `limit` (at most [`PEEK_LIMIT`](crate::PEEK_LIMIT)) of the messages `queue` holds
+    /// unacknowledged, in delivery order (highest priority first, then oldest first), each
+    /// with its attempts so far and whether it is ready, held or delayed, as far as the store
+    /// knows. Claims nothing: no attempt is counted, no lease starts, nothing leaves the queue.
+    async fn peek(&self, queue: &str, limit: usize) -> BusResult<Vec<Queued>>;
 
     /// Checks that the store takes a write now (for a health check): a store that answers
     /// reads but refuses writes (a read-only or locked file, a full disk) fails here. By

@@ -19,6 +19,7 @@ pub mod memory;
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod open;
+pub mod peek;
 pub mod pipeline;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -44,6 +45,7 @@ pub use memory::MemoryBus;
 #[cfg(feature = "nats")]
 pub use nats::NatsBus;
 pub use open::{DEFAULT_NAMESPACE, ServerStore, StoreSpec};
+pub use peek::{PEEK_LIMIT, Queued, QueuedState};
 #[cfg(feature = "redis")]
 pub use redis::RedisBus;
 pub use retention::{Page, PruneBefore, Pruned};

@@ -32,6 +32,8 @@ use crate::routing::{Binding, resolve};
 /// names are hashed on every publish, fetch and ack.
 type FastMap<K, V> = HashMap<K, V, foldhash::quality::RandomState>;
 
+mod peek;
+
 /// The in-memory bus.
 pub struct MemoryBus {
     config: BusConfig,
@@ -729,6 +731,12 @@ impl Bus for MemoryBus {
         Ok(self
             .existing(queue)
             .map_or(0, |cell| lock(&cell.state).depth()))
+    }
+
+    async fn peek(&self, queue: &str, limit: usize) -> BusResult<Vec<crate::peek::Queued>> {
+        Ok(self
+            .existing(queue)
+            .map_or_else(Vec::new, |cell| peek::queued(&cell, limit)))
     }
 
     async fn wait_for(&self, queue: &str, timeout: Duration) {

@@ -10,6 +10,7 @@
 //! nor the key-value API is used, so servers from 2.9 on work.
 
 mod pages;
+mod peek;
 mod retention;
 mod wire;
 
@@ -881,6 +882,10 @@ impl Bus for NatsBus {
             depth += info.num_pending + info.num_ack_pending as u64;
         }
         Ok(depth)
+    }
+
+    async fn peek(&self, queue: &str, limit: usize) -> BusResult<Vec<crate::peek::Queued>> {
+        self.queued(queue, limit).await
     }
 
     async fn wait_for(&self, _queue: &str, timeout: Duration) {

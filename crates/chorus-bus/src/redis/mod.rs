@@ -14,6 +14,7 @@
 //! shortened to `ack_wait` (Redis cannot hide a pending entry longer than its idle time).
 
 mod pages;
+mod peek;
 mod persistence;
 mod scripts;
 
@@ -576,6 +577,10 @@ impl Bus for RedisBus {
             .await
             .map_err(redis_error)?;
         Ok(lens.iter().sum())
+    }
+
+    async fn peek(&self, queue: &str, limit: usize) -> BusResult<Vec<crate::peek::Queued>> {
+        self.queued(queue, limit).await
     }
 
     async fn task_messages(

@@ -1,6 +1,7 @@
 //! The embedded durable default: one SQLite file in WAL mode, fsync'd group commit.
 
 mod pages;
+mod peek;
 mod retention;
 mod schema;
 mod wakers;
@@ -398,6 +399,13 @@ impl Bus for SqliteBus {
         let queue = queue.to_owned();
         self.writer
             .call(false, move |c| schema::depth(c, &queue))
+            .await
+    }
+
+    async fn peek(&self, queue: &str, limit: usize) -> BusResult<Vec<crate::peek::Queued>> {
+        let queue = queue.to_owned();
+        self.writer
+            .call(false, move |c| peek::queued(c, &queue, limit, now_ms()))
             .await
     }
 

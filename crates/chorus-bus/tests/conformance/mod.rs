@@ -24,6 +24,11 @@ use chorus_bus::{
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+mod peek;
+// Unused by test files that only borrow the helpers (faults.rs).
+#[allow(unused_imports)]
+pub use peek::peek_shows_a_queue_without_claiming;
+
 /// Opens a bus; opening twice with the same fixture reaches the same store when durable.
 pub type Opener = Box<dyn Fn(BusConfig) -> BoxFuture<'static, Arc<dyn Bus>> + Send + Sync>;
 
@@ -70,6 +75,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@each $setup, $backend;
             invalid_is_refused_and_dead_lettered, validator_hook_refuses, seed_examples_through_core_validation, durable_before_ack,
             ack_nack_and_in_progress, ack_all_settles_a_batch, redelivery_after_ack_deadline, max_deliver_dead_letters,
+            peek_shows_a_queue_without_claiming,
             duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
             expired_messages_never_reach_handlers, priority_order_and_fairness,
             route_to_one_id, pool_has_competing_consumers, competing_receives_end_promptly,
