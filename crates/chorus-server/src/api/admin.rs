@@ -73,7 +73,8 @@ pub struct After {
     pub limit: Option<usize>,
 }
 
-async fn stored(app: &AppState, env: Envelope, seq: Option<u64>) -> StoredMessage {
+/// The answer for a stored message (`seq`: its place in a conversation's log).
+pub(crate) async fn stored(app: &AppState, env: Envelope, seq: Option<u64>) -> StoredMessage {
     StoredMessage {
         seq,
         traceparent: telemetry::of_stored(&app.traces, &env.id, &env.bytes).await,

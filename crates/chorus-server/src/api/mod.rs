@@ -8,6 +8,7 @@ pub mod extract;
 pub mod inbox;
 pub mod ops;
 pub mod pages;
+pub mod peek;
 pub mod publish;
 
 use axum::Json;
@@ -110,6 +111,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(publish::publish))
         .routes(routes!(inbox::inbox))
+        .routes(routes!(peek::inbox_messages))
         .routes(routes!(inbox::ack))
         .routes(routes!(inbox::nack))
         .routes(routes!(inbox::in_progress))
