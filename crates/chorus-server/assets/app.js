@@ -161,6 +161,33 @@ async function detail(kind, id) {
     totals(messages), graph(messages), el("h3", {}, "Timeline"), timeline(messages));
 }
 
+/** Most messages of an inbox drawn at once (the server's limit). */
+const INBOX_LIMIT = 1000;
+
+/** A message's delivery state in words, with the time it is due when the store knows it. */
+const stateText = (m) => m.state.replaceAll("_", " ") + (m.until_ms ? ` until ${fmtTime(m.until_ms)}` : "");
+
+/** An inbox's unacknowledged messages in delivery order with their state, read without
+ * claiming them (never from the inbox stream, which would count attempts). */
+async function inboxView(agent) {
+  const { depth, messages } = await api("GET", `/v1/agents/${encodeURIComponent(agent)}/inbox/messages?limit=${INBOX_LIMIT}`);
+  const shown = depth > messages.length ? `; the first ${messages.length} shown` : "";
+  return el("div", { id: "inbox" },
+    el("p", {}, el("a", { href: "#/" }, "← home")),
+    el("h2", {}, `Inbox ${agent}`),
+    el("p", { class: "depth" }, `${depth} unacknowledged message${depth === 1 ? "" : "s"}${shown}`),
+    messages.length ? el("table", { class: "catalog" },
+      el("thead", {}, el("tr", {}, ["id", "priority", "state", "attempts", "from", "type"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, messages.map((m) => el("tr", { "data-id": m.id },
+        el("td", {}, m.id),
+        el("td", {}, el("span", { class: `priority ${String(m.priority).toLowerCase()}` }, m.priority)),
+        el("td", { class: "state" }, stateText(m)),
+        el("td", {}, m.attempts ?? "unknown"),
+        el("td", {}, m.sender || ""),
+        el("td", {}, m.handoff_type || "")))))
+      : el("p", { class: "empty" }, "Nothing waits in this inbox."));
+}
+
 /** Fills the page's `[data-blob]` images and audio with bytes fetched with the token (a plain
  * `src` would carry none). */
 let objectUrls = [];
@@ -207,9 +234,10 @@ function render() {
   rendering = rendering.then(async () => {
     queued = false;
     if (!sessionStorage.getItem(TOKEN_KEY)) return tokenForm();
-    const [, kind, id] = location.hash.match(/^#\/(task|conversation)\/(.+)$/) || [];
+    const [, kind, id] = location.hash.match(/^#\/(task|conversation|inbox)\/(.+)$/) || [];
     try {
-      const view = kind ? await detail(kind, decodeURIComponent(id)) : await home();
+      const view = kind === "inbox" ? await inboxView(decodeURIComponent(id))
+        : kind ? await detail(kind, decodeURIComponent(id)) : await home();
       const kept = keep();
       main().replaceChildren(view);
       for (const url of objectUrls.splice(0)) URL.revokeObjectURL(url);
@@ -262,6 +290,11 @@ document.addEventListener("DOMContentLoaded", () => {
     sessionStorage.removeItem(TOKEN_KEY);
     if (live) live.abort();
     render();
+  });
+  document.getElementById("inbox-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const agent = document.getElementById("inbox-agent").value.trim();
+    if (agent) location.hash = `#/inbox/${encodeURIComponent(agent)}`;
   });
   if (sessionStorage.getItem(TOKEN_KEY)) startLive();
   render();
