@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -18,7 +19,8 @@ fn python() -> Option<PathBuf> {
     match std::env::var_os("CHORUS_TEST_PYTHON") {
         Some(p) => Some(PathBuf::from(p)),
         None => {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n*** the OpenAPI contract test was NOT run: CHORUS_TEST_PYTHON is not set (see .ci/run) ***\n"
             );
             None

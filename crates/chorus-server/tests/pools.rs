@@ -317,7 +317,10 @@ async fn an_ack_of_an_older_attempt_leaves_the_newer_delivery_alone() {
 #[cfg(any(feature = "nats", feature = "redis"))]
 async fn on_store(backend: &str, var: &str) {
     let Ok(url) = std::env::var(var) else {
-        eprintln!("\n*** pools on {backend} NOT tested: {var} not set ***\n");
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("\n*** pools on {backend} NOT tested: {var} not set ***\n").as_bytes(),
+        );
         return;
     };
     for workers in [1, 4, 16] {
