@@ -37,8 +37,13 @@ pub trait Bus: Send + Sync {
     /// All subscriptions.
     async fn bindings(&self) -> BusResult<Vec<Binding>>;
 
-    /// Primitive: stores the message durably in `queues` and in the logs; returns false (and
-    /// stores nothing) when its id was stored within the dedupe window and `dedupe` is set.
+    /// Primitive: stores the message durably in `queues` and in the logs, and remembers its id
+    /// with the digest of its content for the dedupe window.
+    ///
+    /// When `dedupe` is set and the id was stored within the window, nothing is stored: it
+    /// returns false for the same content (a duplicate) and [`BusError::Conflict`] for other
+    /// content (see [`crate::content`]). Without `dedupe` it always stores, and the id's window
+    /// starts again with this content.
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool>;
 
     /// Like [`Bus::store`], taking the envelope by value, so that a backend keeping it in
@@ -216,7 +221,9 @@ pub trait Bus: Send + Sync {
     /// Publishes a handoff or a chorus message (JSON bytes): validates it, routes it, stores it
     /// durably.
     ///
-    /// An invalid packet is refused with [`BusError::Invalid`] and kept as a dead letter.
+    /// An invalid packet is refused with [`BusError::Invalid`] and kept as a dead letter. An id
+    /// already stored within the dedupe window gives a receipt with `duplicate` set when the
+    /// content is the same, and [`BusError::Conflict`] (nothing stored, no dead letter) when not.
     async fn publish(&self, bytes: Vec<u8>) -> BusResult<Receipt> {
         let bytes = Bytes::from(bytes);
         let document: Value = match serde_json::from_slice(&bytes) {
@@ -323,7 +330,7 @@ pub trait Bus: Send + Sync {
                     self.dead_letter(d, DeadReason::Expired { expired_at_ms: t })
                         .await?;
                     out.remove(i);
-                } else if d.attempt > self.config().max_deliver {
+                } else if d.attempt > self.config().max_deliver_for(queue) {
                     let attempts = d.attempt - 1;
                     self.dead_letter(d, DeadReason::MaxDeliver { attempts })
                         .await?;

@@ -25,7 +25,8 @@ pub struct Delivery {
 pub struct Receipt {
     /// The message id.
     pub id: String,
-    /// True when the id was already published within the dedupe window (nothing was stored).
+    /// True when the id was already published within the dedupe window with the same content
+    /// (nothing was stored); other content is refused with a conflict instead.
     pub duplicate: bool,
     /// The queues the message was stored in.
     pub queues: Vec<String>,

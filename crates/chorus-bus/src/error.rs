@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::content::ContentDigest;
+
 /// One validation problem: where it is and what is wrong there.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Issue {
@@ -68,6 +70,19 @@ pub enum BusError {
         issues: Vec<Issue>,
         /// Where the original bytes were kept.
         dead_letter_id: String,
+    },
+    /// The id was already stored, within the dedupe window, with other content (see
+    /// [`crate::content`]); nothing was stored.
+    #[error(
+        "message id {id:?} was already stored with other content (stored: sha256 {stored}, this one: sha256 {found}); nothing was stored (hint: a retry must send the same document again; a new message needs a new id)"
+    )]
+    Conflict {
+        /// The message id.
+        id: String,
+        /// The digest of the content stored under the id.
+        stored: ContentDigest,
+        /// The digest of the content refused.
+        found: ContentDigest,
     },
     /// Storage failed (disk full, I/O error, lock); nothing of the operation was acknowledged.
     #[error("storage failed: {0}")]

@@ -9,6 +9,7 @@ pub mod bench;
 mod binding_cache;
 pub mod bus;
 pub mod config;
+pub mod content;
 pub mod core;
 pub mod delivery;
 pub mod envelope;
@@ -33,7 +34,8 @@ mod validator;
 pub use agent::{Agent, AgentError};
 pub use bus::{Bus, handle_once};
 pub use bytes::Bytes;
-pub use config::{BusConfig, Validator, now_ms};
+pub use config::{BusConfig, DEFAULT_DEDUPE_WINDOW, QueueSettings, Validator, now_ms};
+pub use content::ContentDigest;
 pub use core::CoreValidator;
 pub use delivery::{
     DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,

@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 
 use crate::bus::{Bus, publish_checked};
 use crate::config::{BusConfig, millis, now_ms};
+use crate::content::{ContentDigest, seen_again};
 use crate::delivery::{
     DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Receipt, TrackSummary,
 };
@@ -209,8 +210,9 @@ impl MemoryBus {
             .cloned()
     }
 
-    /// Logs `env` and adds it to `queues` unless its id is a duplicate (when `dedupe`);
-    /// the caller holds the log lock so that two publishes of one id cannot both pass.
+    /// Logs `env` and adds it to `queues` unless its id was seen (when `dedupe`): false for a
+    /// duplicate, a conflict for other content; the caller holds the log lock so that two
+    /// publishes of one id cannot both pass.
     fn store_locked(
         &self,
         log: &mut Log,
@@ -218,9 +220,9 @@ impl MemoryBus {
         queues: &[String],
         dedupe: bool,
         now: i64,
-    ) -> bool {
-        if !log.admit(&env, now, millis(self.config.dedupe_window), dedupe) {
-            return false;
+    ) -> BusResult<bool> {
+        if !log.admit(&env, now, millis(self.config.dedupe_window), dedupe)? {
+            return Ok(false);
         }
         for q in queues {
             let cell = self.cell(q);
@@ -240,11 +242,11 @@ impl MemoryBus {
                 cell.arrived.notify_one();
             }
         }
-        true
+        Ok(true)
     }
 
     /// Stores `env` now (see [`MemoryBus::store_locked`]).
-    fn store_now(&self, env: Envelope, queues: &[String], dedupe: bool) -> bool {
+    fn store_now(&self, env: Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
         let env = Arc::new(env);
         let mut log = lock(&self.log);
         self.store_locked(&mut log, env, queues, dedupe, now_ms())
@@ -347,9 +349,16 @@ impl Queue {
 }
 
 impl Log {
-    /// Logs `env`, unless `dedupe` is set and its id was logged within `window`: then it
-    /// returns false and logs nothing. The id is hashed once.
-    fn admit(&mut self, env: &Arc<Envelope>, now: i64, window: i64, dedupe: bool) -> bool {
+    /// Logs `env`, unless `dedupe` is set and its id was logged within `window`: then it logs
+    /// nothing and returns false for the same content, a conflict for other content. The id is
+    /// hashed once; the contents are compared only when an id comes again.
+    fn admit(
+        &mut self,
+        env: &Arc<Envelope>,
+        now: i64,
+        window: i64,
+        dedupe: bool,
+    ) -> BusResult<bool> {
         while self
             .seen_order
             .front()
@@ -367,9 +376,11 @@ impl Log {
             env: env.clone(),
         };
         match self.seen.entry(id.clone()) {
-            Slot::Occupied(_) if dedupe => return false,
-            Slot::Occupied(mut slot) => {
-                slot.insert(now);
+            Slot::Occupied(slot) if dedupe => return same_content(&slot.key().env, env),
+            Slot::Occupied(slot) => {
+                // The id's window starts again, with this content.
+                slot.remove_entry();
+                self.seen.insert(id.clone(), now);
             }
             Slot::Vacant(slot) => {
                 slot.insert(now);
@@ -377,7 +388,19 @@ impl Log {
         }
         self.seen_order.push_back((now, id));
         self.record(env, now);
-        true
+        Ok(true)
+    }
+
+    /// A conflict when `env`'s id was logged within `window` with other content.
+    fn check(&self, env: &Envelope, now: i64, window: i64) -> BusResult<()> {
+        let id = SeenId {
+            hash: self.ids.hash_one(env.id.as_str()),
+            env: Arc::new(Envelope::new(env.id.clone(), Vec::new(), env.bytes.clone())),
+        };
+        match self.seen.get_key_value(&id) {
+            Some((old, &at)) if at >= now - window => same_content(&old.env, env).map(drop),
+            _ => Ok(()),
+        }
     }
 
     /// Appends `env`, published at `now`, to the log and its tracking indexes; a message
@@ -418,6 +441,19 @@ impl Log {
     }
 }
 
+/// Publishing `new` again when `old` was stored under its id: false (a duplicate) for the same
+/// content, else a conflict. Byte-equal bodies (a retry sending the same bytes) are not parsed.
+fn same_content(old: &Envelope, new: &Envelope) -> BusResult<bool> {
+    if old.bytes == new.bytes {
+        return Ok(false);
+    }
+    seen_again(
+        &new.id,
+        ContentDigest::of(&old.bytes),
+        ContentDigest::of(&new.bytes),
+    )
+}
+
 impl Queue {
     /// Messages held in this queue and not acknowledged: ready, delayed or being handled.
     fn depth(&self) -> u64 {
@@ -453,7 +489,7 @@ impl Bus for MemoryBus {
     }
 
     async fn store_owned(&self, env: Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
-        let stored = self.store_now(env, queues, dedupe);
+        let stored = self.store_now(env, queues, dedupe)?;
         // A publisher that never waits on anything else still lets the consumers it woke run.
         tokio::task::consume_budget().await;
         Ok(stored)
@@ -477,7 +513,7 @@ impl Bus for MemoryBus {
             return self.publish_routed(env, None).await;
         }
         let id = env.id.clone();
-        let stored = self.store_now(env, &queues, true);
+        let stored = self.store_now(env, &queues, true)?;
         tokio::task::consume_budget().await;
         Ok(Receipt {
             id,
@@ -491,7 +527,7 @@ impl Bus for MemoryBus {
             return Ok(Vec::new());
         };
         let now = now_ms();
-        let deadline = now + millis(self.config.ack_wait);
+        let deadline = now + millis(self.config.ack_wait_for(queue));
         let (out, more) = {
             let mut q = lock(&cell.state);
             let out = q.claim(&cell.name, max, now, deadline);
@@ -544,7 +580,7 @@ impl Bus for MemoryBus {
     }
 
     async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
-        let deadline = now_ms() + millis(self.config.ack_wait);
+        let deadline = now_ms() + millis(self.config.ack_wait_for(&d.queue));
         self.with_held(d, |q, token| {
             if let Some(h) = q.held.get_mut(&token) {
                 h.deadline = deadline;
@@ -638,21 +674,25 @@ impl Bus for MemoryBus {
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
         let now = now_ms();
+        let key = (handler.to_owned(), message_id.to_owned());
         let mut handled = lock(&self.handled);
-        if !handled
-            .ids
-            .insert((handler.to_owned(), message_id.to_owned()))
-        {
+        if handled.ids.contains(&key) {
             return Ok(false);
         }
+        let mut log = lock(&self.log);
+        // An outgoing message whose id holds other content fails the commit before any change.
+        let window = millis(self.config.dedupe_window);
+        for (env, _) in outgoing {
+            log.check(env, now, window)?;
+        }
+        handled.ids.insert(key);
         handled.effects.push(EffectRecord {
             handler: handler.to_owned(),
             message_id: message_id.to_owned(),
             record: record.to_vec(),
         });
-        let mut log = lock(&self.log);
         for (env, queues) in outgoing {
-            self.store_locked(&mut log, Arc::new(env.clone()), queues, true, now);
+            self.store_locked(&mut log, Arc::new(env.clone()), queues, true, now)?;
         }
         Ok(true)
     }

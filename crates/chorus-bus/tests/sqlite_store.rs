@@ -98,3 +98,59 @@ async fn concurrent_publishes_share_commits_and_all_survive() {
         .unwrap();
     assert_eq!(got.len(), 200);
 }
+
+/// Ids remembered in the file's `seen` table, and whether their lookup uses its primary key.
+fn seen_rows(path: &std::path::Path) -> (i64, bool) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let rows = conn
+        .query_row("SELECT COUNT(*) FROM seen", [], |r| r.get(0))
+        .unwrap();
+    let plan: String = conn
+        .query_row(
+            "EXPLAIN QUERY PLAN SELECT digest, at_ms FROM seen WHERE id = 'x'",
+            [],
+            |r| r.get(3),
+        )
+        .unwrap();
+    (rows, plan.contains("PRIMARY KEY"))
+}
+
+#[tokio::test]
+async fn the_dedupe_record_is_indexed_and_pruned_as_ids_leave_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.db");
+    let window = BusConfig {
+        dedupe_window: Duration::from_millis(300),
+        ..config()
+    };
+    let bus = SqliteBus::open(&path, window.clone()).unwrap();
+    for i in 0..10 {
+        let env = Envelope::new(format!("old{i}"), vec!["q".into()], b"{}".to_vec());
+        bus.publish_envelope(env).await.unwrap();
+    }
+    let (rows, by_key) = seen_rows(&path);
+    assert_eq!(rows, 10);
+    assert!(by_key, "an id is looked up by the primary key");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Each store deletes up to 4 records past the window: 3 stores clear the 10.
+    for i in 0..3 {
+        let env = Envelope::new(format!("new{i}"), vec!["q".into()], b"{}".to_vec());
+        assert!(!bus.publish_envelope(env).await.unwrap().duplicate);
+    }
+    assert_eq!(
+        seen_rows(&path).0,
+        3,
+        "only the ids within the window are kept"
+    );
+    // A reopened file still refuses the remembered ids, and knows their content.
+    drop(bus);
+    let bus = SqliteBus::open(&path, window).unwrap();
+    let same = Envelope::new("new0", vec!["q".into()], b"{ }".to_vec());
+    assert!(bus.publish_envelope(same).await.unwrap().duplicate);
+    let other = Envelope::new("new0", vec!["q".into()], b"{\"a\":1}".to_vec());
+    let err = bus.publish_envelope(other).await.unwrap_err();
+    assert!(
+        matches!(err, BusError::Conflict { ref id, .. } if id == "new0"),
+        "{err}"
+    );
+}

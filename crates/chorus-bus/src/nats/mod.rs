@@ -6,12 +6,15 @@
 //! pruned conversation's numbering goes on), stream `ns_DLQ` (dead letters), stream
 //! `ns_BIND` (bindings, one subject each) and stream `ns_DONE` (handled ids with their effects,
 //! written with an expected subject sequence of 0 so that only the first commit wins).
-//! De-duplication uses `Nats-Msg-Id` within the stream's duplicate window. Neither per-message TTL
-//! nor the key-value API is used, so servers from 2.9 on work.
+//! Stream `ns_SEEN` keeps each stored id with its content digest for the dedupe window (see
+//! [`seen`]); the copies of a message carry `Nats-Msg-Id`s, so that a store retried after being
+//! cut short stores each copy once. Neither per-message TTL nor the key-value API is used, so
+//! servers from 2.9 on work.
 
 mod pages;
 mod peek;
 mod retention;
+mod seen;
 mod wire;
 
 use std::collections::HashMap;
@@ -29,7 +32,8 @@ use tokio::sync::Notify;
 
 use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
-use crate::config::BusConfig;
+use crate::config::{BusConfig, now_ms};
+use crate::content::ContentDigest;
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
@@ -37,6 +41,7 @@ use crate::fair::FairScheduler;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::{Binding, Filter};
 use crate::stored::{Committed, DeadInfo};
+use seen::{Claim, RETRY_WINDOW, Seen};
 use wire::{DEAD_HEADER, envelope_from, envelope_headers, hex, key_token, nats_error, unhex};
 
 /// How long a fetch plans from the message counts the previous fetch learned (from the
@@ -142,6 +147,7 @@ pub struct NatsBus {
     queues: stream::Stream,
     log: stream::Stream,
     done: stream::Stream,
+    seen: Seen,
     consumers: Mutex<HashMap<(String, u8), PullConsumer>>,
     waiting: Mutex<HashMap<String, (Instant, [usize; 4])>>,
     arrived: Notify,
@@ -175,7 +181,7 @@ impl NatsBus {
                 subjects: vec![format!("{ns}.q.>")],
                 retention: RetentionPolicy::WorkQueue,
                 storage: StorageType::File,
-                duplicate_window: config.dedupe_window,
+                duplicate_window: RETRY_WINDOW,
                 ..Default::default()
             })
             .await
@@ -190,7 +196,7 @@ impl NatsBus {
                 name: format!("{ns}_{suffix}"),
                 subjects: vec![format!("{ns}.{subject}")],
                 storage: StorageType::File,
-                duplicate_window: config.dedupe_window,
+                duplicate_window: RETRY_WINDOW,
                 ..Default::default()
             })
             .await
@@ -204,6 +210,7 @@ impl NatsBus {
             .get_stream(format!("{ns}_LOG"))
             .await
             .map_err(nats_error)?;
+        let seen = Seen::open(&js, ns, config.dedupe_window).await?;
         Ok(NatsBus {
             config,
             ns: ns.to_owned(),
@@ -212,6 +219,7 @@ impl NatsBus {
             queues,
             log,
             done,
+            seen,
             consumers: Mutex::default(),
             waiting: Mutex::default(),
             arrived: Notify::new(),
@@ -222,7 +230,7 @@ impl NatsBus {
 
     /// Deletes every stream and bucket of this namespace (for tests and teardown).
     pub async fn destroy(self) -> BusResult<()> {
-        for name in ["Q", "LOG", "DLQ", "BIND", "DONE"] {
+        for name in ["Q", "LOG", "DLQ", "BIND", "DONE", "SEEN"] {
             self.js
                 .delete_stream(format!("{}_{name}", self.ns))
                 .await
@@ -242,22 +250,28 @@ impl NatsBus {
             return Ok(c.clone());
         }
         let name = format!("q{}_{rank}", hex(queue));
-        let consumer: PullConsumer = self
+        let config = pull::Config {
+            durable_name: Some(name.clone()),
+            filter_subject: format!("{}.q.{}.{rank}", self.ns, hex(queue)),
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: self.config.ack_wait_for(queue),
+            max_deliver: -1,
+            max_ack_pending: 100_000,
+            ..Default::default()
+        };
+        let mut consumer: PullConsumer = self
             .queues
-            .get_or_create_consumer(
-                &name,
-                pull::Config {
-                    durable_name: Some(name.clone()),
-                    filter_subject: format!("{}.q.{}.{rank}", self.ns, hex(queue)),
-                    ack_policy: AckPolicy::Explicit,
-                    ack_wait: self.config.ack_wait,
-                    max_deliver: -1,
-                    max_ack_pending: 100_000,
-                    ..Default::default()
-                },
-            )
+            .get_or_create_consumer(&name, config.clone())
             .await
             .map_err(nats_error)?;
+        if consumer.cached_info().config.ack_wait != config.ack_wait {
+            // Made by a bus with another ack wait for this queue: this bus's setting wins.
+            consumer = self
+                .queues
+                .create_consumer(config)
+                .await
+                .map_err(nats_error)?;
+        }
         self.consumers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -496,6 +510,17 @@ impl Bus for NatsBus {
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
+        // The id is claimed first: a conflict stores nothing, a duplicate of a finished store
+        // stores nothing either. The copies' message ids carry the claim's time (`tag`), so
+        // that a store retried after being cut short stores each copy once.
+        let digest = ContentDigest::of(&env.bytes);
+        let mut tag = now_ms();
+        if dedupe {
+            match self.seen.claim(&env.id, digest, tag).await? {
+                Claim::Stored => return Ok(false),
+                Claim::Store { at_ms } => tag = at_ms,
+            }
+        }
         let headers = envelope_headers(env)?;
         let mut acks = Vec::with_capacity(queues.len());
         for q in queues {
@@ -504,7 +529,7 @@ impl Bus for NatsBus {
                 .payload(env.bytes.clone())
                 .headers(headers.clone());
             if dedupe {
-                publish = publish.message_id(format!("{}:{}", env.id, hex(q)));
+                publish = publish.message_id(format!("{}:{}:{tag}", env.id, hex(q)));
             }
             acks.push(
                 self.js
@@ -525,7 +550,7 @@ impl Bus for NatsBus {
         );
         let mut publish = Publish::build().payload(env.bytes.clone()).headers(headers);
         if dedupe {
-            publish = publish.message_id(env.id.clone());
+            publish = publish.message_id(format!("{}:{tag}", env.id));
         }
         acks.push(
             self.js
@@ -550,6 +575,7 @@ impl Bus for NatsBus {
             }
         }
         self.arrived.notify_one();
+        self.seen.stored(&env.id, digest, tag).await;
         Ok(!dedupe || !logged.duplicate || acks.iter().any(|a| !a.duplicate))
     }
 

@@ -9,8 +9,9 @@
 //! numbers go on), hash `ns:dead` (dead letters) with sorted set `ns:dead:ids` (their ids and
 //! times), set `ns:bindings`, hash
 //! `ns:done:<handler>` plus list `ns:effects:<handler>` (handled ids and their effects) and
-//! `ns:seen:<id>` keys expiring after the dedupe window. Publishing runs as one Lua script, so
-//! de-duplication, queues and logs change together. A nack delay longer than `ack_wait` is
+//! `ns:seen:<id>` keys (the content digest) expiring after the dedupe window; they live on the
+//! server, so a reconnect keeps them, and a server restart too when Redis persists its data.
+//! Publishing runs as one Lua script, so de-duplication, queues and logs change together. A nack delay longer than `ack_wait` is
 //! shortened to `ack_wait` (Redis cannot hide a pending entry longer than its idle time).
 
 mod pages;
@@ -32,6 +33,7 @@ use redis::{AsyncCommands, Value};
 use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
+use crate::content::{ContentDigest, seen_again};
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
@@ -152,14 +154,20 @@ impl RedisBus {
         Ok(())
     }
 
-    /// Claims up to `n` entries of one stream: overdue ones first, then new ones.
-    async fn claim(&self, key: &str, n: usize) -> BusResult<Vec<(String, u32, Vec<u8>)>> {
+    /// Claims up to `n` entries of one stream: overdue ones (held longer than `ack_wait`)
+    /// first, then new ones.
+    async fn claim(
+        &self,
+        key: &str,
+        n: usize,
+        ack_wait: Duration,
+    ) -> BusResult<Vec<(String, u32, Vec<u8>)>> {
         let mut con = self.con();
         let overdue: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
             .arg(key)
             .arg(GROUP)
             .arg(&self.consumer)
-            .arg(millis(self.config.ack_wait))
+            .arg(millis(ack_wait))
             .arg("0-0")
             .arg("COUNT")
             .arg(n)
@@ -305,6 +313,7 @@ impl Bus for RedisBus {
     }
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
+        let digest = ContentDigest::of(&env.bytes);
         let mut invocation = scripts::store();
         invocation
             .arg(&self.ns)
@@ -316,15 +325,33 @@ impl Bus for RedisBus {
             .arg(env.task_id.as_deref().unwrap_or(""))
             .arg(env.correlation_id.as_deref().unwrap_or(""))
             .arg(env.conversation_id.as_deref().unwrap_or(""))
-            .arg(now_ms());
+            .arg(now_ms())
+            .arg(digest.hex());
         for q in queues {
             invocation.arg(q);
         }
-        let stored: i64 = invocation
+        let answer: Value = invocation
             .invoke_async(&mut self.con())
             .await
             .map_err(redis_error)?;
-        Ok(stored == 1)
+        match answer {
+            Value::Int(n) => Ok(n == 1),
+            Value::BulkString(stored) => {
+                let stored = std::str::from_utf8(&stored)
+                    .ok()
+                    .and_then(ContentDigest::from_hex)
+                    .ok_or_else(|| {
+                        BusError::Corrupt(format!(
+                            "the content digest kept for id {:?} does not parse",
+                            env.id
+                        ))
+                    })?;
+                seen_again(&env.id, stored, digest)
+            }
+            other => Err(redis_error(format!(
+                "unexpected answer to a store: {other:?}"
+            ))),
+        }
     }
 
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
@@ -354,7 +381,8 @@ impl Bus for RedisBus {
         let mut levels: Vec<std::collections::VecDeque<(String, u32, Vec<u8>)>> = Vec::new();
         for (rank, key) in keys.iter().enumerate() {
             let got = if wanted[rank] > 0 {
-                self.claim(key, wanted[rank]).await?
+                self.claim(key, wanted[rank], self.config.ack_wait_for(queue))
+                    .await?
             } else {
                 Vec::new()
             };
@@ -395,7 +423,7 @@ impl Bus for RedisBus {
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
-        self.set_idle(d, self.config.ack_wait.saturating_sub(delay))
+        self.set_idle(d, self.config.ack_wait_for(&d.queue).saturating_sub(delay))
             .await
     }
 

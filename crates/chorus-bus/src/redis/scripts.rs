@@ -5,21 +5,31 @@ use std::sync::LazyLock;
 use redis::{Script, ScriptInvocation};
 
 /// ARGV: ns, id, dedupe (1/0), window ms, rank, packed message, task, correlation,
-/// conversation, now (Unix ms), queues…; returns 1 when stored, 0 for a duplicate within the
-/// window. Tasks and conversations are also kept in `ns:recent:<kind>` (a sorted set scored
-/// by the latest publish time), `ns:first:<kind>` (a hash of the first publish time) and
+/// conversation, now (Unix ms), content digest (hex), queues…; returns 1 when stored, 0 for a
+/// duplicate within the window (same digest), or the stored digest when the id was stored
+/// with other content (nothing stored). `ns:seen:<id>` holds the digest and expires with the
+/// window; a store without dedupe sets it again (its window starts again). Tasks and
+/// conversations are also kept in `ns:recent:<kind>` (a sorted set scored by the latest
+/// publish time), `ns:first:<kind>` (a hash of the first publish time) and
 /// `ns:<kind>time:<id>` (the publish time of each entry); a logged message is also appended to
 /// `ns:log` (its time and keys, in log order, for pruning).
 static STORE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-local ns, id, value = ARGV[1], ARGV[2], ARGV[6]
+local ns, id, value, digest = ARGV[1], ARGV[2], ARGV[6], ARGV[11]
+local seen = ns .. ':seen:' .. id
 if ARGV[3] == '1' then
-  if not redis.call('SET', ns .. ':seen:' .. id, '1', 'NX', 'PX', ARGV[4]) then
-    return 0
+  local old = redis.call('GET', seen)
+  if old then
+    -- '1' is the record of a version that kept no digest: taken as the same content.
+    if old == digest or old == '1' then
+      return 0
+    end
+    return old
   end
 end
-for i = 11, #ARGV do
+redis.call('SET', seen, digest, 'PX', ARGV[4])
+for i = 12, #ARGV do
   redis.call('XADD', ns .. ':q:' .. ARGV[i] .. ':' .. ARGV[5], '*', 'm', value)
 end
 local logs = { {'task', ARGV[7]}, {'corr', ARGV[8]}, {'conv', ARGV[9]} }

@@ -4,6 +4,7 @@ mod pages;
 mod peek;
 mod retention;
 mod schema;
+mod seen;
 mod wakers;
 mod writer;
 
@@ -18,6 +19,7 @@ use rusqlite::Connection;
 use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
+use crate::content::ContentDigest;
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::Envelope;
 use crate::error::BusResult;
@@ -25,6 +27,7 @@ use crate::fair::FairScheduler;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::Binding;
 use schema::Key;
+use seen::Seen;
 use wakers::Wakers;
 use writer::Writer;
 
@@ -114,6 +117,15 @@ impl SqliteBus {
             .await
     }
 
+    /// How a store of `env` treats its id (see [`Seen`]).
+    fn seen(&self, env: &Envelope, dedupe: bool) -> Seen {
+        Seen {
+            digest: ContentDigest::of(&env.bytes),
+            dedupe,
+            window_ms: millis(self.config.dedupe_window),
+        }
+    }
+
     /// Runs a change that makes messages of `queues` visible, waking their consumers once
     /// committed.
     async fn write<T, F>(&self, durable: bool, queues: &[String], f: F) -> BusResult<T>
@@ -157,17 +169,17 @@ impl Bus for SqliteBus {
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
         let (env, owned) = (env.clone(), queues.to_vec());
-        let window = millis(self.config.dedupe_window);
+        // Hashed here, not on the writer thread, which every operation waits for.
+        let seen = self.seen(&env, dedupe);
         self.write(true, queues, move |c| {
-            let now = now_ms();
-            schema::store(c, &env, &owned, dedupe.then(|| now - window), now)
+            schema::store(c, &env, &owned, &seen, now_ms())
         })
         .await
     }
 
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
         let queue = queue.to_owned();
-        let ack_wait = millis(self.config.ack_wait);
+        let ack_wait = millis(self.config.ack_wait_for(&queue));
         let weights = self.config.weights;
         let schedulers = self.schedulers.clone();
         self.writer
@@ -211,7 +223,7 @@ impl Bus for SqliteBus {
 
     async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
         let d = d.clone();
-        let ack_wait = millis(self.config.ack_wait);
+        let ack_wait = millis(self.config.ack_wait_for(&d.queue));
         self.writer
             .call(false, move |c| schema::postpone(c, &d, now_ms() + ack_wait))
             .await
@@ -308,14 +320,18 @@ impl Bus for SqliteBus {
         let (h, m, r) = (handler.to_owned(), message_id.to_owned(), record.to_vec());
         let outgoing = outgoing.to_vec();
         let queues: Vec<String> = outgoing.iter().flat_map(|(_, q)| q.clone()).collect();
-        let window = millis(self.config.dedupe_window);
+        let seen: Vec<Seen> = outgoing
+            .iter()
+            .map(|(env, _)| self.seen(env, true))
+            .collect();
+        // One transaction: an outgoing message refused as a conflict undoes the whole commit.
         self.write(true, &queues, move |c| {
             if !schema::record_handled(c, &h, &m, &r)? {
                 return Ok(false);
             }
             let now = now_ms();
-            for (env, queues) in &outgoing {
-                schema::store(c, env, queues, Some(now - window), now)?;
+            for ((env, queues), seen) in outgoing.iter().zip(&seen) {
+                schema::store(c, env, queues, seen, now)?;
             }
             Ok(true)
         })

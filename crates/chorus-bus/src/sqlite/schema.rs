@@ -2,6 +2,7 @@
 
 use rusqlite::{Connection, ErrorCode, Row, params};
 
+use super::seen::Seen;
 use crate::delivery::{DeadReason, Delivery, EffectRecord, LogEntry};
 use crate::envelope::{Envelope, Priority, Rank};
 use crate::error::{BusError, BusResult};
@@ -115,7 +116,9 @@ pub(crate) fn open(conn: &Connection) -> BusResult<()> {
     if problems != ["ok"] {
         return Err(BusError::Corrupt(problems.join("; ")));
     }
-    conn.execute_batch(SCHEMA).map_err(storage_error)
+    conn.execute_batch(SCHEMA)
+        .and_then(|()| conn.execute_batch(super::seen::SCHEMA))
+        .map_err(storage_error)
 }
 
 pub(super) fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope> {
@@ -135,23 +138,19 @@ pub(super) fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope>
     })
 }
 
-/// Stores a message and one delivery per queue; false when deduplicated.
+/// Stores a message and one delivery per queue, recording its id in `seen`; false for a
+/// duplicate, a conflict for an id seen with other content (see [`Seen::admit`]).
 pub(crate) fn store(
     conn: &Connection,
     env: &Envelope,
     queues: &[String],
-    dedupe_since: Option<i64>,
+    seen: &Seen,
     now: i64,
 ) -> BusResult<bool> {
-    if let Some(since) = dedupe_since {
-        let seen = conn
-            .prepare_cached("SELECT 1 FROM messages WHERE id = ?1 AND published_ms >= ?2 LIMIT 1")
-            .and_then(|mut s| s.exists(params![env.id, since]))
-            .map_err(storage_error)?;
-        if seen {
-            return Ok(false);
-        }
+    if !seen.admit(conn, &env.id, now)? {
+        return Ok(false);
     }
+    seen.record(conn, &env.id, now)?;
     let conv_seq: Option<i64> = match &env.conversation_id {
         None => None,
         Some(c) => conn
