@@ -1,10 +1,11 @@
 //! The server's configuration file (`chorus.toml`): agents with hashed tokens, the admin token,
 //! limits and delivery settings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Duration;
 
+use chorus_bus::QueueSettings;
 use serde::Deserialize;
 
 use crate::blobs::MediaConfig;
@@ -77,7 +78,9 @@ pub struct ServerConfig {
     /// Deliveries of a message before it becomes a dead letter (`max_deliver`).
     #[serde(default = "default_max_deliver")]
     pub max_deliver: u32,
-    /// Seconds within which a re-published message id is not stored again.
+    /// Seconds a published message id is remembered with its content: published again within
+    /// them, the same content is a duplicate (200, not stored again) and other content a
+    /// conflict (409); 7 days by default, the message log's retention.
     #[serde(default = "default_dedupe_window_secs")]
     pub dedupe_window_secs: u64,
     /// Routing rules (`[[routes]]`), applied in order to every published message.
@@ -113,6 +116,14 @@ pub struct AgentEntry {
     /// Unsettled deliveries one stream of this agent's inbox holds at once.
     #[serde(default)]
     pub max_in_flight: Option<usize>,
+    /// Seconds a delivery from this agent's inbox is held before it is delivered again
+    /// (instead of the server's `ack_wait_secs`).
+    #[serde(default)]
+    pub ack_wait_secs: Option<u64>,
+    /// Deliveries of a message in this agent's inbox before it becomes a dead letter (instead
+    /// of the server's `max_deliver`).
+    #[serde(default)]
+    pub max_deliver: Option<u32>,
 }
 
 impl AgentEntry {
@@ -180,7 +191,7 @@ fn default_max_deliver() -> u32 {
 }
 
 fn default_dedupe_window_secs() -> u64 {
-    120
+    chorus_bus::DEFAULT_DEDUPE_WINDOW.as_secs()
 }
 
 impl Default for ServerConfig {
@@ -262,6 +273,16 @@ impl ServerConfig {
             check_hash(&format!("agents.{id}.token_sha256"), &agent.token_sha256).map_err(fail)?;
             check_in_flight(&format!("agents.{id}.max_in_flight"), agent.max_in_flight)
                 .map_err(fail)?;
+            if agent.ack_wait_secs == Some(0) {
+                return Err(fail(format!(
+                    "agents.{id}.ack_wait_secs: expected 1 or more seconds, found 0"
+                )));
+            }
+            if agent.max_deliver == Some(0) {
+                return Err(fail(format!(
+                    "agents.{id}.max_deliver: expected 1 or more deliveries before a message is dead-lettered, found 0"
+                )));
+            }
         }
         for (name, rate) in [
             ("rate_per_sec", self.rate_per_sec),
@@ -315,6 +336,22 @@ impl ServerConfig {
     pub fn dedupe_window(&self) -> Duration {
         Duration::from_secs(self.dedupe_window_secs)
     }
+
+    /// The agents' own `ack_wait_secs` and `max_deliver`, for their inbox queues (an agent's
+    /// inbox is the queue named by its id).
+    pub fn queue_settings(&self) -> HashMap<String, QueueSettings> {
+        self.agents
+            .iter()
+            .filter(|(_, a)| a.ack_wait_secs.is_some() || a.max_deliver.is_some())
+            .map(|(id, a)| {
+                let settings = QueueSettings {
+                    ack_wait: a.ack_wait_secs.map(Duration::from_secs),
+                    max_deliver: a.max_deliver,
+                };
+                (id.clone(), settings)
+            })
+            .collect()
+    }
 }
 
 fn check_hash(key: &str, hash: &str) -> Result<(), String> {
@@ -343,6 +380,35 @@ mod tests {
         assert_eq!(c.agents.len(), 1);
         assert_eq!(c.max_body_bytes, 1024 * 1024);
         assert_eq!(c.ack_wait(), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn agents_may_have_their_own_ack_wait_and_max_deliver() {
+        let c = ServerConfig::from_toml(&format!(
+            "ack_wait_secs = 30\nmax_deliver = 5\n\
+             [agents.slow]\ntoken_sha256 = \"{HASH}\"\nack_wait_secs = 600\n\
+             [agents.fragile]\ntoken_sha256 = \"{HASH}\"\nmax_deliver = 1\n\
+             [agents.plain]\ntoken_sha256 = \"{HASH}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(c.dedupe_window(), Duration::from_secs(7 * 24 * 3600));
+        let queues = c.queue_settings();
+        assert_eq!(queues.len(), 2, "{queues:?}");
+        assert_eq!(queues["slow"].ack_wait, Some(Duration::from_secs(600)));
+        assert_eq!(queues["slow"].max_deliver, None);
+        assert_eq!(queues["fragile"].max_deliver, Some(1));
+        for (key, value) in [("ack_wait_secs", 0), ("max_deliver", 0)] {
+            let err = ServerConfig::from_toml(&format!(
+                "[agents.a]\ntoken_sha256 = \"{HASH}\"\n{key} = {value}\n"
+            ))
+            .unwrap_err();
+            assert!(
+                err.detail
+                    .starts_with(&format!("agents.a.{key}: expected 1 or more")),
+                "{}",
+                err.detail
+            );
+        }
     }
 
     #[test]

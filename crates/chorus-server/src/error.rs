@@ -106,6 +106,9 @@ impl From<BusError> for ApiError {
             BusError::StaleDelivery { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "stale_delivery", e.to_string())
             }
+            BusError::Conflict { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string())
+            }
             BusError::Storage(_) | BusError::Backend { .. } => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",

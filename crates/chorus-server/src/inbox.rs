@@ -22,6 +22,8 @@ use tokio::sync::futures::Notified;
 pub struct Inboxes {
     run: String,
     ack_wait: Duration,
+    /// Inboxes whose agent has an ack wait of its own.
+    ack_waits: HashMap<String, Duration>,
     next_stream: AtomicU64,
     /// The last sequence number given, across inboxes (so an inbox can be forgotten when empty).
     last_seq: AtomicU64,
@@ -64,11 +66,24 @@ impl Inboxes {
         Inboxes {
             run: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
             ack_wait,
+            ack_waits: HashMap::new(),
             next_stream: AtomicU64::new(1),
             last_seq: AtomicU64::new(0),
             agents: Mutex::default(),
             changed: Notify::new(),
         }
+    }
+
+    /// The same inboxes, with their own ack wait for the inboxes in `ack_waits` (as the store's
+    /// per-queue settings).
+    pub fn with_ack_waits(mut self, ack_waits: HashMap<String, Duration>) -> Inboxes {
+        self.ack_waits = ack_waits;
+        self
+    }
+
+    /// How long a delivery of `inbox` is leased.
+    fn ack_wait_of(&self, inbox: &str) -> Duration {
+        self.ack_waits.get(inbox).copied().unwrap_or(self.ack_wait)
     }
 
     /// A new stream's number, unique for the server's run.
@@ -82,7 +97,7 @@ impl Inboxes {
         let mut agents = self.agents.lock().expect("inboxes lock");
         let held = agents.entry(agent.to_owned()).or_default();
         let now = Instant::now();
-        held.sweep(now, self.ack_wait);
+        held.sweep(now, self.ack_wait_of(agent));
         let seq = self.last_seq.fetch_add(1, Ordering::Relaxed) + 1;
         let id = delivery.envelope.id.clone();
         if let Some(old) = held.seq_of.insert(id, seq) {
@@ -93,7 +108,7 @@ impl Inboxes {
             Entry {
                 delivery,
                 since: now,
-                lease_until: now + self.ack_wait,
+                lease_until: now + self.ack_wait_of(agent),
                 stream: Some(stream),
             },
         );
@@ -132,7 +147,7 @@ impl Inboxes {
         let Some(held) = agents.get_mut(agent) else {
             return;
         };
-        held.sweep(Instant::now(), self.ack_wait);
+        held.sweep(Instant::now(), self.ack_wait_of(agent));
         let mut any = false;
         for entry in held.by_seq.values_mut() {
             if entry.stream == Some(stream) {
@@ -169,7 +184,7 @@ impl Inboxes {
             && let Some(seq) = held.seq_of.get(message_id)
             && let Some(entry) = held.by_seq.get_mut(seq)
         {
-            entry.lease_until = Instant::now() + self.ack_wait;
+            entry.lease_until = Instant::now() + self.ack_wait_of(agent);
         }
     }
 

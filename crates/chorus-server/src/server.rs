@@ -62,6 +62,7 @@ impl Store {
             ack_wait: config.ack_wait(),
             dedupe_window: config.dedupe_window(),
             max_deliver: config.max_deliver,
+            queue_settings: config.queue_settings(),
             rules: config.routes.iter().map(RouteEntry::rule).collect(),
             ..BusConfig::default()
         };
@@ -226,7 +227,15 @@ impl Server {
             )),
             // The config was checked when it was read; an unchecked one redacts nothing.
             redactor: Arc::new(Redactor::new(&config.redact).unwrap_or_default()),
-            inboxes: Arc::new(Inboxes::new(config.ack_wait())),
+            inboxes: Arc::new(
+                Inboxes::new(config.ack_wait()).with_ack_waits(
+                    config
+                        .queue_settings()
+                        .into_iter()
+                        .filter_map(|(inbox, s)| Some((inbox, s.ack_wait?)))
+                        .collect(),
+                ),
+            ),
             metrics: Arc::new(Metrics::default()),
             confirmations: side.confirmations,
             blobs: side.blobs,

@@ -1,9 +1,10 @@
 //! End to end over real HTTP on 127.0.0.1: publish, the inbox over SSE, ack, nack, resume
-//! after reconnecting, idempotent re-publish, restart on the same SQLite file.
+//! after reconnecting, idempotent re-publish (200 for the same content, 409 for other content),
+//! an agent's own ack wait, restart on the same SQLite file.
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{Value, json};
@@ -200,5 +201,129 @@ async fn health_and_openapi() {
         doc["components"]["securitySchemes"]["bearer"]["scheme"],
         "bearer"
     );
+    server.stop().await;
+}
+
+/// A handoff's id (handoff ids are UUIDs).
+const HANDOFF_ID: &str = "5d0c3a1e-8a4f-4c2b-9e61-0f2d7b9c4a11";
+
+/// Posts `body` as it is (not re-serialised by the client).
+async fn publish_raw(server: &TestServer, token: &str, body: &str) -> reqwest::Response {
+    client()
+        .post(server.url("/v1/messages"))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .expect("publish request")
+}
+
+#[tokio::test]
+async fn an_id_again_is_a_duplicate_with_the_same_content_and_a_conflict_with_other() {
+    let (_dir, server) = fresh(30).await;
+    let first = r#"{"role": "user", "id": "m-1", "name": "alice", "recipient": "bob", "content": "total: 2 items", "metadata": {"n": 2}}"#;
+    assert_eq!(publish_raw(&server, ALICE, first).await.status(), 201);
+    // A client retrying after a timeout re-serialises: other key order, spacing, `2.0`.
+    let retry = "{\"metadata\":{\"n\":2.0},\"content\":\"total: 2 items\",\"recipient\":\"bob\",\n \"name\":\"alice\",\"id\":\"m-1\",\"role\":\"user\"}";
+    let again = publish_raw(&server, ALICE, retry).await;
+    assert_eq!(again.status(), 200);
+    let receipt: Value = again.json().await.unwrap();
+    assert_eq!(
+        (receipt["id"].as_str(), receipt["duplicate"].as_bool()),
+        (Some("m-1"), Some(true))
+    );
+
+    let other = r#"{"role": "user", "id": "m-1", "name": "alice", "recipient": "bob", "content": "total: 3 items", "metadata": {"n": 3}}"#;
+    let refused = publish_raw(&server, ALICE, other).await;
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "conflict", "{body}");
+    let issue = &body["issues"][0];
+    assert_eq!(issue["pointer"], "/id", "{body}");
+    let message = issue["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("expected the content first published under \"m-1\" (sha256 ")
+            && message.contains(", found other content (sha256 "),
+        "{message}"
+    );
+    assert!(issue["hint"].as_str().unwrap().contains("new id"), "{body}");
+
+    // A handoff's id is at /metadata/message_id.
+    let handoff = json!({
+        "metadata": {"message_id": HANDOFF_ID, "sender_id": "alice", "recipient_id": "bob",
+                     "task_id": "t-1", "priority": "LOW", "timestamp": "2026-01-01T00:00:00Z",
+                     "protocol_version": "1.0.0"},
+        "payload": {"handoff_type": "STATUS_UPDATE", "data": {"status": "IN_PROGRESS"}},
+        "context": {"workflow_state": "STARTED", "previous_actions": []},
+        "instructions": {}
+    });
+    let stored = publish(&server, ALICE, &handoff).await;
+    assert_eq!(stored.status(), 201, "{}", stored.text().await.unwrap());
+    let mut changed = handoff.clone();
+    changed["payload"]["data"]["status"] = json!("COMPLETED");
+    let refused = publish(&server, ALICE, &changed).await;
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(
+        body["issues"][0]["pointer"], "/metadata/message_id",
+        "{body}"
+    );
+
+    // Nothing of the conflicts was stored: bob gets each first content once, then nothing.
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let event = inbox.next().await;
+    assert_eq!(delivered(&event), ("m-1".into(), 1));
+    assert_eq!(event.json()["message"]["content"], "total: 2 items");
+    let event = inbox.next().await;
+    assert_eq!(delivered(&event), (HANDOFF_ID.into(), 1));
+    assert_eq!(
+        event.json()["message"]["payload"]["data"]["status"],
+        "IN_PROGRESS"
+    );
+    for id in ["m-1", HANDOFF_ID] {
+        assert_eq!(settle(&server, "bob", BOB, id, "ack").await, 204);
+    }
+    assert!(
+        inbox
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none()
+    );
+    drop(inbox);
+    let letters = get_json(&server, "/v1/dead-letters", Some(ADMIN)).await;
+    assert_eq!(letters.as_array().map(Vec::len), Some(0), "{letters}");
+
+    // The contract lists the 409.
+    let spec = get_json(&server, "/openapi.json", None).await;
+    let answers = &spec["paths"]["/v1/messages"]["post"]["responses"];
+    assert!(answers["409"].is_object(), "{answers}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_agents_own_ack_wait_applies_to_its_inbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    config.agents.get_mut("bob").unwrap().ack_wait_secs = Some(1);
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    assert_eq!(
+        publish(&server, ALICE, &message("slow", "alice", "bob", "x"))
+            .await
+            .status(),
+        201
+    );
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    assert_eq!(delivered(&inbox.next().await), ("slow".into(), 1));
+    let held = Instant::now();
+    // Not acked: delivered again after bob's 1 s, not the server's 30 s.
+    assert_eq!(delivered(&inbox.next().await), ("slow".into(), 2));
+    let waited = held.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    assert_eq!(settle(&server, "bob", BOB, "slow", "ack").await, 204);
+    drop(inbox);
     server.stop().await;
 }

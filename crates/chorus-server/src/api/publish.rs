@@ -5,7 +5,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
-use chorus_bus::{Envelope, Issue, Receipt};
+use chorus_bus::{BusError, ContentDigest, Envelope, Issue, Receipt};
 use chorus_core::schema::Kind;
 use chorus_core::validate::{Limits, detect_kind, parse};
 use serde::Serialize;
@@ -160,10 +160,11 @@ fn check_sender(at: &Pointers, sender: &str, agent: &str) -> Result<(), ApiError
     ),
     responses(
         (status = 201, description = "Stored durably", body = PublishReceipt),
-        (status = 200, description = "This id was already stored; nothing stored again", body = PublishReceipt),
+        (status = 200, description = "This id was already stored with the same content (the same JSON value, however serialised); nothing stored again", body = PublishReceipt),
         (status = 400, description = "Malformed JSON or an unsafe id", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "The sender is not the authenticated agent", body = ErrorBody),
+        (status = 409, description = "This id was already stored with other content (`conflict`, the issue at the id's pointer); nothing stored", body = ErrorBody),
         (status = 413, description = "The body is larger than the limit", body = ErrorBody),
         (status = 422, description = "Not a valid message or handoff: every problem with its JSON pointer", body = ErrorBody),
         (status = 429, description = "Too many requests from this agent; see Retry-After", body = ErrorBody),
@@ -288,6 +289,9 @@ async fn store(
             bytes.to_vec()
         };
         app.bus.publish(bytes).await.map_err(|e| {
+            if let BusError::Conflict { id, stored, found } = e {
+                return conflict(&document, &id, stored, found);
+            }
             let e = ApiError::from(e);
             if e.body.dead_letter_id.is_some() {
                 app.metrics.dead_lettered.inc();
@@ -332,6 +336,24 @@ fn take_inboxes(
         .collect();
     let at = pointers(detect_kind(document).unwrap_or(Kind::Message)).recipients;
     app.quota.take(agent, &fresh, at)
+}
+
+/// 409 for an id the bus holds with other content, the issue at the document's id.
+fn conflict(document: &Value, id: &str, stored: ContentDigest, found: ContentDigest) -> ApiError {
+    let at = pointers(detect_kind(document).unwrap_or(Kind::Handoff)).id;
+    let issue = Issue::new(
+        at,
+        format!("the content first published under {id:?} (sha256 {stored}) or a new id"),
+        format!("other content (sha256 {found})"),
+    )
+    .with_hint("a retry must send the same document (key order, spacing and number spelling may differ); a new message needs a new id");
+    let mut e = ApiError::new(
+        StatusCode::CONFLICT,
+        "conflict",
+        format!("message id {id:?} was already stored with other content; nothing was stored"),
+    );
+    e.body.issues = vec![issue.into()];
+    e
 }
 
 /// True when `document` carries media and the bus's validator would refuse it (checked only

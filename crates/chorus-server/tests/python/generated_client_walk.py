@@ -2,7 +2,7 @@
 
 Usage: python generated_client_walk.py BASE_URL SENDER_TOKEN READER_TOKEN
 The generated package must be importable (PYTHONPATH). Publishes through the generated
-`publish`, reads the inbox stream with httpx (generated clients do not stream SSE), and settles
+`publish` (again: a duplicate; other content under the same id: a 409 conflict), reads the inbox stream with httpx (generated clients do not stream SSE), and settles
 through the generated `in_progress`, `nack` and `ack`, then acks the redelivery. Prints one JSON
 line with what happened; exits 1 at the first answer that is not the documented one.
 """
@@ -16,7 +16,7 @@ import httpx
 from client import AuthenticatedClient
 from client.api.inbox import ack, in_progress, nack
 from client.api.messages import publish
-from client.models import NackBody, PublishBody, PublishReceipt
+from client.models import ErrorBody, NackBody, PublishBody, PublishReceipt
 
 
 def fail(what, response):
@@ -54,6 +54,11 @@ def main():
     again = publish.sync_detailed(client=sender, body=body)
     if again.status_code != 200 or again.parsed.duplicate is not True:
         fail("publish again", again)
+    other = PublishBody.from_dict({**body.to_dict(), "content": "other content, same id"})
+    conflict = publish.sync_detailed(client=sender, body=other)
+    if (conflict.status_code != 409 or not isinstance(conflict.parsed, ErrorBody)
+            or conflict.parsed.error != "conflict"):
+        fail("publish other content under the same id", conflict)
 
     attempts = []
     with httpx.Client(timeout=30) as http:
@@ -81,7 +86,8 @@ def main():
     r = ack.sync_detailed("bob", message_id, client=reader)
     if r.status_code != 404:
         fail("ack after ack", r)
-    print(json.dumps({"published": message_id, "attempts": attempts, "settled": ["in-progress", "nack", "ack"]}))
+    print(json.dumps({"published": message_id, "conflict": conflict.status_code, "attempts": attempts,
+                      "settled": ["in-progress", "nack", "ack"]}))
 
 
 if __name__ == "__main__":
