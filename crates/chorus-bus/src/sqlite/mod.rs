@@ -19,7 +19,6 @@ use rusqlite::Connection;
 use crate::binding_cache::BindingCache;
 use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
-use crate::content::ContentDigest;
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::Envelope;
 use crate::error::BusResult;
@@ -117,10 +116,9 @@ impl SqliteBus {
             .await
     }
 
-    /// How a store of `env` treats its id (see [`Seen`]).
-    fn seen(&self, env: &Envelope, dedupe: bool) -> Seen {
+    /// How a store treats its id (see [`Seen`]).
+    fn seen(&self, dedupe: bool) -> Seen {
         Seen {
-            digest: ContentDigest::of(&env.bytes),
             dedupe,
             window_ms: millis(self.config.dedupe_window),
         }
@@ -169,8 +167,7 @@ impl Bus for SqliteBus {
 
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
         let (env, owned) = (env.clone(), queues.to_vec());
-        // Hashed here, not on the writer thread, which every operation waits for.
-        let seen = self.seen(&env, dedupe);
+        let seen = self.seen(dedupe);
         self.write(true, queues, move |c| {
             schema::store(c, &env, &owned, &seen, now_ms())
         })
@@ -320,18 +317,15 @@ impl Bus for SqliteBus {
         let (h, m, r) = (handler.to_owned(), message_id.to_owned(), record.to_vec());
         let outgoing = outgoing.to_vec();
         let queues: Vec<String> = outgoing.iter().flat_map(|(_, q)| q.clone()).collect();
-        let seen: Vec<Seen> = outgoing
-            .iter()
-            .map(|(env, _)| self.seen(env, true))
-            .collect();
+        let seen = self.seen(true);
         // One transaction: an outgoing message refused as a conflict undoes the whole commit.
         self.write(true, &queues, move |c| {
             if !schema::record_handled(c, &h, &m, &r)? {
                 return Ok(false);
             }
             let now = now_ms();
-            for ((env, queues), seen) in outgoing.iter().zip(&seen) {
-                schema::store(c, env, queues, seen, now)?;
+            for (env, queues) in &outgoing {
+                schema::store(c, env, queues, &seen, now)?;
             }
             Ok(true)
         })

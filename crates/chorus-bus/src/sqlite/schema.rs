@@ -116,9 +116,7 @@ pub(crate) fn open(conn: &Connection) -> BusResult<()> {
     if problems != ["ok"] {
         return Err(BusError::Corrupt(problems.join("; ")));
     }
-    conn.execute_batch(SCHEMA)
-        .and_then(|()| conn.execute_batch(super::seen::SCHEMA))
-        .map_err(storage_error)
+    conn.execute_batch(SCHEMA).map_err(storage_error)
 }
 
 pub(super) fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope> {
@@ -138,8 +136,8 @@ pub(super) fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope>
     })
 }
 
-/// Stores a message and one delivery per queue, recording its id in `seen`; false for a
-/// duplicate, a conflict for an id seen with other content (see [`Seen::admit`]).
+/// Stores a message and one delivery per queue; false for a duplicate, a conflict for an id
+/// stored with other content (see [`Seen::admit`]).
 pub(crate) fn store(
     conn: &Connection,
     env: &Envelope,
@@ -147,10 +145,9 @@ pub(crate) fn store(
     seen: &Seen,
     now: i64,
 ) -> BusResult<bool> {
-    if !seen.admit(conn, &env.id, now)? {
+    if !seen.admit(conn, env, now)? {
         return Ok(false);
     }
-    seen.record(conn, &env.id, now)?;
     let conv_seq: Option<i64> = match &env.conversation_id {
         None => None,
         Some(c) => conn
