@@ -9,10 +9,12 @@
 //! message. Bytes that are not JSON are compared byte for byte.
 //!
 //! The digest is SHA-256 (the `sha2` crate, already in the workspace for the server's token
-//! hashes and blob names): it is stored with the dedupe record and read back by other processes
-//! and after restarts, so it must be stable across builds and runs (a seeded hasher such as
-//! foldhash is not) and collision-resistant (a 64-bit hash could take a different message for a
-//! retry); 32 bytes per remembered id is cheap next to the message itself.
+//! hashes and blob names): Redis and NATS store it with the dedupe record, read back by other
+//! processes and after restarts, so it must be stable across builds and runs (a seeded hasher
+//! such as foldhash is not) and collision-resistant (a 64-bit hash could take a different
+//! message for a retry); 32 bytes per remembered id is cheap next to the message itself. SQLite
+//! and memory keep the message itself as the record and compute digests only when an id comes
+//! again.
 
 use std::fmt;
 
