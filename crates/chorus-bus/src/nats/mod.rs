@@ -515,7 +515,7 @@ impl Bus for NatsBus {
         // that a store retried after being cut short stores each copy once.
         let digest = ContentDigest::of(&env.bytes);
         let mut tag = now_ms();
-        if dedupe {
+        if dedupe && self.seen.active() {
             match self.seen.claim(&env.id, digest, tag).await? {
                 Claim::Stored => return Ok(false),
                 Claim::Store { at_ms } => tag = at_ms,
@@ -575,7 +575,9 @@ impl Bus for NatsBus {
             }
         }
         self.arrived.notify_one();
-        self.seen.stored(&env.id, digest, tag).await;
+        if self.seen.active() {
+            self.seen.stored(&env.id, digest, tag).await;
+        }
         Ok(!dedupe || !logged.duplicate || acks.iter().any(|a| !a.duplicate))
     }
 

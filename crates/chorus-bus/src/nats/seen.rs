@@ -58,23 +58,25 @@ pub(super) struct Seen {
 }
 
 impl Seen {
-    /// Creates the stream, or sets its max age to `window` when it had another.
+    /// Creates the stream, or sets its max age to `window` when it had another. A zero window
+    /// remembers nothing: [`Seen::active`] is false and the stream stays empty.
     pub(super) async fn open(js: &Context, ns: &str, window: Duration) -> BusResult<Seen> {
         let config = stream::Config {
             name: format!("{ns}_SEEN"),
             subjects: vec![format!("{ns}.seen.>")],
             storage: StorageType::File,
-            max_age: window,
+            // A max age of 0 would keep records forever.
+            max_age: window.max(Duration::from_millis(100)),
             max_messages_per_subject: 1,
             // Unused here, but the server wants it within the max age.
-            duplicate_window: window.min(RETRY_WINDOW),
+            duplicate_window: window.clamp(Duration::from_millis(100), RETRY_WINDOW),
             ..Default::default()
         };
         let stream = js
             .get_or_create_stream(config.clone())
             .await
             .map_err(nats_error)?;
-        if stream.cached_info().config.max_age != window {
+        if stream.cached_info().config.max_age != config.max_age {
             js.update_stream(config).await.map_err(nats_error)?;
         }
         Ok(Seen {
@@ -83,6 +85,11 @@ impl Seen {
             ns: ns.to_owned(),
             window,
         })
+    }
+
+    /// False for a zero window: ids are not remembered.
+    pub(super) fn active(&self) -> bool {
+        !self.window.is_zero()
     }
 
     fn subject(&self, id: &str) -> String {
