@@ -246,18 +246,7 @@ async fn worker(
 
 /// The recipient's backlog as `/metrics` reports it; none when the server does not answer.
 async fn backlog(base: &str) -> Option<u64> {
-    let text = client()
-        .get(format!("{base}/metrics"))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(r#"chorus_inbox_backlog{inbox="sink"} "#))
-        .and_then(|n| n.parse().ok())
+    child::metric(base, ADMIN_TOKEN, r#"chorus_inbox_backlog{inbox="sink"}"#).await
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -213,18 +213,7 @@ fn median(mut values: Vec<u64>) -> u64 {
 
 /// The value of the `/metrics` line that starts with `name` (labels included).
 async fn metric(base: &str, name: &str) -> Option<u64> {
-    let text = client()
-        .get(format!("{base}/metrics"))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|n| n.parse().ok())
+    child::metric(base, ADMIN_TOKEN, name).await
 }
 
 /// The sink's inbox backlog.

@@ -63,3 +63,21 @@ pub async fn serve(store: &str, config: &ServerConfig, beside: bool) {
         .await
         .expect("serve");
 }
+
+/// The value of the `/metrics` line of the server at `base` that starts with `name` (labels
+/// included), read with the admin token `admin`; none when the server does not answer or has
+/// no such line.
+pub async fn metric(base: &str, admin: &str, name: &str) -> Option<u64> {
+    let text = super::client()
+        .get(format!("{base}/metrics"))
+        .bearer_auth(admin)
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|n| n.parse().ok())
+}
