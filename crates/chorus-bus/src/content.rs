@@ -21,8 +21,6 @@ use std::fmt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::error::{BusError, BusResult};
-
 /// Top-level `metadata` members that are not content (see the module documentation).
 const NOT_CONTENT: [&str; 2] = ["traceparent", "trace_id"];
 
@@ -84,19 +82,6 @@ impl fmt::Debug for ContentDigest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "ContentDigest({self})")
     }
-}
-
-/// A publish of `id` with content `found`, when the dedupe record holds `stored`: a duplicate
-/// (`Ok(false)`, nothing stored) when they are the same, else [`BusError::Conflict`].
-pub(crate) fn seen_again(id: &str, stored: ContentDigest, found: ContentDigest) -> BusResult<bool> {
-    if stored == found {
-        return Ok(false);
-    }
-    Err(BusError::Conflict {
-        id: id.to_owned(),
-        stored,
-        found,
-    })
 }
 
 /// Feeds a type-tagged, length-prefixed encoding of `v` to `h` (no two values share one).

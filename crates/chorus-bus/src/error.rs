@@ -151,3 +151,16 @@ mod tests {
         assert!(text.contains("dead letter 7"));
     }
 }
+
+/// A publish of `id` with content `found`, when the dedupe record holds `stored`: a duplicate
+/// (`Ok(false)`, nothing stored) when they are the same, else [`BusError::Conflict`].
+pub(crate) fn seen_again(id: &str, stored: ContentDigest, found: ContentDigest) -> BusResult<bool> {
+    if stored == found {
+        return Ok(false);
+    }
+    Err(BusError::Conflict {
+        id: id.to_owned(),
+        stored,
+        found,
+    })
+}

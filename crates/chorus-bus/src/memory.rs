@@ -19,11 +19,12 @@ use tokio::sync::Notify;
 
 use crate::bus::{Bus, publish_checked};
 use crate::config::{BusConfig, millis, now_ms};
-use crate::content::{ContentDigest, seen_again};
+use crate::content::ContentDigest;
 use crate::delivery::{
     DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Receipt, TrackSummary,
 };
 use crate::envelope::{Envelope, Rank};
+use crate::error::seen_again;
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
 use crate::retention::{Page, PruneBefore, Pruned};

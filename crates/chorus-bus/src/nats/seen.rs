@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::wire::{hex, nats_error};
 use crate::config::millis;
-use crate::content::{ContentDigest, seen_again};
+use crate::content::ContentDigest;
+use crate::error::seen_again;
 use crate::error::{BusError, BusResult};
 
 /// JetStream's duplicate window on the queue and log streams: a store retried within it after

@@ -1,5 +1,6 @@
 //! The embedded durable default: one SQLite file in WAL mode, fsync'd group commit.
 
+mod errors;
 mod pages;
 mod peek;
 mod retention;

@@ -1,7 +1,8 @@
 //! Tables, statements and row mapping of the SQLite backend.
 
-use rusqlite::{Connection, ErrorCode, Row, params};
+use rusqlite::{Connection, Row, params};
 
+pub(crate) use super::errors::{json_error, storage_error};
 use super::seen::Seen;
 use crate::delivery::{DeadReason, Delivery, EffectRecord, LogEntry};
 use crate::envelope::{Envelope, Priority, Rank};
@@ -77,21 +78,6 @@ static FETCH_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         .collect::<Vec<_>>()
         .join(" UNION ALL ")
 });
-
-/// Maps a SQLite error: damage becomes [`BusError::Corrupt`], the rest [`BusError::Storage`].
-pub(crate) fn storage_error(e: rusqlite::Error) -> BusError {
-    match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
-            BusError::Corrupt(e.to_string())
-        }
-        Some(ErrorCode::DiskFull) => BusError::Storage(format!("disk full: {e}")),
-        _ => BusError::Storage(e.to_string()),
-    }
-}
-
-pub(super) fn json_error(e: serde_json::Error) -> BusError {
-    BusError::Corrupt(format!("a stored JSON column does not parse: {e}"))
-}
 
 /// Sets WAL and full fsync, checks the file for damage and creates the tables.
 pub(crate) fn open(conn: &Connection) -> BusResult<()> {

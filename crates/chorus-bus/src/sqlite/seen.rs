@@ -10,10 +10,11 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::schema::storage_error;
-use crate::content::{ContentDigest, seen_again};
+use super::errors::storage_error;
+use crate::content::ContentDigest;
 use crate::envelope::Envelope;
 use crate::error::BusResult;
+use crate::error::seen_again;
 
 /// How a store treats its id.
 pub(crate) struct Seen {
