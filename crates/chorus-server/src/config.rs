@@ -421,3 +421,53 @@ mod tests {
         assert!(ServerConfig::from_toml("listen = 1").is_err());
     }
 }
+
+#[cfg(test)]
+mod retention_tests {
+    use std::time::Duration;
+
+    use crate::config::ServerConfig;
+    use crate::retention::{RetentionConfig, cut};
+
+    #[test]
+    fn defaults_and_overrides_read_from_the_table() {
+        let c = ServerConfig::from_toml("").unwrap();
+        assert_eq!(c.retention, RetentionConfig::default());
+        assert_eq!(c.retention.messages_secs, 604_800.0);
+        let c = ServerConfig::from_toml(
+            "[retention]\nmessages_secs = 3600\ndead_letters_secs = 0\nblobs_secs = 0.5\ninterval_secs = 5\n",
+        )
+        .unwrap();
+        assert_eq!(c.retention.messages_secs, 3600.0);
+        assert_eq!(c.retention.blobs_secs, Some(0.5));
+        assert_eq!(c.retention.interval(), Duration::from_secs(5));
+        assert_eq!(
+            cut(10_000, c.retention.messages_secs),
+            Some(10_000 - 3_600_000)
+        );
+        assert_eq!(
+            cut(10_000, c.retention.dead_letters_secs),
+            None,
+            "0 keeps forever"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_at_their_key() {
+        for (toml, key) in [
+            ("messages_secs = -1", "retention.messages_secs"),
+            ("traces_secs = nan", "retention.traces_secs"),
+            ("blobs_secs = 1e300", "retention.blobs_secs"),
+            ("interval_secs = 0", "retention.interval_secs"),
+        ] {
+            let e = ServerConfig::from_toml(&format!("[retention]\n{toml}\n")).unwrap_err();
+            assert!(e.detail.starts_with(key), "{toml}: {}", e.detail);
+        }
+        let unknown = ServerConfig::from_toml("[retention]\nmessages_days = 7\n").unwrap_err();
+        assert!(
+            unknown.detail.contains("messages_days"),
+            "{}",
+            unknown.detail
+        );
+    }
+}

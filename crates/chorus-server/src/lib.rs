@@ -12,6 +12,7 @@ pub mod inbox;
 pub mod metrics;
 pub mod observe;
 pub mod policy;
+mod pruner;
 mod quota;
 pub mod rate;
 pub mod redact;

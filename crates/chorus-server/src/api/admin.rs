@@ -4,12 +4,11 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chorus_bus::{BusError, DeadLetter, Envelope, LogEntry, Page};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use utoipa::{IntoParams, ToSchema};
+use chorus_bus::{BusError, Envelope, LogEntry, Page};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
-use crate::api::document;
+use crate::api::bodies::{DeadLetterBody, stored};
 use crate::api::extract::{ApiPath, ApiQuery};
 use crate::api::pages::{DeadLetterPage, MessagePage, PageQuery, limit, listing_error};
 use crate::api::publish::PublishReceipt;
@@ -17,49 +16,6 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
 use crate::state::AppState;
-use crate::telemetry;
-
-/// A stored message with its routing keys.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct StoredMessage {
-    /// Position in the conversation's log (conversation timelines only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seq: Option<u64>,
-    /// The message id.
-    pub id: String,
-    /// The sending agent.
-    pub sender: Option<String>,
-    /// The addressed recipients.
-    pub recipients: Vec<String>,
-    /// The handoff type, for handoffs.
-    pub handoff_type: Option<String>,
-    /// LOW, MEDIUM, HIGH or CRITICAL.
-    pub priority: String,
-    /// The document exactly as published.
-    #[schema(value_type = Object)]
-    pub message: Value,
-    /// The W3C trace context the message travels in, when known (a handoff's is kept beside
-    /// it; see the inbox event's `traceparent`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub traceparent: Option<String>,
-}
-
-/// A message that could not be delivered.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DeadLetterBody {
-    /// The dead letter's id (replay with it).
-    pub id: String,
-    /// The message id, when it could be read.
-    pub message_id: Option<String>,
-    /// The inbox it was taken from (none when refused on publish).
-    pub queue: Option<String>,
-    /// Why: `kind` is invalid, expired, max_deliver or no_route, with details.
-    #[schema(value_type = Object)]
-    pub reason: Value,
-    /// The document as published (a string when it was not JSON).
-    #[schema(value_type = Object)]
-    pub message: Value,
-}
 
 /// Which page of a conversation's log.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -71,32 +27,6 @@ pub struct After {
     pub after: u64,
     /// At most this many entries (default 100; 1 to 1000, a value outside is brought inside).
     pub limit: Option<usize>,
-}
-
-/// The answer for a stored message (`seq`: its place in a conversation's log).
-pub(crate) async fn stored(app: &AppState, env: Envelope, seq: Option<u64>) -> StoredMessage {
-    StoredMessage {
-        seq,
-        traceparent: telemetry::of_stored(&app.traces, &env.id, &env.bytes).await,
-        message: document(&env.bytes),
-        id: env.id,
-        sender: env.sender,
-        recipients: env.recipients,
-        handoff_type: env.handoff_type,
-        priority: env.priority.as_str().to_owned(),
-    }
-}
-
-impl From<DeadLetter> for DeadLetterBody {
-    fn from(d: DeadLetter) -> DeadLetterBody {
-        DeadLetterBody {
-            reason: serde_json::to_value(&d.reason).unwrap_or(Value::Null),
-            message: document(&d.bytes),
-            id: d.id,
-            message_id: d.message_id,
-            queue: d.queue,
-        }
-    }
 }
 
 /// A page of the dead letters, oldest first, with their number (admin token).

@@ -1,41 +1,14 @@
 //! Admin listings: the tasks and conversations the store knows, most recently active first, a
 //! page at a time.
 
-use axum::Json;
-use axum::extract::State;
-use chorus_bus::TrackSummary;
-use serde::Serialize;
-use utoipa::ToSchema;
-
+use crate::api::bodies::Track;
 use crate::api::extract::ApiQuery;
 use crate::api::pages::{PageQuery, TrackPage, listing_error};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
-
-/// A task or a conversation: how many messages it has and when they were published.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Track {
-    /// The task id or conversation id.
-    pub id: String,
-    /// Messages logged under it (a replayed message counts again).
-    pub messages: u64,
-    /// When its first message was published, Unix milliseconds.
-    pub first_ms: i64,
-    /// When its latest message was published, Unix milliseconds.
-    pub last_ms: i64,
-}
-
-impl From<TrackSummary> for Track {
-    fn from(t: TrackSummary) -> Track {
-        Track {
-            id: t.id,
-            messages: t.messages,
-            first_ms: t.first_ms,
-            last_ms: t.last_ms,
-        }
-    }
-}
+use axum::Json;
+use axum::extract::State;
 
 /// A page of the known tasks, most recently active first, with their number (admin token).
 #[utoipa::path(

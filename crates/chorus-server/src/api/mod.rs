@@ -1,6 +1,7 @@
 //! The HTTP routes and the OpenAPI document generated from them.
 
 pub mod admin;
+mod bodies;
 pub mod catalog;
 pub mod confirmations;
 pub mod events;

@@ -6,8 +6,7 @@ use chorus_bus::{BusError, Page};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::admin::{DeadLetterBody, StoredMessage};
-use crate::api::catalog::Track;
+use crate::api::bodies::{DeadLetterBody, StoredMessage, Track};
 use crate::error::ApiError;
 
 /// Most entries of one page.

@@ -7,7 +7,7 @@ use chorus_bus::{PEEK_LIMIT, Queued, QueuedState};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::admin::{StoredMessage, stored};
+use crate::api::bodies::{StoredMessage, stored};
 use crate::api::extract::{ApiPath, ApiQuery};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};

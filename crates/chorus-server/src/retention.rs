@@ -1,13 +1,9 @@
-//! Retention: the `[retention]` table of the config (how long what the server stores is kept)
-//! and the background pruner that applies it.
-
-mod pruner;
+//! Retention: the `[retention]` table of the config (how long what the server stores is kept);
+//! the pruner (`crate::pruner`) applies it.
 
 use std::time::Duration;
 
 use serde::Deserialize;
-
-pub use pruner::{PruneReport, Pruner, prune_once};
 
 const DAY: f64 = 24.0 * 3600.0;
 
@@ -115,52 +111,4 @@ impl RetentionConfig {
 /// they are pruned, or `None` to keep them forever.
 pub(crate) fn cut(now_ms: i64, secs: f64) -> Option<i64> {
     (secs > 0.0).then(|| now_ms.saturating_sub((secs * 1000.0).round() as i64))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::ServerConfig;
-
-    #[test]
-    fn defaults_and_overrides_read_from_the_table() {
-        let c = ServerConfig::from_toml("").unwrap();
-        assert_eq!(c.retention, RetentionConfig::default());
-        assert_eq!(c.retention.messages_secs, 604_800.0);
-        let c = ServerConfig::from_toml(
-            "[retention]\nmessages_secs = 3600\ndead_letters_secs = 0\nblobs_secs = 0.5\ninterval_secs = 5\n",
-        )
-        .unwrap();
-        assert_eq!(c.retention.messages_secs, 3600.0);
-        assert_eq!(c.retention.blobs_secs, Some(0.5));
-        assert_eq!(c.retention.interval(), Duration::from_secs(5));
-        assert_eq!(
-            cut(10_000, c.retention.messages_secs),
-            Some(10_000 - 3_600_000)
-        );
-        assert_eq!(
-            cut(10_000, c.retention.dead_letters_secs),
-            None,
-            "0 keeps forever"
-        );
-    }
-
-    #[test]
-    fn bad_values_are_refused_at_their_key() {
-        for (toml, key) in [
-            ("messages_secs = -1", "retention.messages_secs"),
-            ("traces_secs = nan", "retention.traces_secs"),
-            ("blobs_secs = 1e300", "retention.blobs_secs"),
-            ("interval_secs = 0", "retention.interval_secs"),
-        ] {
-            let e = ServerConfig::from_toml(&format!("[retention]\n{toml}\n")).unwrap_err();
-            assert!(e.detail.starts_with(key), "{toml}: {}", e.detail);
-        }
-        let unknown = ServerConfig::from_toml("[retention]\nmessages_days = 7\n").unwrap_err();
-        assert!(
-            unknown.detail.contains("messages_days"),
-            "{}",
-            unknown.detail
-        );
-    }
 }

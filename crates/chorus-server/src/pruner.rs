@@ -6,7 +6,7 @@ use std::time::Duration;
 use chorus_bus::{PruneBefore, now_ms};
 use tokio::sync::watch;
 
-use super::{RetentionConfig, cut};
+use crate::retention::{RetentionConfig, cut};
 use crate::state::AppState;
 
 /// What one run of the pruner removed, by kind.
