@@ -129,6 +129,19 @@ pub enum BusError {
 /// Result type of bus operations.
 pub type BusResult<T> = Result<T, BusError>;
 
+/// A publish of `id` with content `found`, when the dedupe record holds `stored`: a duplicate
+/// (`Ok(false)`, nothing stored) when they are the same, else [`BusError::Conflict`].
+pub(crate) fn seen_again(id: &str, stored: ContentDigest, found: ContentDigest) -> BusResult<bool> {
+    if stored == found {
+        return Ok(false);
+    }
+    Err(BusError::Conflict {
+        id: id.to_owned(),
+        stored,
+        found,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,17 +163,4 @@ mod tests {
         );
         assert!(text.contains("dead letter 7"));
     }
-}
-
-/// A publish of `id` with content `found`, when the dedupe record holds `stored`: a duplicate
-/// (`Ok(false)`, nothing stored) when they are the same, else [`BusError::Conflict`].
-pub(crate) fn seen_again(id: &str, stored: ContentDigest, found: ContentDigest) -> BusResult<bool> {
-    if stored == found {
-        return Ok(false);
-    }
-    Err(BusError::Conflict {
-        id: id.to_owned(),
-        stored,
-        found,
-    })
 }
