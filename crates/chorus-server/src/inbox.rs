@@ -6,13 +6,12 @@
 //! the ack deadline.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chorus_bus::Delivery;
 use tokio::sync::Notify;
-use tokio::sync::futures::Notified;
 
 /// Held deliveries of every inbox; event ids are `<server run>-<sequence>`.
 ///
@@ -28,13 +27,16 @@ pub struct Inboxes {
     /// The last sequence number given, across inboxes (so an inbox can be forgotten when empty).
     last_seq: AtomicU64,
     agents: Mutex<HashMap<String, Held>>,
-    /// Woken when a held delivery is settled or handed back, so waiting streams look again.
-    changed: Notify,
+    /// Per inbox, its open streams and what wakes them when one of its held deliveries is
+    /// settled or handed back, so that they look again (other inboxes' streams sleep on).
+    wakers: Mutex<HashMap<String, (usize, Arc<Notify>)>>,
 }
 
 /// One held delivery and the stream it was sent on (none once that stream closed).
 struct Entry {
     delivery: Delivery,
+    /// The trace context it travels in, looked up once when it was first handed out.
+    traceparent: Option<String>,
     since: Instant,
     lease_until: Instant,
     stream: Option<u64>,
@@ -70,7 +72,7 @@ impl Inboxes {
             next_stream: AtomicU64::new(1),
             last_seq: AtomicU64::new(0),
             agents: Mutex::default(),
-            changed: Notify::new(),
+            wakers: Mutex::default(),
         }
     }
 
@@ -86,14 +88,36 @@ impl Inboxes {
         self.ack_waits.get(inbox).copied().unwrap_or(self.ack_wait)
     }
 
-    /// A new stream's number, unique for the server's run.
-    pub fn open_stream(&self) -> u64 {
-        self.next_stream.fetch_add(1, Ordering::Relaxed)
+    /// Opens a stream of `agent`'s inbox: its number, unique for the server's run, and what
+    /// wakes it when a held delivery of the inbox is settled or handed back (create its
+    /// `notified()` before looking). [`Inboxes::release`] closes it.
+    pub fn open_stream(&self, agent: &str) -> (u64, Arc<Notify>) {
+        let mut wakers = self.wakers.lock().expect("inbox wakers lock");
+        let (streams, notify) = wakers.entry(agent.to_owned()).or_default();
+        *streams += 1;
+        (
+            self.next_stream.fetch_add(1, Ordering::Relaxed),
+            notify.clone(),
+        )
     }
 
-    /// Keeps a new delivery for `agent`'s inbox, sent on `stream` (replacing an older delivery
-    /// of the same message); returns its sequence number.
-    pub fn hold(&self, agent: &str, stream: u64, delivery: Delivery) -> u64 {
+    /// Wakes the waiting streams of `agent`'s inbox.
+    fn wake(&self, agent: &str) {
+        let wakers = self.wakers.lock().expect("inbox wakers lock");
+        if let Some((_, notify)) = wakers.get(agent) {
+            notify.notify_waiters();
+        }
+    }
+
+    /// Keeps a new delivery for `agent`'s inbox, sent on `stream` with `traceparent` (replacing
+    /// an older delivery of the same message); returns its sequence number.
+    pub fn hold(
+        &self,
+        agent: &str,
+        stream: u64,
+        delivery: Delivery,
+        traceparent: Option<String>,
+    ) -> u64 {
         let mut agents = self.agents.lock().expect("inboxes lock");
         let held = agents.entry(agent.to_owned()).or_default();
         let now = Instant::now();
@@ -107,6 +131,7 @@ impl Inboxes {
             seq,
             Entry {
                 delivery,
+                traceparent,
                 since: now,
                 lease_until: now + self.ack_wait_of(agent),
                 stream: Some(stream),
@@ -116,8 +141,13 @@ impl Inboxes {
     }
 
     /// Takes for `stream` the first held delivery of `agent` numbered after `after` that no open
-    /// stream holds.
-    pub fn claim_after(&self, agent: &str, stream: u64, after: u64) -> Option<(u64, Delivery)> {
+    /// stream holds: its sequence number, the delivery and its trace context.
+    pub fn claim_after(
+        &self,
+        agent: &str,
+        stream: u64,
+        after: u64,
+    ) -> Option<(u64, Delivery, Option<String>)> {
         let mut agents = self.agents.lock().expect("inboxes lock");
         let held = agents.get_mut(agent)?;
         let now = Instant::now();
@@ -126,7 +156,7 @@ impl Inboxes {
             .range_mut(after + 1..)
             .find(|(_, e)| e.stream.is_none() && e.lease_until > now)?;
         entry.stream = Some(stream);
-        Some((*seq, entry.delivery.clone()))
+        Some((*seq, entry.delivery.clone(), entry.traceparent.clone()))
     }
 
     /// How many deliveries `stream` holds unsettled.
@@ -141,8 +171,18 @@ impl Inboxes {
         })
     }
 
-    /// Hands back what `stream` held and did not settle: other streams of the inbox take it.
+    /// Closes `stream` of `agent`'s inbox and hands back what it held and did not settle:
+    /// other streams of the inbox take it.
     pub fn release(&self, agent: &str, stream: u64) {
+        {
+            let mut wakers = self.wakers.lock().expect("inbox wakers lock");
+            if let Some((streams, _)) = wakers.get_mut(agent) {
+                *streams -= 1;
+                if *streams == 0 {
+                    wakers.remove(agent);
+                }
+            }
+        }
         let mut agents = self.agents.lock().expect("inboxes lock");
         let Some(held) = agents.get_mut(agent) else {
             return;
@@ -160,21 +200,25 @@ impl Inboxes {
         }
         drop(agents);
         if any {
-            self.changed.notify_waiters();
+            self.wake(agent);
         }
     }
 
-    /// A future that completes at the next settle or hand-back; create it before looking.
-    pub fn changed(&self) -> Notified<'_> {
-        self.changed.notified()
-    }
-
-    /// The held delivery of `message_id` for `agent`, and how long it has been held.
-    pub fn get(&self, agent: &str, message_id: &str) -> Option<(Delivery, Duration)> {
+    /// The held delivery of `message_id` for `agent`, how long it has been held and its trace
+    /// context.
+    pub fn get(
+        &self,
+        agent: &str,
+        message_id: &str,
+    ) -> Option<(Delivery, Duration, Option<String>)> {
         let agents = self.agents.lock().expect("inboxes lock");
         let held = agents.get(agent)?;
         let entry = held.by_seq.get(held.seq_of.get(message_id)?)?;
-        Some((entry.delivery.clone(), entry.since.elapsed()))
+        Some((
+            entry.delivery.clone(),
+            entry.since.elapsed(),
+            entry.traceparent.clone(),
+        ))
     }
 
     /// Starts the lease of the held delivery of `message_id` again (after `in-progress`).
@@ -208,7 +252,7 @@ impl Inboxes {
             }
         }
         drop(agents);
-        self.changed.notify_waiters();
+        self.wake(agent);
     }
 
     /// The SSE event id of sequence number `seq`.
@@ -233,6 +277,8 @@ mod tests {
     use chorus_bus::Envelope;
     use std::sync::Arc;
 
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
     fn delivery(id: &str, token: &str) -> Delivery {
         Delivery {
             envelope: Arc::new(Envelope::new(id, vec!["a".into()], vec![])),
@@ -245,17 +291,23 @@ mod tests {
     #[test]
     fn resumes_after_the_last_event_and_replaces_redeliveries() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
-        let first = inboxes.open_stream();
-        let s1 = inboxes.hold("a", first, delivery("m1", "t1"));
-        let s2 = inboxes.hold("a", first, delivery("m2", "t2"));
+        let (first, _) = inboxes.open_stream("a");
+        let s1 = inboxes.hold("a", first, delivery("m1", "t1"), Some(TP.into()));
+        let s2 = inboxes.hold("a", first, delivery("m2", "t2"), None);
         inboxes.release("a", first);
-        let stream = inboxes.open_stream();
-        assert_eq!(inboxes.claim_after("a", stream, 0).unwrap().0, s1);
+        let (stream, _) = inboxes.open_stream("a");
+        let (seq, _, traceparent) = inboxes.claim_after("a", stream, 0).unwrap();
+        assert_eq!(
+            (seq, traceparent.as_deref()),
+            (s1, Some(TP)),
+            "handed back with its trace context"
+        );
         assert_eq!(inboxes.claim_after("a", stream, s1).unwrap().0, s2);
         assert!(inboxes.claim_after("a", stream, s2).is_none());
-        let s3 = inboxes.hold("a", stream, delivery("m1", "t3"));
+        let s3 = inboxes.hold("a", stream, delivery("m1", "t3"), None);
         assert_eq!(inboxes.in_flight("a", stream), 2);
-        assert_eq!(inboxes.get("a", "m1").unwrap().0.token, "t3");
+        let (d, _, traceparent) = inboxes.get("a", "m1").unwrap();
+        assert_eq!((d.token.as_str(), traceparent), ("t3", None));
         inboxes.settle("a", &delivery("m1", "t1"));
         assert!(
             inboxes.get("a", "m1").is_some(),
@@ -271,8 +323,8 @@ mod tests {
     #[test]
     fn a_held_delivery_belongs_to_one_stream_until_that_stream_closes() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
-        let (a, b) = (inboxes.open_stream(), inboxes.open_stream());
-        inboxes.hold("pool", a, delivery("m1", "t1"));
+        let (a, b) = (inboxes.open_stream("pool").0, inboxes.open_stream("pool").0);
+        inboxes.hold("pool", a, delivery("m1", "t1"), None);
         assert!(
             inboxes.claim_after("pool", b, 0).is_none(),
             "held by a, not offered to b"
@@ -280,12 +332,39 @@ mod tests {
         assert_eq!(inboxes.in_flight("pool", a), 1);
         assert_eq!(inboxes.in_flight("pool", b), 0);
         inboxes.release("pool", a);
-        let (_, d) = inboxes.claim_after("pool", b, 0).expect("handed back to b");
+        let (_, d, _) = inboxes.claim_after("pool", b, 0).expect("handed back to b");
         assert_eq!(d.envelope.id, "m1");
         assert!(
             inboxes.claim_after("pool", a, 0).is_none(),
             "b holds it now"
         );
         assert_eq!(inboxes.in_flight("pool", b), 1);
+    }
+
+    #[tokio::test]
+    async fn a_settle_wakes_the_streams_of_its_own_inbox_only() {
+        let inboxes = Inboxes::new(Duration::from_secs(30));
+        let (a, wakes_a) = inboxes.open_stream("a");
+        let (_, wakes_b) = inboxes.open_stream("b");
+        inboxes.hold("a", a, delivery("m1", "t1"), None);
+        let (woken_a, woken_b) = (wakes_a.notified(), wakes_b.notified());
+        tokio::pin!(woken_a, woken_b);
+        woken_a.as_mut().enable();
+        woken_b.as_mut().enable();
+        inboxes.settle("a", &delivery("m1", "t1"));
+        let wait = Duration::from_millis(50);
+        assert!(
+            tokio::time::timeout(wait, woken_a).await.is_ok(),
+            "a is woken"
+        );
+        assert!(
+            tokio::time::timeout(wait, woken_b).await.is_err(),
+            "b sleeps on"
+        );
+        inboxes.release("a", a);
+        assert!(
+            inboxes.wakers.lock().unwrap().get("a").is_none(),
+            "forgotten with its last stream"
+        );
     }
 }

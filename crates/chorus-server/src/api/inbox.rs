@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -13,6 +14,7 @@ use chorus_bus::Delivery;
 use futures::{Stream, StreamExt, stream};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::Notify;
 use utoipa::{IntoParams, IntoResponses, ToSchema};
 
 use crate::api::document;
@@ -82,11 +84,13 @@ struct Reader {
     app: AppState,
     agent: String,
     stream: u64,
+    /// Wakes the stream when a held delivery of its inbox is settled or handed back.
+    changed: Arc<Notify>,
     /// Held deliveries numbered up to this were seen before a reconnection (`Last-Event-ID`).
     skip: u64,
     max_in_flight: usize,
-    /// Deliveries taken for this stream and not yet sent.
-    pending: VecDeque<(u64, Delivery)>,
+    /// Deliveries taken for this stream and not yet sent, with their trace contexts.
+    pending: VecDeque<(u64, Delivery, Option<String>)>,
 }
 
 impl Drop for Reader {
@@ -100,12 +104,11 @@ impl Reader {
     /// waiting while the stream holds `max_in_flight`; an error event ends the stream.
     async fn next(&mut self) -> Result<Event, Event> {
         loop {
-            if let Some((seq, d)) = self.pending.pop_front() {
-                let traceparent = telemetry::of_delivery(&self.app.traces, &d).await;
+            if let Some((seq, d, traceparent)) = self.pending.pop_front() {
                 return Ok(event(&self.app, seq, &d, traceparent));
             }
             let app = self.app.clone();
-            let changed = app.inboxes.changed();
+            let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
             let held = app.inboxes.in_flight(&self.agent, self.stream);
@@ -134,9 +137,9 @@ impl Reader {
                 }
                 continue;
             }
-            for d in deliveries {
+            let traces = telemetry::of_deliveries(&app.traces, &deliveries).await;
+            for (d, tp) in deliveries.into_iter().zip(traces) {
                 app.metrics.delivered.inc();
-                let tp = telemetry::of_delivery(&app.traces, &d).await;
                 let span =
                     telemetry::span_for("deliver", "receive", &self.agent, &d, tp.as_deref());
                 tracing::info!(
@@ -147,8 +150,10 @@ impl Reader {
                     correlation_id = %d.envelope.correlation_id.as_deref().unwrap_or("-"),
                     "delivered"
                 );
-                let seq = app.inboxes.hold(&self.agent, self.stream, d.clone());
-                self.pending.push_back((seq, d));
+                let seq = app
+                    .inboxes
+                    .hold(&self.agent, self.stream, d.clone(), tp.clone());
+                self.pending.push_back((seq, d, tp));
             }
         }
     }
@@ -163,11 +168,12 @@ fn events(
     max_in_flight: usize,
 ) -> impl Stream<Item = Event> {
     let stopped = app.stopped();
-    let stream = app.inboxes.open_stream();
+    let (stream, changed) = app.inboxes.open_stream(&agent);
     let reader = Reader {
         app,
         agent,
         stream,
+        changed,
         skip,
         max_in_flight,
         pending: VecDeque::new(),
@@ -402,7 +408,7 @@ pub async fn settle(
 }
 
 /// Settles (or extends) the held delivery of `message_id` in `agent`'s inbox.
-async fn settle_as(
+pub(crate) async fn settle_as(
     app: AppState,
     caller: Caller,
     Delivered { agent, message_id }: Delivered,
@@ -416,7 +422,7 @@ async fn settle_as(
     if let Caller::Agent(me) = &caller {
         app.settle_rate.check(me)?;
     }
-    let (d, held_for) = app.inboxes.get(&agent, &message_id).ok_or_else(|| {
+    let (d, held_for, tp) = app.inboxes.get(&agent, &message_id).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "not_held",
@@ -455,7 +461,6 @@ async fn settle_as(
         }
     }
     app.inboxes.settle(&agent, &d);
-    let tp = telemetry::of_delivery(&app.traces, &d).await;
     let span = telemetry::span_for("settle", action.name(), &agent, &d, tp.as_deref());
     tracing::info!(parent: &span, %agent, %message_id, action = ?action, "settled");
     Ok(StatusCode::NO_CONTENT)

@@ -122,9 +122,30 @@ pub fn outgoing(span: &Span, incoming: Option<String>) -> Option<String> {
     incoming
 }
 
-/// The trace context of delivery `d` (see [`of_stored`]).
-pub async fn of_delivery(traces: &Traces, d: &Delivery) -> Option<String> {
-    of_stored(traces, &d.envelope.id, &d.envelope.bytes).await
+/// The trace contexts of `deliveries`, in their order (see [`of_stored`]): those kept in
+/// `traces` are looked up together.
+pub async fn of_deliveries(traces: &Traces, deliveries: &[Delivery]) -> Vec<Option<String>> {
+    let mut found: Vec<Option<String>> = deliveries
+        .iter()
+        .map(|d| traceparent_in(&d.envelope.bytes))
+        .collect();
+    let missing: Vec<usize> = (0..found.len()).filter(|&i| found[i].is_none()).collect();
+    if missing.is_empty() {
+        return found;
+    }
+    let ids = missing
+        .iter()
+        .map(|&i| deliveries[i].envelope.id.clone())
+        .collect();
+    match traces.of_messages(ids).await {
+        Ok(kept) => {
+            for (i, tp) in missing.into_iter().zip(kept) {
+                found[i] = tp;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "trace contexts of deliveries not read"),
+    }
+    found
 }
 
 /// The trace context of stored message `id`: the `traceparent` in its metadata (`bytes`), else

@@ -29,6 +29,8 @@ const TIMES: &str = "CREATE INDEX IF NOT EXISTS trace_contexts_by_time ON trace_
 /// A kept trace context and when it was kept (Unix milliseconds).
 type Kept = (String, i64);
 
+const BY_MESSAGE: &str = "SELECT traceparent FROM trace_contexts WHERE message_id = ?1";
+
 #[derive(Default)]
 struct Memory {
     by_message: HashMap<String, Kept>,
@@ -95,10 +97,10 @@ impl Traces {
                     traceparent.to_owned(),
                 );
                 run(conn, move |c| {
-                    c.execute(
+                    c.prepare_cached(
                         "INSERT OR REPLACE INTO trace_contexts (message_id, correlation_id, traceparent, at_ms) VALUES (?1, ?2, ?3, ?4)",
-                        params![id, corr, tp, now_ms()],
-                    )
+                    )?
+                    .execute(params![id, corr, tp, now_ms()])
                     .map(drop)
                 })
                 .await
@@ -109,6 +111,32 @@ impl Traces {
     /// The `traceparent` kept for `message_id`.
     pub async fn of_message(&self, message_id: &str) -> Result<Option<String>, String> {
         self.lookup(message_id, false).await
+    }
+
+    /// The `traceparent` kept for each of `message_ids`, in their order, looked up together.
+    pub async fn of_messages(
+        &self,
+        message_ids: Vec<String>,
+    ) -> Result<Vec<Option<String>>, String> {
+        match &self.inner {
+            Inner::Memory(m) => {
+                let m = m.lock().map_err(|_| "the trace map's lock was poisoned")?;
+                Ok(message_ids
+                    .iter()
+                    .map(|id| m.by_message.get(id).map(|(tp, _)| tp.clone()))
+                    .collect())
+            }
+            Inner::Sqlite(conn) => {
+                run(conn, move |c| {
+                    let mut select = c.prepare_cached(BY_MESSAGE)?;
+                    message_ids
+                        .iter()
+                        .map(|id| select.query_row([id], |row| row.get(0)).optional())
+                        .collect()
+                })
+                .await
+            }
+        }
     }
 
     /// The `traceparent` of the latest message kept under `correlation_id`.
@@ -131,11 +159,14 @@ impl Traces {
                 let sql = if correlation {
                     "SELECT traceparent FROM trace_contexts WHERE correlation_id = ?1 ORDER BY seq DESC LIMIT 1"
                 } else {
-                    "SELECT traceparent FROM trace_contexts WHERE message_id = ?1"
+                    BY_MESSAGE
                 };
                 let key = key.to_owned();
+                // Through the statement cache: every delivery and settle looks its message up.
                 run(conn, move |c| {
-                    c.query_row(sql, [key], |row| row.get(0)).optional()
+                    c.prepare_cached(sql)?
+                        .query_row([key], |row| row.get(0))
+                        .optional()
                 })
                 .await
             }
@@ -223,6 +254,12 @@ mod tests {
             "the latest message's trace"
         );
         assert_eq!(t.of_message("h3").await.unwrap(), None);
+        assert_eq!(
+            t.of_messages(vec!["h2".into(), "h3".into(), "h1".into()])
+                .await
+                .unwrap(),
+            [Some(B.to_owned()), None, Some(A.to_owned())]
+        );
         assert_eq!(t.of_correlation("task-2").await.unwrap(), None);
     }
 
