@@ -80,6 +80,9 @@ fn kind_of(path: &str, status: u16) -> Option<&'static str> {
     if path == "/v1/messages" {
         return (status == 201).then_some("published");
     }
+    if path == "/v1/messages/batch" {
+        return Some("published");
+    }
     Some(if path.starts_with("/v1/confirmations") {
         "confirmation"
     } else if path.ends_with("/ack") {
@@ -207,7 +210,9 @@ mod tests {
             None,
             "the dead letter watch tells"
         );
+        assert_eq!(kind_of("/v1/messages/batch", 200), Some("published"));
         assert_eq!(kind_of("/v1/agents/bob/inbox/m1/ack", 204), Some("acked"));
+        assert_eq!(kind_of("/v1/agents/bob/inbox/ack", 200), Some("acked"));
         assert_eq!(kind_of("/v1/agents/bob/inbox/m1/nack", 204), Some("nacked"));
         assert_eq!(kind_of("/v1/agents/bob/inbox/m1/ack", 403), None);
         assert_eq!(kind_of("/v1/dead-letters/d1/replay", 200), Some("replayed"));

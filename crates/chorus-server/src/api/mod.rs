@@ -1,6 +1,7 @@
 //! The HTTP routes and the OpenAPI document generated from them.
 
 pub mod admin;
+pub mod batch;
 mod bodies;
 pub mod catalog;
 pub mod confirmations;
@@ -111,9 +112,11 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let limit = state.max_body_bytes;
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(publish::publish))
+        .routes(routes!(batch::publish_batch))
         .routes(routes!(inbox::inbox))
         .routes(routes!(peek::inbox_messages))
         .routes(routes!(inbox::ack))
+        .routes(routes!(batch::ack_batch))
         .routes(routes!(inbox::nack))
         .routes(routes!(inbox::in_progress))
         .routes(routes!(admin::dead_letters))

@@ -177,17 +177,34 @@ pub async fn publish(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
+    let agent = publisher(caller)?;
+    publish_body(&app, &agent, traceparent(&headers), body).await
+}
+
+/// The agent a publish is sent as (the admin token cannot publish).
+pub(crate) fn publisher(caller: Caller) -> Result<String, ApiError> {
     let Caller::Agent(agent) = caller else {
         return Err(ApiError::forbidden(
             "the admin token cannot publish; publish with the sending agent's token",
         ));
     };
-    let incoming = traceparent(&headers);
+    Ok(agent)
+}
+
+/// Publishes one document as `agent` (a request's body, or an item of a batch, with the
+/// caller's `traceparent` header as `incoming`): the rate check, the checks and the store,
+/// under a span of its own.
+pub(crate) async fn publish_body(
+    app: &AppState,
+    agent: &str,
+    incoming: Option<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
     let started = std::time::Instant::now();
     let read = app
         .rate
-        .check(&agent)
-        .and_then(|()| read_document(&app, body));
+        .check(agent)
+        .and_then(|()| read_document(app, body));
     let carried = match &read {
         Ok((_, document)) => telemetry::joined(&app.traces, incoming.clone(), document).await,
         Err(_) => None,
@@ -207,7 +224,7 @@ pub async fn publish(
         task_id = field::Empty,
     );
     telemetry::link(&span, carried.as_deref());
-    let result = store(&app, &agent, read, carried, started)
+    let result = store(app, agent, read, carried, started)
         .instrument(span.clone())
         .await;
     match &result {
@@ -409,6 +426,17 @@ fn record_keys(document: &Value) {
             span.record(name, field::display(v));
         }
     }
+}
+
+/// The message id `document` names, when it is a safe id: how a refused item of a batch is
+/// answered.
+pub(crate) fn named_id(document: &Value) -> Option<String> {
+    let at = pointers(detect_kind(document).unwrap_or(Kind::Handoff));
+    document
+        .pointer(at.id)
+        .and_then(Value::as_str)
+        .filter(|v| id_problem(v).is_none())
+        .map(str::to_owned)
 }
 
 /// A body that could not be read: too large (413) or cut short (400).
