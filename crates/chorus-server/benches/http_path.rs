@@ -1,0 +1,200 @@
+//! The HTTP path end to end (issue 19): 64 publishers POST 1 KiB chorus messages to a server on
+//! 127.0.0.1 over a fresh SQLite store (validation on, as served), 8 agents read their inbox
+//! streams and acknowledge over HTTP; beside it, in the same run, the SQLite bus alone doing the
+//! same work through the `Bus` API (the floor; run again just before each run of the headline
+//! row, so that each pair sees the same load on a shared machine). Prints medians, percentiles
+//! and the ratios to the paired floor.
+//!
+//! `cargo bench -p chorus-server --bench http_path` (about a minute; `CHORUS_BENCH_MESSAGES`
+//! sets the messages per run, 5,000 unless set; `CHORUS_BENCH_WORKERS` the tokio workers that
+//! the server, the clients and the bus share, 4 unless set).
+
+#[path = "http_path/floor.rs"]
+mod floor;
+#[path = "http_path/load.rs"]
+mod load;
+#[path = "http_path/reader.rs"]
+mod reader;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use load::{Ack, Plan, Publish, Report};
+
+type Results = Arc<Mutex<BTreeMap<&'static str, Vec<Report>>>>;
+
+/// The rows, in the order they run; the paced row runs at half the headline's median rate.
+const FLOOR: &str = "bus alone (floor)";
+const HEADLINE: &str = "http, batch acks";
+/// The floor run just before each headline run.
+const PAIRED: &str = "bus alone, paired";
+const PACED: &str = "http, half rate";
+
+fn runtime() -> tokio::runtime::Runtime {
+    // As the bus bench: more workers than the 2 cores, so that a task waiting on the writer
+    // thread does not hold the others back.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(env("CHORUS_BENCH_WORKERS", 4))
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// The number in the environment variable `name`, else `default`.
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn messages() -> usize {
+    env("CHORUS_BENCH_MESSAGES", 5_000)
+}
+
+fn row(c: &mut Criterion, rt: &tokio::runtime::Runtime, results: &Results, label: &'static str) {
+    let n = messages();
+    let mut group = c.benchmark_group("http_path");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_secs(1));
+    group.throughput(Throughput::Elements(n as u64));
+    group.bench_function(label, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                if label == HEADLINE {
+                    // The floor again just before, so that each pair sees the same load.
+                    let paired = rt.block_on(floor::bus_run(n));
+                    results
+                        .lock()
+                        .unwrap()
+                        .entry(PAIRED)
+                        .or_default()
+                        .push(paired);
+                }
+                let report = match label {
+                    FLOOR => rt.block_on(floor::bus_run(n)),
+                    _ => {
+                        let plan = plan(label, results);
+                        rt.block_on(load::http_run(&plan, n))
+                    }
+                };
+                total += report.flow;
+                results
+                    .lock()
+                    .unwrap()
+                    .entry(label)
+                    .or_default()
+                    .push(report);
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+/// How a row publishes and acknowledges.
+fn plan(label: &str, results: &Results) -> Plan {
+    let headline = Plan {
+        publish: Publish::Single,
+        ack: Ack::Batch,
+        pace: None,
+    };
+    match label {
+        "http, single acks" => Plan {
+            ack: Ack::Single,
+            ..headline
+        },
+        "http, batch publish (16)" => Plan {
+            publish: Publish::Batch(16),
+            ..headline
+        },
+        PACED => {
+            let rate = median(results, HEADLINE, |r| r.msgs_per_s).unwrap_or(1000.0);
+            Plan {
+                pace: Some(rate / 2.0),
+                ..headline
+            }
+        }
+        _ => headline,
+    }
+}
+
+fn median(results: &Results, label: &str, f: impl Fn(&Report) -> f64) -> Option<f64> {
+    let results = results.lock().unwrap();
+    let mut v: Vec<f64> = results.get(label)?.iter().map(f).collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// The median ratio of each headline run to the floor run just before it.
+fn paired_ratio(results: &Results) -> Option<f64> {
+    let results = results.lock().unwrap();
+    let pairs = results.get(HEADLINE)?.iter().zip(results.get(PAIRED)?);
+    let mut ratios: Vec<f64> = pairs.map(|(h, f)| h.msgs_per_s / f.msgs_per_s).collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied()
+}
+
+fn summary(results: &Results) {
+    let floor = median(results, PAIRED, |r| r.msgs_per_s)
+        .or_else(|| median(results, FLOOR, |r| r.msgs_per_s));
+    println!(
+        "\n{} messages per run, {} publishers, {} agents; medians over the runs (warm-up included):",
+        messages(),
+        load::PUBLISHERS,
+        load::AGENTS
+    );
+    println!(
+        "{:<26} {:>10} {:>7} {:>22} {:>22} {:>22}",
+        "", "msgs/s", "floor", "publish p50/p99 ms", "deliver p50/p99 ms", "ack p50/p99 ms"
+    );
+    let labels: Vec<&'static str> = results.lock().unwrap().keys().copied().collect();
+    for label in labels {
+        let m = |f: fn(&Report) -> f64| median(results, label, f).unwrap_or(f64::NAN);
+        let rate = m(|r| r.msgs_per_s);
+        let ratio = floor.map_or(f64::NAN, |f| rate / f);
+        println!(
+            "{label:<26} {rate:>10.0} {ratio:>6.2}x {:>10.2} / {:>9.2} {:>10.2} / {:>9.2} {:>10.2} / {:>9.2}",
+            m(|r| r.publish.0),
+            m(|r| r.publish.1),
+            m(|r| r.deliver.0),
+            m(|r| r.deliver.1),
+            m(|r| r.ack.0),
+            m(|r| r.ack.1),
+        );
+    }
+    if let Some(ratio) = paired_ratio(results) {
+        println!(
+            "\nend to end / floor: {ratio:.2}, the median of the ratios of each headline run to the floor run just before it (bar: at least 0.50)",
+        );
+    }
+    if let Some(p99) = median(results, PACED, |r| r.publish.1) {
+        let asked = median(results, PACED, |r| r.paced_at).unwrap_or(f64::NAN);
+        println!(
+            "publish p99 at {asked:.0} msgs/s (half the headline): {p99:.2} ms (bar: under 50 ms)"
+        );
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let rt = runtime();
+    let results: Results = Arc::default();
+    for label in [
+        FLOOR,
+        HEADLINE,
+        "http, batch publish (16)",
+        "http, single acks",
+        PACED,
+    ] {
+        row(&mut c, &rt, &results, label);
+    }
+    c.final_summary();
+    summary(&results);
+}
