@@ -7,7 +7,7 @@ use std::time::Duration;
 use chorus_agent::model::{
     EndpointConfig, HarmonyClient, ModelClient, ModelRequest, PromptForm, StreamEvent,
 };
-use chorus_core::{FunctionDefinition, Message, Role, ToolCall, ToolDefinition};
+use chorus_core::{FunctionDefinition, Message, Nullable, Role, ToolCall, ToolDefinition};
 use chorus_harmony::{encoding, tokens};
 use serde_json::{Value, json};
 use support::fake_openai::{FakeOpenAi, Reply, completion};
@@ -145,8 +145,8 @@ async fn a_final_answer_missing_its_return_token_is_read_leniently() {
     let mut request = request();
     let call = ToolCall::function("call_1", "get_weather", &json!({"city": "Paris"}));
     let mut assistant = Message::new(Role::Assistant, "");
-    assistant.content = None;
-    assistant.tool_calls = Some(Some(vec![call]));
+    assistant.content = Nullable::Absent;
+    assistant.tool_calls = Nullable::Value(vec![call]);
     let mut result = Message::new(Role::Tool, "{\"sky\":\"sunny\"}");
     result.tool_call_id = Some("call_1".into());
     request.messages.extend([assistant, result]);

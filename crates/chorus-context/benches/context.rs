@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use chorus_context::TokenCounter;
 use chorus_context::count::{BpeEncoding, TextTokenizer};
 use chorus_context::trim::History;
-use chorus_core::{ContentPart, Message, Role, ToolCall};
+use chorus_core::{ContentPart, Message, Nullable, Role, ToolCall};
 use criterion::{BatchSize, Criterion};
 use serde_json::json;
 
@@ -130,11 +130,11 @@ fn history_messages(n: usize) -> Vec<Message> {
             id += 1;
             let mut call = Message::new(Role::Assistant, "");
             let call_id = format!("call_{id}");
-            call.tool_calls = Some(Some(vec![ToolCall::function(
+            call.tool_calls = Nullable::Value(vec![ToolCall::function(
                 &call_id,
                 "search",
                 &json!({"q": words}),
-            )]));
+            )]);
             out.push(call);
             let mut result = Message::new(Role::Tool, rng.pick(&JSON));
             result.tool_call_id = Some(call_id);

@@ -3,7 +3,7 @@
 use chorus_context::ContextError;
 use chorus_context::TokenCounter;
 use chorus_context::trim::{History, trim_chorus};
-use chorus_core::{ContentPart, Conversation, Message, Role, ToolCall, ToolDefinition};
+use chorus_core::{ContentPart, Conversation, Message, Nullable, Role, ToolCall, ToolDefinition};
 use chorus_harmony::chorus_map::to_harmony;
 use chorus_harmony::{RenderOptions, SystemContent, render};
 use serde_json::json;
@@ -37,11 +37,11 @@ fn agent_conversation() -> Conversation {
             .unwrap(),
         ],
     );
-    thinking.tool_calls = Some(Some(vec![ToolCall::function(
+    thinking.tool_calls = Nullable::Value(vec![ToolCall::function(
         "call_1",
         "get_weather",
         &json!({"city": "Paris", "unit": "celsius"}),
-    )]));
+    )]);
     let mut result = Message::new(Role::Tool, r#"{"temp": 21, "sky": "clear"}"#);
     result.tool_call_id = Some("call_1".into());
     Conversation {
@@ -150,7 +150,7 @@ fn trimming_for_gpt_oss_fits_the_rendered_total() {
     for turn in 0..6 {
         for m in &base.messages[1..] {
             let mut m = m.clone();
-            if let Some(Some(calls)) = m.tool_calls.as_mut() {
+            if let Some(calls) = m.tool_calls.value_mut() {
                 calls[0].id = format!("call_{turn}");
             }
             if m.tool_call_id.is_some() {

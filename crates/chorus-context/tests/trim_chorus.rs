@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use chorus_context::trim::{History, trim_chorus};
 use chorus_context::{ContextError, TokenCounter};
-use chorus_core::{Content, ContentPart, Message, Role, ToolCall};
+use chorus_core::{Content, ContentPart, Message, Nullable, Role, ToolCall};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -28,12 +28,12 @@ fn image(id: &str, text: &str) -> Message {
 
 fn call(id: &str, call_ids: &[&str]) -> Message {
     let mut m = msg(Role::Assistant, id, "");
-    m.tool_calls = Some(Some(
+    m.tool_calls = Nullable::Value(
         call_ids
             .iter()
             .map(|c| ToolCall::function(*c, "lookup", &json!({"q": c})))
             .collect(),
-    ));
+    );
     m
 }
 

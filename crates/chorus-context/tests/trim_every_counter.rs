@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chorus_context::trim::trim_chorus;
 use chorus_context::{ContextError, TokenCounter};
-use chorus_core::{Content, ContentPart, Message, Role, ToolCall, ToolDefinition};
+use chorus_core::{Content, ContentPart, Message, Nullable, Role, ToolCall, ToolDefinition};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -57,11 +57,11 @@ fn calls(next: &mut usize, sizes: &[usize]) -> Vec<Message> {
         })
         .collect();
     let mut call = Message::new(Role::Assistant, "");
-    call.tool_calls = Some(Some(
+    call.tool_calls = Nullable::Value(
         ids.iter()
             .map(|id| ToolCall::function(id.as_str(), "lookup", &json!({"q": id})))
             .collect(),
-    ));
+    );
     let mut out = vec![call];
     for (id, size) in ids.iter().zip(sizes) {
         let mut result = text(Role::Tool, *size);

@@ -22,6 +22,7 @@ pub use handoff::{HandoffMessage, HandoffPacket, HandoffType, Priority};
 pub use media::{Detail, FileRef, ImageUrl, InputAudio, VideoMetadata};
 pub use message::{Content, CreatedAt, Message, Role};
 pub use metadata::{Latency, Metadata, SafetyCheck, TokenUsage};
+pub use nullable::Nullable;
 pub use parts::{AudioPart, ContentPart, DataPart, FilePart, ImagePart, ReasoningPart, TextPart};
 pub use schema::Kind;
 pub use tool::{FunctionCall, FunctionDefinition, ToolCall, ToolDefinition, ToolOutcome};

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::metadata::Metadata;
+use crate::nullable::Nullable;
 use crate::parts::ContentPart;
 use crate::tool::{ToolCall, ToolOutcome};
 
@@ -82,21 +83,11 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<CreatedAt>,
     /// The content; `null` and absent are kept apart.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable"
-    )]
-    #[schemars(schema_with = "crate::nullable::schema::<Content>")]
-    pub content: Option<Option<Content>>,
+    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
+    pub content: Nullable<Content>,
     /// Calls the assistant asks for; `null` (as SDKs write it) and absent are kept apart.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable"
-    )]
-    #[schemars(schema_with = "crate::nullable::schema::<Vec<ToolCall>>")]
-    pub tool_calls: Option<Option<Vec<ToolCall>>>,
+    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
+    pub tool_calls: Nullable<Vec<ToolCall>>,
     /// The call a tool message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
@@ -122,8 +113,8 @@ impl Message {
             role,
             name: None,
             created_at: None,
-            content: Some(Some(Content::Text(text.into()))),
-            tool_calls: None,
+            content: Nullable::Value(Content::Text(text.into())),
+            tool_calls: Nullable::Absent,
             tool_call_id: None,
             channel: None,
             recipient: None,
@@ -135,7 +126,7 @@ impl Message {
     /// A message with `role` and a list of parts.
     pub fn with_parts(role: Role, parts: Vec<ContentPart>) -> Self {
         Message {
-            content: Some(Some(Content::Parts(parts))),
+            content: Nullable::Value(Content::Parts(parts)),
             ..Message::new(role, "")
         }
     }
@@ -151,7 +142,7 @@ impl Message {
 
     /// The content, if any (absent and `null` both give `None`).
     pub fn content(&self) -> Option<&Content> {
-        self.content.as_ref().and_then(Option::as_ref)
+        self.content.value()
     }
 
     /// All text of the content joined, with parts that are not text left out.
@@ -170,9 +161,6 @@ impl Message {
 
     /// The tool calls, empty when there are none.
     pub fn calls(&self) -> &[ToolCall] {
-        self.tool_calls
-            .as_ref()
-            .and_then(Option::as_deref)
-            .unwrap_or_default()
+        self.tool_calls.value().map_or(&[], Vec::as_slice)
     }
 }

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use chorus_core::{Content, ContentPart, Conversation};
+use chorus_core::{Content, ContentPart, Conversation, Nullable};
 use chorus_formats::{EncodeOptions, Format, Loss, NamePolicy, is_paired};
 use serde_json::{Value, json};
 
@@ -85,10 +85,10 @@ fn as_input(format: Format, golden: &Value) -> String {
 fn normalized(conversation: &Conversation) -> Conversation {
     let mut out = conversation.clone();
     for m in &mut out.messages {
-        if let Some(Some(Content::Text(text))) = &m.content {
-            m.content = Some(Some(Content::Parts(vec![ContentPart::text(text.clone())])));
+        if let Nullable::Value(Content::Text(text)) = &m.content {
+            m.content = Nullable::Value(Content::Parts(vec![ContentPart::text(text.clone())]));
         }
-        if let Some(Some(calls)) = &mut m.tool_calls {
+        if let Nullable::Value(calls) = &mut m.tool_calls {
             for call in calls.iter_mut() {
                 call.kind.get_or_insert_with(|| "function".into());
             }

@@ -1,7 +1,7 @@
 //! chorus → X → chorus for every format X: when the encoder reports no loss the conversation
 //! comes back unchanged, tool pairing always survives, and the encoder output always decodes.
 
-use chorus_core::{Content, ContentPart, Conversation, Message, Role, ToolCall};
+use chorus_core::{Content, ContentPart, Conversation, Message, Nullable, Role, ToolCall};
 use chorus_formats::{EncodeOptions, Format, Loss, Policy, is_paired};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -128,10 +128,10 @@ fn conversation() -> impl Strategy<Value = Conversation> {
 fn normalized(conversation: &Conversation) -> Conversation {
     let mut out = conversation.clone();
     for m in &mut out.messages {
-        if let Some(Some(Content::Text(text))) = &m.content {
-            m.content = Some(Some(Content::Parts(vec![ContentPart::text(text.clone())])));
+        if let Nullable::Value(Content::Text(text)) = &m.content {
+            m.content = Nullable::Value(Content::Parts(vec![ContentPart::text(text.clone())]));
         }
-        if let Some(Some(calls)) = &mut m.tool_calls {
+        if let Nullable::Value(calls) = &mut m.tool_calls {
             for call in calls.iter_mut() {
                 call.kind.get_or_insert_with(|| "function".into());
             }
@@ -380,6 +380,6 @@ fn the_generator_produces_loss_free_cases_for_every_format() {
 #[test]
 fn role_and_call_helpers_agree() {
     let mut m = Message::new(Role::Assistant, "x");
-    m.tool_calls = Some(Some(vec![ToolCall::function("a", "f", &json!({}))]));
+    m.tool_calls = Nullable::Value(vec![ToolCall::function("a", "f", &json!({}))]);
     assert!(!is_paired(&[m]));
 }

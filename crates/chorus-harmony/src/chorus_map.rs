@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 
 use chorus_core::{
-    ContentPart, FunctionCall, FunctionDefinition, ReasoningPart, TextPart, ToolCall,
+    ContentPart, FunctionCall, FunctionDefinition, Nullable, ReasoningPart, TextPart, ToolCall,
     ToolDefinition,
 };
 use serde_json::Map;
@@ -333,11 +333,7 @@ fn assistant_from_harmony(
             },
             extra: Map::new(),
         };
-        current
-            .tool_calls
-            .get_or_insert(Some(Vec::new()))
-            .get_or_insert_with(Vec::new)
-            .push(call);
+        current.tool_calls.get_or_insert_with(Vec::new).push(call);
         return false;
     }
     let part = if message.channel.as_deref() == Some("analysis") {
@@ -353,7 +349,7 @@ fn assistant_from_harmony(
             extra: Map::new(),
         })
     };
-    if let Some(Some(chorus_core::Content::Parts(parts))) = &mut current.content {
+    if let Nullable::Value(chorus_core::Content::Parts(parts)) = &mut current.content {
         parts.push(part);
     }
     message.channel.as_deref() == Some("final")

@@ -1,7 +1,7 @@
 //! chorus → Harmony → chorus keeps every call/result pairing, parallel calls included, and the
 //! Harmony side renders as the format expects.
 
-use chorus_core::{ContentPart, ReasoningPart, TextPart, ToolCall};
+use chorus_core::{ContentPart, Nullable, ReasoningPart, TextPart, ToolCall};
 use chorus_harmony::chorus_map::{from_harmony, to_harmony};
 use chorus_harmony::{RenderOptions, SystemContent, encoding, render};
 use serde_json::{Map, json};
@@ -20,7 +20,7 @@ fn assistant(reasoning: &str, text: &str, calls: Vec<ToolCall>) -> chorus_core::
         }),
     ];
     let mut message = chorus_core::Message::with_parts(chorus_core::Role::Assistant, parts);
-    message.tool_calls = Some(Some(calls));
+    message.tool_calls = Nullable::Value(calls);
     message
 }
 

@@ -10,7 +10,7 @@ use chorus_context::TokenCounter;
 use chorus_context::data::assemble;
 use chorus_context::trim::trim_chorus;
 use chorus_core::message::channel;
-use chorus_core::{ContentPart, DataPart, Message, Role, ToolCall, ToolDefinition};
+use chorus_core::{ContentPart, DataPart, Message, Nullable, Role, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
 use super::packet::new_message_id;
@@ -220,8 +220,8 @@ impl LlmAgent {
                 .invoke(&self.config.name, &call, Some(task_id))
                 .await;
             let mut assistant = Message::new(Role::Assistant, "");
-            assistant.content = None;
-            assistant.tool_calls = Some(Some(vec![call.clone()]));
+            assistant.content = Nullable::Absent;
+            assistant.tool_calls = Nullable::Value(vec![call.clone()]);
             history.push(assistant);
             history.push(output.to_message(&call.id, &call.function.name));
         }

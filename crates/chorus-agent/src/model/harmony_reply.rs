@@ -152,7 +152,7 @@ impl<'a> ReplyReader<'a> {
         let mut calls = false;
         for (message, channel) in messages.iter_mut().zip(channels) {
             message.channel = channel;
-            if let Some(Some(list)) = message.tool_calls.as_mut() {
+            if let Some(list) = message.tool_calls.value_mut() {
                 calls |= !list.is_empty();
                 for call in list {
                     call.id = ids.next().unwrap_or_else(new_call_id);

@@ -53,7 +53,7 @@ pub(crate) fn stamp(messages: &mut [Message], measured: Measured, config: &Endpo
 /// Gives every tool call an id (some servers send none); ids are unique per process.
 pub(crate) fn ensure_call_ids(messages: &mut [Message]) {
     for message in messages {
-        let Some(Some(calls)) = message.tool_calls.as_mut() else {
+        let Some(calls) = message.tool_calls.value_mut() else {
             continue;
         };
         for call in calls.iter_mut().filter(|c| c.id.is_empty()) {

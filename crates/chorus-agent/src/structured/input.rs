@@ -2,7 +2,7 @@
 //! function, and runs a batch in parallel with one `_instance` per input.
 
 use chorus_context::data::{current, deep_merge};
-use chorus_core::{Content, ContentPart, DataPart, Message, Role};
+use chorus_core::{Content, ContentPart, DataPart, Message, Nullable, Role};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -35,7 +35,7 @@ pub(crate) fn replace_parts(messages: &[Message], kind: &str, part: DataPart) ->
         }
         if !kept.is_empty() || !message.calls().is_empty() {
             let mut changed = message.clone();
-            changed.content = Some(Some(Content::Parts(kept)));
+            changed.content = Nullable::Value(Content::Parts(kept));
             out.push(changed);
         }
     }
@@ -119,7 +119,7 @@ impl StructuredRequest {
 /// own memory.
 fn tag_state(messages: &mut [Message], instance: &Value) {
     for message in messages {
-        let Some(Some(Content::Parts(parts))) = message.content.as_mut() else {
+        let Some(Content::Parts(parts)) = message.content.value_mut() else {
             continue;
         };
         for part in parts {

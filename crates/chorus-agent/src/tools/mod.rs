@@ -57,7 +57,7 @@ pub use spec::{CommandToolSpec, HttpToolSpec, ToolKind, ToolSpec, ToolSpecError}
 pub use template::{TemplateError, percent_encode, render as render_template};
 
 use async_trait::async_trait;
-use chorus_core::{Content, ContentPart, Message, Role, ToolDefinition, ToolOutcome};
+use chorus_core::{Content, ContentPart, Message, Nullable, Role, ToolDefinition, ToolOutcome};
 use serde_json::Value;
 
 /// What a tool produced: its seed-000 outcome and any media (multimodal results).
@@ -120,7 +120,7 @@ impl ToolOutput {
             let mut parts = vec![ContentPart::text(text)];
             parts.extend(self.media.iter().cloned());
             Message {
-                content: Some(Some(Content::Parts(parts))),
+                content: Nullable::Value(Content::Parts(parts)),
                 ..Message::new(Role::Tool, "")
             }
         };

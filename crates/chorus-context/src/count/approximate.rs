@@ -110,7 +110,7 @@ fn langchain_tool_calls(message: &Message) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chorus_core::ToolCall;
+    use chorus_core::{Nullable, ToolCall};
 
     #[test]
     fn follows_langchain_rules() {
@@ -129,7 +129,7 @@ mod tests {
     #[test]
     fn tool_calls_count_as_their_python_repr() {
         let mut m = Message::new(Role::Assistant, "");
-        m.tool_calls = Some(Some(vec![ToolCall::function("c1", "f", &json!({"x": 1}))]));
+        m.tool_calls = Nullable::Value(vec![ToolCall::function("c1", "f", &json!({"x": 1}))]);
         // [{'name': 'f', 'args': {'x': 1}, 'id': 'c1', 'type': 'tool_call'}] + "assistant"
         let repr = "[{'name': 'f', 'args': {'x': 1}, 'id': 'c1', 'type': 'tool_call'}]";
         let chars = repr.len() + "assistant".len();

@@ -1,7 +1,7 @@
 //! Turning a conversation with data parts into what the model sees: text unchanged, all data
 //! parts merged and rendered into one user text message.
 
-use chorus_core::{Content, ContentPart, Message, Role};
+use chorus_core::{Content, ContentPart, Message, Nullable, Role};
 
 use super::merge::{data_parts, merge_parts};
 use super::render::render_all;
@@ -33,7 +33,7 @@ pub fn assemble(messages: &[Message]) -> Vec<Message> {
         }
         if !kept.is_empty() || !message.calls().is_empty() {
             let mut stripped = message.clone();
-            stripped.content = Some(Some(Content::Parts(kept)));
+            stripped.content = Nullable::Value(Content::Parts(kept));
             out.push(stripped);
         }
         if !placed {

@@ -4,7 +4,7 @@
 //! Like LangChain, this mode may separate tool calls from their results; use the chorus strategy
 //! when that matters.
 
-use chorus_core::{Content, ContentPart, Message, Role};
+use chorus_core::{Content, ContentPart, Message, Nullable, Role};
 
 use crate::error::{ContextError, Result};
 
@@ -203,18 +203,18 @@ fn include_partial(
         let total = blocks.len();
         for _ in 1..total {
             blocks.pop();
-            excluded.content = Some(Some(Content::Parts(blocks.clone())));
+            excluded.content = Nullable::Value(Content::Parts(blocks.clone()));
             if with(messages, &excluded) <= max_tokens {
                 if partial == Strategy::Last {
                     blocks.reverse();
-                    excluded.content = Some(Some(Content::Parts(blocks)));
+                    excluded.content = Nullable::Value(Content::Parts(blocks));
                 }
                 messages.truncate(idx);
                 messages.push(excluded);
                 return idx + 1;
             }
         }
-        excluded.content = Some(Some(Content::Parts(blocks)));
+        excluded.content = Nullable::Value(Content::Parts(blocks));
     }
     let text = match excluded.content() {
         Some(Content::Text(text)) => Some(text.clone()),
@@ -238,7 +238,7 @@ fn include_partial(
             break;
         }
         let mid = (left + right).div_ceil(2);
-        excluded.content = Some(Some(Content::Text(splits[..mid].concat())));
+        excluded.content = Nullable::Value(Content::Text(splits[..mid].concat()));
         if base + counter(std::slice::from_ref(&excluded)) <= max_tokens {
             left = mid;
         } else {
@@ -252,7 +252,7 @@ fn include_partial(
     if partial == Strategy::Last {
         kept.reverse();
     }
-    excluded.content = Some(Some(Content::Text(kept.concat())));
+    excluded.content = Nullable::Value(Content::Text(kept.concat()));
     messages.truncate(idx);
     messages.push(excluded);
     idx + 1

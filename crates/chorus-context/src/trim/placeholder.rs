@@ -1,6 +1,6 @@
 //! Replacing media with short text placeholders that say what was removed.
 
-use chorus_core::{Content, ContentPart, Message};
+use chorus_core::{Content, ContentPart, Message, Nullable};
 use serde::Serialize;
 
 use crate::count::TokenCounter;
@@ -63,7 +63,7 @@ pub fn strip_media(
         }
     }
     let mut stripped = message.clone();
-    stripped.content = Some(Some(Content::Parts(out)));
+    stripped.content = Nullable::Value(Content::Parts(out));
     Ok((stripped, replaced))
 }
 

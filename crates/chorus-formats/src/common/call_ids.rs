@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use chorus_core::{Message, Role};
+use chorus_core::{Message, Nullable, Role};
 
 /// Gives every call without an id (an empty one) a fresh id, `call_N` after its position among
 /// all calls, and pairs each result without a `tool_call_id` with the first unanswered call of
@@ -23,7 +23,7 @@ pub fn fill(messages: &mut [Message]) {
     let mut open: Vec<(String, String)> = Vec::new();
     for m in messages.iter_mut() {
         match (m.role, &mut m.tool_calls) {
-            (Role::Assistant, Some(Some(calls))) if !calls.is_empty() => {
+            (Role::Assistant, Nullable::Value(calls)) if !calls.is_empty() => {
                 open.clear();
                 for call in calls {
                     if call.id.is_empty() {
@@ -81,12 +81,12 @@ mod tests {
 
     fn assistant(calls: &[(&str, &str)]) -> Message {
         let mut m = Message::new(Role::Assistant, "");
-        m.tool_calls = Some(Some(
+        m.tool_calls = Nullable::Value(
             calls
                 .iter()
                 .map(|(id, name)| ToolCall::function(*id, *name, &json!({})))
                 .collect(),
-        ));
+        );
         m
     }
 

@@ -60,7 +60,7 @@ fn foldable(message: &Message) -> bool {
 
 fn prefix(message: &mut Message, index: usize, name: &str, losses: &mut Losses) {
     let path = format!("/messages/{index}/name");
-    let done = match message.content.as_mut().and_then(Option::as_mut) {
+    let done = match message.content.value_mut() {
         Some(Content::Text(text)) => {
             text.insert_str(0, &format!("{name}: "));
             true

@@ -43,12 +43,12 @@ pub fn unnamed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chorus_core::{Role, ToolCall};
+    use chorus_core::{Nullable, Role, ToolCall};
     use serde_json::json;
 
     fn conversation() -> Conversation {
         let mut call = Message::new(Role::Assistant, "");
-        call.tool_calls = Some(Some(vec![ToolCall::function("a", "f", &json!({}))]));
+        call.tool_calls = Nullable::Value(vec![ToolCall::function("a", "f", &json!({}))]);
         let mut result = Message::new(Role::Tool, "ok");
         result.tool_call_id = Some("a".into());
         let mut alice = Message::new(Role::User, "hi");

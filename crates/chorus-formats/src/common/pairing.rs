@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use chorus_core::{Message, Role};
+use chorus_core::{Message, Nullable, Role};
 
 use crate::loss::{Losses, Policy};
 
@@ -81,7 +81,7 @@ pub fn without_orphans(messages: &[Message], losses: &mut Losses) -> Vec<(usize,
             continue;
         }
         let mut m = messages[i].clone();
-        if let Some(Some(calls)) = &mut m.tool_calls {
+        if let Nullable::Value(calls) = &mut m.tool_calls {
             let before = calls.len();
             let mut k = 0;
             calls.retain(|c| {
@@ -97,7 +97,7 @@ pub fn without_orphans(messages: &[Message], losses: &mut Losses) -> Vec<(usize,
                 kept
             });
             if before > 0 && calls.is_empty() {
-                m.tool_calls = None;
+                m.tool_calls = Nullable::Absent;
                 if m.parts()
                     .iter()
                     .all(|p| p.as_text().is_some_and(str::is_empty))
@@ -146,11 +146,11 @@ mod tests {
 
     fn call(ids: &[&str]) -> Message {
         let mut m = Message::new(Role::Assistant, "");
-        m.tool_calls = Some(Some(
+        m.tool_calls = Nullable::Value(
             ids.iter()
                 .map(|id| ToolCall::function(*id, "f", &json!({})))
                 .collect(),
-        ));
+        );
         m
     }
 

@@ -1,6 +1,6 @@
 //! Reasoning given beside the content (`reasoning_content`, `<think>`) as a chorus part.
 
-use chorus_core::{Content, ContentPart, Message, ReasoningPart};
+use chorus_core::{Content, ContentPart, Message, Nullable, ReasoningPart};
 
 /// Puts reasoning text in front of the content as a reasoning part.
 pub fn prepend(message: &mut Message, reasoning: String) {
@@ -8,13 +8,13 @@ pub fn prepend(message: &mut Message, reasoning: String) {
         text: reasoning,
         ..ReasoningPart::default()
     });
-    let mut parts = match message.content.take().flatten() {
+    let mut parts = match message.content.take().into_value() {
         None => Vec::new(),
         Some(Content::Text(text)) => vec![ContentPart::text(text)],
         Some(Content::Parts(parts)) => parts,
     };
     parts.insert(0, part);
-    message.content = Some(Some(Content::Parts(parts)));
+    message.content = Nullable::Value(Content::Parts(parts));
 }
 
 #[cfg(test)]

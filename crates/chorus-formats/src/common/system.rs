@@ -44,6 +44,7 @@ pub fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chorus_core::Nullable;
 
     const SLOT: Slot = Slot {
         developer: "developer",
@@ -69,7 +70,7 @@ mod tests {
     #[test]
     fn a_late_developer_message_without_content_reports_each_change_in_order() {
         let mut m = Message::new(Role::Developer, "");
-        m.content = None;
+        m.content = Nullable::Absent;
         assert_eq!(
             report_of(&m, true, true),
             [

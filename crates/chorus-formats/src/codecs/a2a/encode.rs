@@ -1,7 +1,7 @@
 //! chorus → A2A `Message` objects; chorus-only fields travel in `metadata.chorus`.
 
 use chorus_core::media::DataUrl;
-use chorus_core::{Content, ContentPart, Conversation, Message, Role};
+use chorus_core::{Content, ContentPart, Conversation, Message, Nullable, Role};
 use serde_json::{Map, Value, json};
 
 use super::{CHORUS, inferred_type};
@@ -60,19 +60,19 @@ fn message(m: &Message, index: usize, at: &str, losses: &mut Losses) -> Value {
         }
     };
     let parts = match &m.content {
-        None => {
+        Nullable::Absent => {
             chorus.insert("content".into(), json!("absent"));
             Vec::new()
         }
-        Some(None) => {
+        Nullable::Null => {
             chorus.insert("content".into(), json!("null"));
             Vec::new()
         }
-        Some(Some(Content::Text(text))) => {
+        Nullable::Value(Content::Text(text)) => {
             chorus.insert("content".into(), json!("text"));
             vec![json!({"kind": "text", "text": text})]
         }
-        Some(Some(Content::Parts(parts))) => parts
+        Nullable::Value(Content::Parts(parts)) => parts
             .iter()
             .enumerate()
             .map(|(i, p)| part(p, &item(&child(at, "content"), i), losses))

@@ -2,7 +2,7 @@
 
 use chorus_core::{
     AudioPart, Content, ContentPart, Conversation, CreatedAt, FunctionCall, InputAudio, Message,
-    Metadata, ReasoningPart, Role, TextPart, ToolCall,
+    Metadata, Nullable, ReasoningPart, Role, TextPart, ToolCall,
 };
 use serde_json::{Map, Value};
 
@@ -96,7 +96,7 @@ fn msg(value: &Value, at: &str, out: &mut Vec<Message>) -> Result<(), DecodeErro
         Value::String(text) => {
             let mut m = base(role);
             m.name = Some(name.to_owned());
-            m.content = Some(Some(Content::Text(text.clone())));
+            m.content = Nullable::Value(Content::Text(text.clone()));
             stash(&mut m.extra, ME, unknown);
             out.push(m);
             return Ok(());
@@ -123,13 +123,13 @@ fn msg(value: &Value, at: &str, out: &mut Vec<Message>) -> Result<(), DecodeErro
                 let mut m = base(Role::Tool);
                 m.tool_call_id = Some(string(bm, "id", &b_at)?.to_owned());
                 m.name = Some(string(bm, "name", &b_at)?.to_owned());
-                m.content = Some(Some(match field(bm, "output", &b_at)? {
+                m.content = Nullable::Value(match field(bm, "output", &b_at)? {
                     Value::String(s) => Content::Text(s.clone()),
                     other => Content::Parts(self::parts(
                         array(other, &child(&b_at, "output"))?,
                         &child(&b_at, "output"),
                     )?),
-                }));
+                });
                 let mut marks = unknown_keys(bm, &["type", "id", "name", "output"]);
                 if name != "system" {
                     marks.insert(MSG_NAME.into(), Value::String(name.into()));
@@ -174,9 +174,9 @@ fn msg(value: &Value, at: &str, out: &mut Vec<Message>) -> Result<(), DecodeErro
         let mut m = named(base(role), name, parts, &unknown);
         if !calls.is_empty() {
             if empty {
-                m.content = Some(None);
+                m.content = Nullable::Null;
             }
-            m.tool_calls = Some(Some(calls));
+            m.tool_calls = Nullable::Value(calls);
         }
         out.push(m);
     }
@@ -190,7 +190,7 @@ fn named(
     unknown: &Map<String, Value>,
 ) -> Message {
     m.name = Some(name.to_owned());
-    m.content = Some(Some(Content::Parts(parts)));
+    m.content = Nullable::Value(Content::Parts(parts));
     stash(&mut m.extra, ME, unknown.clone());
     m
 }

@@ -171,7 +171,7 @@ fn content(m: &Message, at: &str, losses: &mut Losses) -> Value {
             self::blocks(parts, &child(at, "content"), losses)
         }
         None => {
-            if m.content.is_none() || m.calls().is_empty() {
+            if m.content.is_absent() || m.calls().is_empty() {
                 losses.push(
                     child(at, "content"),
                     Policy::Downgraded,

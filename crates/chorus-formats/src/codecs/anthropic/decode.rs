@@ -2,7 +2,8 @@
 
 use chorus_core::{
     CitationMap, Content, ContentPart, Conversation, FilePart, FileRef, FunctionCall,
-    FunctionDefinition, Message, Metadata, ReasoningPart, Role, TextPart, ToolCall, ToolDefinition,
+    FunctionDefinition, Message, Metadata, Nullable, ReasoningPart, Role, TextPart, ToolCall,
+    ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -28,12 +29,12 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
     let mut messages = Vec::new();
     if let Some(system) = map.get("system") {
         let mut m = Message::new(Role::System, "");
-        m.content = Some(Some(content(
+        m.content = Nullable::Value(content(
             system,
             Role::System,
             "/system",
             &mut CitationMap::new(),
-        )?));
+        )?);
         messages.push(m);
     }
     for (i, turn) in array(field(map, "messages", "")?, "/messages")?
@@ -137,9 +138,9 @@ fn turn(value: &Value, pointer: &str, out: &mut Vec<Message>) -> Result<(), Deco
         let mut m = Message::with_parts(role, parts);
         if !calls.is_empty() {
             if !pending {
-                m.content = Some(None);
+                m.content = Nullable::Null;
             }
-            m.tool_calls = Some(Some(calls));
+            m.tool_calls = Nullable::Value(calls);
         }
         if !citations.is_empty() {
             m.metadata = Some(Metadata {
@@ -288,13 +289,13 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, DecodeError> {
     let mut m = Message::new(Role::Tool, "");
     m.tool_call_id = Some(string(map, "tool_use_id", at)?.to_owned());
     m.content = match map.get("content") {
-        None => None,
-        Some(c) => Some(Some(content(
+        None => Nullable::Absent,
+        Some(c) => Nullable::Value(content(
             c,
             Role::Tool,
             &child(at, "content"),
             &mut CitationMap::new(),
-        )?)),
+        )?),
     };
     let mut unknown = unknown_keys(map, &["type", "tool_use_id", "content"]);
     // `is_error: true` on a seed-000 error result is implied by the result itself.

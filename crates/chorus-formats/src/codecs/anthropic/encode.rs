@@ -151,8 +151,8 @@ fn turn(m: &Message, at: &str, turns: &mut Vec<Turn>, losses: &mut Losses) {
     let citations = m.metadata.as_ref().and_then(|md| md.citation_map.as_ref());
     let mut blocks = Vec::new();
     let mut text = None;
-    let null_content = m.content.is_none() || (m.content == Some(None) && m.calls().is_empty());
-    if null_content && (m.role != Role::Tool || m.content.is_some()) {
+    let null_content = m.content.is_absent() || (m.content.is_null() && m.calls().is_empty());
+    if null_content && (m.role != Role::Tool || !m.content.is_absent()) {
         losses.push(
             child(at, "content"),
             Policy::Downgraded,

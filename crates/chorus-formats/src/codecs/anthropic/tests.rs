@@ -1,6 +1,6 @@
 //! Golden tests written from the Anthropic Messages documentation's shapes.
 
-use chorus_core::{ContentPart, Role};
+use chorus_core::{ContentPart, Nullable, Role};
 use serde_json::json;
 
 use super::*;
@@ -177,7 +177,7 @@ fn tool_use_input_becomes_string_arguments() {
     let conversation = Anthropic::decode(request.clone()).unwrap();
     let call = &conversation.messages[0].calls()[0];
     assert_eq!(call.function.arguments, r#"{"b":1,"a":[true]}"#);
-    assert!(matches!(conversation.messages[0].content, Some(None)));
+    assert!(matches!(conversation.messages[0].content, Nullable::Null));
     assert!(
         !conversation.messages[0]
             .parts()

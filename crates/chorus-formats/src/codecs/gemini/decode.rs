@@ -1,8 +1,8 @@
 //! Gemini `generateContent` request or response JSON → chorus (snake_case or camelCase keys).
 
 use chorus_core::{
-    Content, ContentPart, Conversation, FunctionCall, FunctionDefinition, Message, Metadata, Role,
-    ToolCall, ToolDefinition,
+    Content, ContentPart, Conversation, FunctionCall, FunctionDefinition, Message, Metadata,
+    Nullable, Role, ToolCall, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -42,10 +42,10 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
         for (i, p) in array(parts_value, &child(&at, "parts"))?.iter().enumerate() {
             parts.push(media_or_text(p, &item(&child(&at, "parts"), i))?);
         }
-        m.content = Some(Some(match parts.as_slice() {
+        m.content = Nullable::Value(match parts.as_slice() {
             [ContentPart::Text(t)] if t.extra.is_empty() => Content::Text(t.text.clone()),
             _ => Content::Parts(parts),
-        }));
+        });
         messages.push(m);
     }
     let contents = map
@@ -211,9 +211,9 @@ fn content(
         let mut m = Message::with_parts(role, current);
         if !calls.is_empty() {
             if m.parts().is_empty() {
-                m.content = Some(None);
+                m.content = Nullable::Null;
             }
-            m.tool_calls = Some(Some(calls));
+            m.tool_calls = Nullable::Value(calls);
         }
         stash(&mut m.extra, ME, rest(map, &["role", "parts"]));
         out.push(m);

@@ -81,7 +81,7 @@ pub fn request(conversation: &Conversation, options: &EncodeOptions, losses: &mu
                         Policy::Downgraded,
                         "missing or null content is written as no parts",
                     );
-                } else if !m.calls().is_empty() && m.content.is_none() {
+                } else if !m.calls().is_empty() && m.content.is_absent() {
                     losses.push(
                         child(&at, "content"),
                         Policy::Downgraded,

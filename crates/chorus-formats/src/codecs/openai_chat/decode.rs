@@ -1,8 +1,8 @@
 //! Chat Completions request JSON → chorus (owned values are moved, not copied).
 
 use chorus_core::{
-    Content, ContentPart, Conversation, CreatedAt, FunctionCall, Message, Role, TextPart, ToolCall,
-    ToolDefinition,
+    Content, ContentPart, Conversation, CreatedAt, FunctionCall, Message, Nullable, Role, TextPart,
+    ToolCall, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -126,7 +126,7 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
         ));
     };
     let mut message = Message::new(Role::User, "");
-    message.content = None;
+    message.content = Nullable::Absent;
     let mut role_value = None;
     let mut reasoning = None;
     let mut tool_name = None;
@@ -146,7 +146,7 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
         };
         match key.as_str() {
             "role" => role_value = Some(value),
-            "content" => message.content = Some(content(value, pointer)?),
+            "content" => message.content = content(value, pointer)?,
             "id" => message.id = string(value)?,
             "name" => message.name = string(value)?,
             "tool_call_id" => message.tool_call_id = string(value)?,
@@ -166,9 +166,9 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
             "created_at" | "metadata" => {}
             "tool_calls" => {
                 message.tool_calls = match value {
-                    Value::Null => Some(None),
+                    Value::Null => Nullable::Null,
                     Value::Array(calls) => {
-                        Some(Some(tool_calls(calls, &child(pointer, "tool_calls"))?))
+                        Nullable::Value(tool_calls(calls, &child(pointer, "tool_calls"))?)
                     }
                     other => {
                         return Err(DecodeError::new(
@@ -200,11 +200,11 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
     Ok(message)
 }
 
-fn content(value: Value, pointer: &str) -> Result<Option<Content>, DecodeError> {
+fn content(value: Value, pointer: &str) -> Result<Nullable<Content>, DecodeError> {
     match value {
-        Value::Null => Ok(None),
-        Value::String(text) => Ok(Some(Content::Text(text))),
-        Value::Array(parts) => Ok(Some(Content::Parts(self::parts(
+        Value::Null => Ok(Nullable::Null),
+        Value::String(text) => Ok(Nullable::Value(Content::Text(text))),
+        Value::Array(parts) => Ok(Nullable::Value(Content::Parts(self::parts(
             parts,
             &child(pointer, "content"),
         )?))),

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use chorus_core::{
-    Content, ContentPart, Conversation, CreatedAt, Message, Metadata, Role, ToolCall,
+    Content, ContentPart, Conversation, CreatedAt, Message, Metadata, Nullable, Role, ToolCall,
 };
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -105,13 +105,13 @@ impl<'de> Visitor<'de> for MessageSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
         let mut message = Message::new(Role::User, "");
-        message.content = None;
+        message.content = Nullable::Absent;
         let mut role = None;
         let mut reasoning: Option<String> = None;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
                 "role" => role = Some(parse_role(&map.next_value::<Cow<'de, str>>()?)?),
-                "content" => message.content = Some(map.next_value::<ContentField>()?.0),
+                "content" => message.content = map.next_value::<ContentField>()?.0,
                 "id" => message.id = map.next_value()?,
                 "name" => message.name = map.next_value()?,
                 "tool_call_id" => message.tool_call_id = map.next_value()?,
@@ -122,9 +122,7 @@ impl<'de> Visitor<'de> for MessageSeed {
                 "tool_name" => return Err(de::Error::custom("tool_name")),
                 "created_at" => message.created_at = map.next_value::<Option<CreatedAt>>()?,
                 "metadata" => message.metadata = map.next_value::<Option<Metadata>>()?,
-                "tool_calls" => {
-                    message.tool_calls = Some(map.next_value::<Option<Vec<ToolCall>>>()?)
-                }
+                "tool_calls" => message.tool_calls = map.next_value::<Nullable<Vec<ToolCall>>>()?,
                 _ => {
                     message
                         .extra
@@ -145,7 +143,7 @@ fn parse_role<E: de::Error>(role: &str) -> Result<Role, E> {
 }
 
 /// A `content` value: a string, `null`, or an array of parts.
-struct ContentField(Option<Content>);
+struct ContentField(Nullable<Content>);
 
 impl<'de> de::Deserialize<'de> for ContentField {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -163,15 +161,17 @@ impl<'de> Visitor<'de> for ContentVisitor {
     }
 
     fn visit_str<E: de::Error>(self, text: &str) -> Result<ContentField, E> {
-        Ok(ContentField(Some(Content::Text(text.to_owned()))))
+        Ok(ContentField(Nullable::Value(Content::Text(
+            text.to_owned(),
+        ))))
     }
 
     fn visit_string<E: de::Error>(self, text: String) -> Result<ContentField, E> {
-        Ok(ContentField(Some(Content::Text(text))))
+        Ok(ContentField(Nullable::Value(Content::Text(text))))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<ContentField, E> {
-        Ok(ContentField(None))
+        Ok(ContentField(Nullable::Null))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContentField, A::Error> {
@@ -179,7 +179,7 @@ impl<'de> Visitor<'de> for ContentVisitor {
         while let Some(part) = seq.next_element::<ContentPart>()? {
             parts.push(part);
         }
-        Ok(ContentField(Some(Content::Parts(parts))))
+        Ok(ContentField(Nullable::Value(Content::Parts(parts))))
     }
 }
 

@@ -1,6 +1,6 @@
 //! chorus → Chat Completions request JSON.
 
-use chorus_core::{Content, ContentPart, Conversation, Message, Role, ToolCall};
+use chorus_core::{Content, ContentPart, Conversation, Message, Nullable, Role, ToolCall};
 use serde_json::{Map, Value, json};
 
 use crate::Format;
@@ -69,38 +69,39 @@ pub(super) fn message(m: &Message, pointer: &str, losses: &mut Losses) -> (Value
         out.insert("name".into(), Value::String(name.clone()));
     }
     let mut moved = Vec::new();
-    if let Some(content) = &m.content {
-        let (value, reasoning) = match content {
-            // Only an assistant message may have no content in a request.
-            None if m.role != Role::Assistant => {
-                losses.push(
-                    child(pointer, "content"),
-                    Policy::Downgraded,
-                    "null content is written as an empty text (only assistant content may be null)",
-                );
-                (Value::String(String::new()), None)
-            }
-            None => (Value::Null, None),
-            Some(Content::Text(text)) => (Value::String(text.clone()), None),
-            Some(Content::Parts(parts)) => self::parts(
-                m.role,
-                parts,
-                &child(pointer, "content"),
-                &mut moved,
-                losses,
-            ),
-        };
+    let content = match &m.content {
+        Nullable::Absent => None,
+        // Only an assistant message may have no content in a request.
+        Nullable::Null if m.role != Role::Assistant => {
+            losses.push(
+                child(pointer, "content"),
+                Policy::Downgraded,
+                "null content is written as an empty text (only assistant content may be null)",
+            );
+            Some((Value::String(String::new()), None))
+        }
+        Nullable::Null => Some((Value::Null, None)),
+        Nullable::Value(Content::Text(text)) => Some((Value::String(text.clone()), None)),
+        Nullable::Value(Content::Parts(parts)) => Some(self::parts(
+            m.role,
+            parts,
+            &child(pointer, "content"),
+            &mut moved,
+            losses,
+        )),
+    };
+    if let Some((value, reasoning)) = content {
         out.insert("content".into(), value);
         if let Some(reasoning) = reasoning {
             out.insert("reasoning_content".into(), Value::String(reasoning));
         }
     }
     match &m.tool_calls {
-        None => {}
-        Some(None) => {
+        Nullable::Absent => {}
+        Nullable::Null => {
             out.insert("tool_calls".into(), Value::Null);
         }
-        Some(Some(calls)) => {
+        Nullable::Value(calls) => {
             let calls_at = child(pointer, "tool_calls");
             let calls = calls
                 .iter()

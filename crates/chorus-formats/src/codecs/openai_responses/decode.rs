@@ -2,7 +2,7 @@
 
 use chorus_core::{
     Content, ContentPart, Conversation, FunctionCall, FunctionDefinition, Message, Metadata,
-    ReasoningPart, Role, ToolCall, ToolDefinition,
+    Nullable, ReasoningPart, Role, ToolCall, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
@@ -180,11 +180,12 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
                     } else if let Some(Content::Text(t)) = &content {
                         parts.push(ContentPart::text(t.clone()));
                     }
-                    m.content = Some(Some(Content::Parts(parts)));
+                    m.content = Nullable::Value(Content::Parts(parts));
                     m.id = id;
                 } else {
                     let mut m = Message::new(parse_role(role, &at)?, "");
-                    m.content = Some(content);
+                    // A message without `content` reads as null content.
+                    m.content = Nullable::from_option(content);
                     m.id = id;
                     out.push(m);
                 }
@@ -206,7 +207,7 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
                     let m = out.last_mut().expect("a continued turn has a message");
                     let mut parts = m.parts();
                     parts.push(part);
-                    m.content = Some(Some(Content::Parts(parts)));
+                    m.content = Nullable::Value(Content::Parts(parts));
                 } else {
                     out.push(Message::with_parts(Role::Assistant, vec![part]));
                 }
@@ -229,20 +230,20 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
                 );
                 if !continues {
                     let mut m = Message::new(Role::Assistant, "");
-                    m.content = Some(None);
+                    m.content = Nullable::Null;
                     out.push(m);
                 }
                 let m = out.last_mut().expect("pushed");
-                if let Some(Some(calls)) = &mut m.tool_calls {
+                if let Nullable::Value(calls) = &mut m.tool_calls {
                     calls.push(call);
                 } else {
-                    m.tool_calls = Some(Some(vec![call]));
+                    m.tool_calls = Nullable::Value(vec![call]);
                 }
             }
             "function_call_output" => {
                 let mut m = Message::new(Role::Tool, "");
                 m.tool_call_id = Some(string(map, "call_id", &at)?.to_owned());
-                m.content = Some(Some(match map.get("output") {
+                m.content = Nullable::Value(match map.get("output") {
                     Some(Value::String(s)) => Content::Text(s.clone()),
                     Some(other) => Content::Parts(parts::decode(other, &child(&at, "output"))?),
                     None => {
@@ -252,7 +253,7 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
                             "nothing",
                         ));
                     }
-                }));
+                });
                 stash(
                     &mut m.extra,
                     ME,

@@ -247,7 +247,7 @@ fn assistant(m: &Message, at: &str, input: &mut Vec<Value>, losses: &mut Losses)
         }
         drop_all(&m.extra, at, "a Responses function_call", losses);
         let only_reasoning = emitted > 0;
-        if m.content.is_none()
+        if m.content.is_absent()
             || (matches!(m.content(), Some(Content::Parts(p)) if p.is_empty())
                 && !m.calls().is_empty())
             || (only_reasoning && m.calls().is_empty())

@@ -1,6 +1,6 @@
 //! Qwen3 ChatML text → chorus: whole rendered conversations and bare completions.
 
-use chorus_core::{Conversation, FunctionCall, Message, Role, ToolCall, ToolDefinition};
+use chorus_core::{Conversation, FunctionCall, Message, Nullable, Role, ToolCall, ToolDefinition};
 use serde::Deserialize;
 use serde_json::Map;
 use serde_json::value::RawValue;
@@ -193,9 +193,9 @@ pub fn assistant(body: &str, calls_seen: &mut usize) -> Message {
     let mut m = Message::new(Role::Assistant, content);
     if !calls.is_empty() {
         if content.is_empty() {
-            m.content = Some(None);
+            m.content = Nullable::Null;
         }
-        m.tool_calls = Some(Some(calls));
+        m.tool_calls = Nullable::Value(calls);
     }
     if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
         reasoning::prepend(&mut m, reasoning.to_owned());

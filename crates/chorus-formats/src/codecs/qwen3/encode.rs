@@ -1,6 +1,6 @@
 //! chorus → Qwen3 ChatML text, exactly as the Qwen3 chat template renders it.
 
-use chorus_core::{Content, ContentPart, Conversation, Message, Role};
+use chorus_core::{Content, ContentPart, Conversation, Message, Nullable, Role};
 
 use super::{TOOLS_FOOTER, TOOLS_HEADER};
 use crate::common::call_ids;
@@ -270,7 +270,7 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
             }
         }
         None => {
-            if m.content.is_none() || m.calls().is_empty() {
+            if m.content.is_absent() || m.calls().is_empty() {
                 losses.push(
                     child(&at, "content"),
                     Policy::Downgraded,
@@ -316,14 +316,14 @@ fn flatten(index: usize, m: &Message, calls_seen: &mut usize, losses: &mut Losse
         *calls_seen += 1;
         calls.push((call.function.name.clone(), call.function.arguments.clone()));
     }
-    if !calls.is_empty() && content.is_empty() && matches!(m.content, Some(Some(_))) {
+    if !calls.is_empty() && content.is_empty() && matches!(m.content, Nullable::Value(_)) {
         losses.push(
             child(&at, "content"),
             Policy::Downgraded,
             "empty content next to tool calls parses back as null",
         );
     }
-    if m.tool_calls == Some(None) || (m.tool_calls.is_some() && calls.is_empty()) {
+    if m.tool_calls.is_null() || (!m.tool_calls.is_absent() && calls.is_empty()) {
         losses.push(
             child(&at, "tool_calls"),
             Policy::Dropped,
