@@ -54,7 +54,7 @@ pub struct CitationLocation {
 }
 
 /// Anchors written `[cit_xx]` in `text`, in order of appearance, with their byte offsets.
-pub fn anchors(text: &str) -> impl Iterator<Item = (usize, &str)> {
+pub(crate) fn anchors(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.match_indices("[cit_").filter_map(move |(start, _)| {
         let rest = &text[start + 1..];
         let end = rest.find(']')?;

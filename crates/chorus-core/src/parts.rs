@@ -29,7 +29,7 @@ pub enum ContentPart {
 }
 
 /// The part type names chorus knows, as written in `type`.
-pub const KNOWN_PART_TYPES: [&str; 6] = [
+const KNOWN_PART_TYPES: [&str; 6] = [
     "text",
     "reasoning",
     "image_url",

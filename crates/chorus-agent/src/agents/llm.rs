@@ -9,7 +9,7 @@ use chorus_bus::AgentError;
 use chorus_context::TokenCounter;
 use chorus_context::data::assemble;
 use chorus_context::trim::trim_chorus;
-use chorus_core::message::channel;
+use chorus_core::channel;
 use chorus_core::{ContentPart, DataPart, Message, Nullable, Role, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
