@@ -8,10 +8,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use chorus_harmony::model::{DeveloperContent, ToolDescription};
 use chorus_harmony::{
-    Conversation, Encoding, Message, ParseOptions, Rank, RenderMode, RenderOptions, Role,
-    StreamParser, SystemContent, encoding, parse, render,
+    Conversation, DeveloperContent, Encoding, Message, ParseOptions, Rank, RenderMode,
+    RenderOptions, Role, StreamParser, SystemContent, ToolDescription, encoding, parse, render,
 };
 use criterion::Criterion;
 use openai_harmony::{

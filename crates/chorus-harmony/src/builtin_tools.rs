@@ -13,7 +13,7 @@ const BROWSER_OPEN: &str = "Opens the link `id` from the page indicated by `curs
 const PYTHON_DESCRIPTION: &str = "Use this tool to execute Python code in your chain of thought. The code will not be shown to the user. This tool should be used for internal reasoning, but not for code that is intended to be visible to the user (e.g. when creating plots, tables, or files).\n\nWhen you send a message containing Python code to python, it will be executed in a stateful Jupyter notebook environment. python will respond with the output of the execution or time out after 120.0 seconds. The drive at '/mnt/data' can be used to save and persist user files. Internet access for this session is UNKNOWN. Depends on the cluster.";
 
 /// The `browser` namespace (`search`, `open`, `find`).
-pub fn browser() -> ToolNamespaceConfig {
+pub(crate) fn browser() -> ToolNamespaceConfig {
     let tool = |name: &str, description: &str, parameters| ToolDescription {
         name: name.to_string(),
         description: description.to_string(),
@@ -57,7 +57,7 @@ pub fn browser() -> ToolNamespaceConfig {
 }
 
 /// The `python` namespace (no typed tools; its description is written as is).
-pub fn python() -> ToolNamespaceConfig {
+pub(crate) fn python() -> ToolNamespaceConfig {
     ToolNamespaceConfig {
         name: "python".to_string(),
         description: Some(PYTHON_DESCRIPTION.to_string()),

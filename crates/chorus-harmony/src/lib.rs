@@ -1,28 +1,49 @@
-//! Harmony chat format of gpt-oss: tokens, rendering, parsing and streaming.
+//! The Harmony chat format of gpt-oss: render conversations into o200k_harmony tokens and parse
+//! completions back into messages, token-exact with openai-harmony 0.0.8.
+//!
+//! [`render`] turns a [`Conversation`] into token ids; [`parse`] reads completion tokens into
+//! [`Message`]s (strict, or lenient for messy model output), and [`StreamParser`] does the same
+//! one token at a time. [`encoding`] is the tokenizer; [`tokens`] names the special tokens;
+//! [`chorus_map`] maps chorus conversations to Harmony ones and back.
+//!
+//! ```
+//! use chorus_harmony::{
+//!     Conversation, Message, ParseOptions, RenderMode, RenderOptions, Role, encoding, parse,
+//!     render,
+//! };
+//!
+//! let conversation = Conversation {
+//!     messages: vec![Message::new(Role::User, "What is 2 + 2?")],
+//! };
+//! let options = RenderOptions { mode: RenderMode::Completion, ..RenderOptions::default() };
+//! let prompt = render(&conversation, &options)?;
+//! assert!(encoding().decode_utf8(&prompt)?.ends_with("<|start|>assistant"));
+//!
+//! // The model's reply, after the prompt's `<|start|>assistant`.
+//! let reply = encoding().encode_with_special_tokens("<|channel|>final<|message|>4<|end|>");
+//! let parsed = parse(&reply, Some(Role::Assistant), ParseOptions::STRICT)?;
+//! assert_eq!(parsed.messages[0].channel.as_deref(), Some("final"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-pub mod builtin_tools;
-pub mod encoding;
-pub mod model;
+mod builtin_tools;
+pub mod chorus_map;
+mod encoding;
+mod model;
+mod parse;
+mod pretokenize;
 pub mod reference_json;
-pub mod render;
+mod render;
 pub mod tokens;
-pub mod typescript;
+mod typescript;
 
-pub use encoding::{Encoding, encoding};
+pub use encoding::{DecodeError, Encoding, UnknownToken, encoding};
 pub use model::{
     Author, ChannelConfig, Content, Conversation, DeveloperContent, Message, ReasoningEffort,
     ResponseFormat, Role, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig,
 };
-pub use render::{RenderError, RenderMode, RenderOptions, render};
+pub use parse::stream::StreamParser;
+pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, Repair, parse};
+pub use render::{RenderError, RenderMode, RenderOptions, render, render_message};
 pub use tokens::Rank;
 pub use typescript::TypeScriptStyle;
-pub mod parse;
-mod pretokenize;
-/// The streaming parser; it lives under [`mod@parse`], whose full parse is this parser run to
-/// the end.
-pub use parse::stream;
-
-pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, parse};
-pub use stream::StreamParser;
-pub mod chorus_map;
-pub mod cli;

@@ -36,7 +36,7 @@ fn run(s: &[u8], mut i: usize, class: impl Fn(u8) -> bool) -> Option<usize> {
 }
 
 /// The end of the piece that starts at `at` (`at < s.len()`), or `None` to defer to the regex.
-pub fn ascii_piece_end(s: &[u8], at: usize) -> Option<usize> {
+pub(crate) fn ascii_piece_end(s: &[u8], at: usize) -> Option<usize> {
     let first = ascii(s, at)??;
     // `[^\r\n\p{L}\p{N}]?` then `\p{Lu}*\p{Ll}+` (first branch) or `\p{Lu}+\p{Ll}*` (second).
     let is_prefix = first != b'\r' && first != b'\n' && !first.is_ascii_alphanumeric();

@@ -64,7 +64,7 @@ impl Formatter for RyuFloats {
 
 /// Rewrites every number literal whose value the reference changes; `Err` holds the byte offset
 /// of a number the reference cannot read (it overflows to infinity).
-pub fn rewrite_numbers(text: &str) -> Result<Cow<'_, str>, usize> {
+fn rewrite_numbers(text: &str) -> Result<Cow<'_, str>, usize> {
     let bytes = text.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;

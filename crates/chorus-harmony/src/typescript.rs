@@ -19,7 +19,7 @@ pub enum TypeScriptStyle {
 }
 
 /// Prints the parameter type of a tool whose parameters follow `schema`.
-pub fn schema_to_typescript(schema: &Value, style: TypeScriptStyle) -> String {
+pub(crate) fn schema_to_typescript(schema: &Value, style: TypeScriptStyle) -> String {
     match style {
         TypeScriptStyle::Reference => reference_type(schema, ""),
         TypeScriptStyle::Correct => Correct { root: schema }.ty(schema, "", 0),

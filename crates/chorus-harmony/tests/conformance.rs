@@ -1,10 +1,10 @@
 //! The 23 openai-harmony 0.0.8 vectors in `shared/conformance/harmony`, used as the
 //! reference's own tests use them (see that folder's README).
 
-use chorus_harmony::model::{ChannelConfig, DeveloperContent, ToolDescription};
 use chorus_harmony::{
-    Conversation, Message, ParseOptions, Rank, ReasoningEffort, RenderMode, RenderOptions, Role,
-    StreamParser, SystemContent, encoding, parse, render,
+    ChannelConfig, Conversation, DeveloperContent, Message, ParseOptions, Rank, ReasoningEffort,
+    RenderMode, RenderOptions, Role, StreamParser, SystemContent, ToolDescription, encoding, parse,
+    render,
 };
 use serde_json::json;
 
@@ -392,8 +392,7 @@ fn tool_response_parsing() {
     let output = parse(&tokens, None, ParseOptions::STRICT).unwrap();
     assert_eq!(output.messages, vec![expected.clone()]);
     // Python test: render the message, drop the end token, compare the text.
-    let mut rendered =
-        chorus_harmony::render::render_message(&expected, Default::default()).unwrap();
+    let mut rendered = chorus_harmony::render_message(&expected, Default::default()).unwrap();
     rendered.pop();
     assert_eq!(encoding().decode_utf8(&rendered).unwrap(), text);
 }

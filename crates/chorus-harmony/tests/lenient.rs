@@ -1,8 +1,9 @@
 //! Lenient parsing of real gpt-oss output: one test per quirk, each with the messages it must
 //! produce; plus properties: it never fails and never drops text.
 
-use chorus_harmony::parse::{DiagnosticKind, Repair};
-use chorus_harmony::{Message, ParseOptions, ParseOutput, Role, encoding, parse, tokens};
+use chorus_harmony::{
+    DiagnosticKind, Message, ParseOptions, ParseOutput, Repair, Role, encoding, parse, tokens,
+};
 use proptest::prelude::*;
 
 fn lenient(text: &str, role: Option<Role>) -> ParseOutput {

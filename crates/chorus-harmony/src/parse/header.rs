@@ -11,7 +11,7 @@ const CONSTRAIN_MARK: &str = "<|constrain|>";
 
 /// The fields of a parsed header.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Header {
+pub(crate) struct Header {
     /// Who wrote the message.
     pub author: Author,
     /// Its recipient.
@@ -24,7 +24,7 @@ pub struct Header {
 
 /// Why a header was rejected in strict mode.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HeaderError {
+pub(crate) struct HeaderError {
     /// What was expected.
     pub expected: String,
     /// What was found.
@@ -68,7 +68,7 @@ fn take_channel(header: &mut String, replacement: &str, skip_space: bool) -> Opt
 }
 
 /// Parses a header exactly as the reference does. `role` is the role the prompt already opened.
-pub fn strict(text: &str, role: Option<Role>) -> Result<Header, HeaderError> {
+pub(crate) fn strict(text: &str, role: Option<Role>) -> Result<Header, HeaderError> {
     let mut header = text.to_string();
     let channel = match take_channel(&mut header, "", false) {
         Some(value) if value.is_empty() => {
@@ -178,7 +178,7 @@ pub enum Repair {
 
 /// Parses a header leniently. When `content_follows` is false (no `<|message|>` came), words
 /// after the header fields are returned as content instead of being read as fields.
-pub fn lenient(
+pub(crate) fn lenient(
     text: &str,
     role: Option<Role>,
     content_follows: bool,

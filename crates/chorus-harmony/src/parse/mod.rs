@@ -3,10 +3,10 @@
 //! Strict mode (the default) accepts and rejects exactly what openai-harmony 0.0.8 accepts and
 //! rejects, and returns the same messages. Lenient mode recovers messy gpt-oss output, never
 //! fails, never panics and never drops text: whatever it cannot place is kept as content and
-//! reported as a [`Diagnostic`]. Both are the streaming parser ([`crate::stream`]) run to the end.
+//! reported as a [`Diagnostic`]. Both are the streaming parser ([`StreamParser`]) run to the end.
 
-pub mod header;
-pub mod stream;
+mod header;
+pub(crate) mod stream;
 
 use crate::model::{Message, Role};
 use crate::tokens::Rank;

@@ -41,12 +41,15 @@ impl RenderError {
 }
 
 /// The channels every conversation may use.
-pub const STANDARD_CHANNELS: [&str; 3] = ["analysis", "commentary", "final"];
+pub(crate) const STANDARD_CHANNELS: [&str; 3] = ["analysis", "commentary", "final"];
 
 const CONSTRAIN_MARK: &str = "<|constrain|>";
 
 /// Checks every message's header fields; see the module documentation.
-pub fn check_conversation(messages: &[Message], strict_channels: bool) -> Result<(), RenderError> {
+pub(crate) fn check_conversation(
+    messages: &[Message],
+    strict_channels: bool,
+) -> Result<(), RenderError> {
     let declared = if strict_channels {
         declared_channels(messages)
     } else {

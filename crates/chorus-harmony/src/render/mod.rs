@@ -3,8 +3,8 @@
 //! Text from users, tools and the model is always encoded as ordinary text; special tokens come
 //! only from here. Header fields are checked against an allow-list first (see [`check`]).
 
-pub mod check;
-pub mod sections;
+pub(crate) mod check;
+mod sections;
 
 use crate::encoding::{Encoding, encoding};
 use crate::model::{Content, Conversation, Message, Role};
@@ -68,7 +68,7 @@ pub fn render(
 }
 
 /// Renders `messages` as a conversation, appending the tokens to `out`.
-pub fn render_into(
+pub(crate) fn render_into(
     messages: &[Message],
     options: &RenderOptions,
     out: &mut Vec<Rank>,

@@ -7,7 +7,11 @@ use crate::typescript::{TypeScriptStyle, schema_to_typescript};
 
 /// The text of a system message. `function_tools` says whether any developer message of the
 /// conversation declares `functions` tools (which adds a line to the channel section).
-pub fn system_text(system: &SystemContent, function_tools: bool, style: TypeScriptStyle) -> String {
+pub(crate) fn system_text(
+    system: &SystemContent,
+    function_tools: bool,
+    style: TypeScriptStyle,
+) -> String {
     let mut sections = Vec::new();
     let header: Vec<String> = [
         system.model_identity.clone(),
@@ -48,7 +52,7 @@ pub fn system_text(system: &SystemContent, function_tools: bool, style: TypeScri
 }
 
 /// The text of a developer message.
-pub fn developer_text(developer: &DeveloperContent, style: TypeScriptStyle) -> String {
+pub(crate) fn developer_text(developer: &DeveloperContent, style: TypeScriptStyle) -> String {
     let mut sections = Vec::new();
     if let Some(instructions) = &developer.instructions {
         sections.push("# Instructions".to_string());
@@ -68,7 +72,7 @@ pub fn developer_text(developer: &DeveloperContent, style: TypeScriptStyle) -> S
 }
 
 /// The `# Tools` section: one `## name` block per namespace, in name order.
-pub fn tools_text(
+pub(crate) fn tools_text(
     namespaces: &BTreeMap<String, ToolNamespaceConfig>,
     style: TypeScriptStyle,
 ) -> String {

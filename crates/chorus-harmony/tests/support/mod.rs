@@ -3,13 +3,10 @@
 
 pub mod wild;
 
-use chorus_harmony::model::{
-    ChannelConfig, DeveloperContent, ToolDescription, ToolNamespaceConfig,
-};
 use chorus_harmony::tokens::{self, Rank};
 use chorus_harmony::{
-    Content, Conversation, Message, ReasoningEffort, RenderMode, RenderOptions, Role,
-    SystemContent, encoding,
+    ChannelConfig, Content, Conversation, DeveloperContent, Message, ReasoningEffort, RenderMode,
+    RenderOptions, Role, SystemContent, ToolDescription, ToolNamespaceConfig, encoding,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

@@ -2,10 +2,10 @@
 //! no system message lists, numbers in every JSON form in tool schemas, every role, multi-turn
 //! tool use, and now and then header text that spells a special token.
 
-use chorus_harmony::model::{
-    ChannelConfig, DeveloperContent, ToolDescription, ToolNamespaceConfig,
+use chorus_harmony::{
+    ChannelConfig, Content, Conversation, DeveloperContent, Message, ReasoningEffort, Role,
+    SystemContent, ToolDescription, ToolNamespaceConfig,
 };
-use chorus_harmony::{Content, Conversation, Message, ReasoningEffort, Role, SystemContent};
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Map, Value, json};

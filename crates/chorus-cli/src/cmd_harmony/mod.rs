@@ -1,14 +1,16 @@
 //! `chorus harmony render|parse`: Harmony (gpt-oss) tokens from conversations and back.
 
-use chorus_harmony::cli::{
-    ConversationFormat, Output, ParseRequest, RenderRequest, TokenFormat, parse_command,
-    render_command,
-};
+mod commands;
+
 use chorus_harmony::{RenderMode, Role};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::CliError;
 use crate::input::read_text;
+use commands::{
+    ConversationFormat, Output, ParseRequest, RenderRequest, TokenFormat, parse_command,
+    render_command,
+};
 
 /// Arguments of `chorus harmony`.
 #[derive(Debug, Args)]
@@ -29,7 +31,7 @@ enum HarmonyCommand {
 struct RenderArgs {
     /// The input's shape.
     #[arg(long, value_enum, default_value = "harmony-json")]
-    from: From,
+    from: ConversationFormat,
     /// completion (ends with `<|start|>assistant`), training or plain.
     #[arg(long, value_enum, default_value = "completion")]
     mode: Mode,
@@ -41,7 +43,7 @@ struct RenderArgs {
     strict: bool,
     /// A JSON array of token ids, or the decoded text.
     #[arg(long, value_enum, default_value = "tokens")]
-    output: Tokens,
+    output: TokenFormat,
     /// The conversation file, or `-` for standard input.
     file: String,
 }
@@ -50,7 +52,7 @@ struct RenderArgs {
 struct ParseArgs {
     /// A JSON array of token ids, or text with the special tokens written literally.
     #[arg(long, value_enum, default_value = "tokens")]
-    input: Tokens,
+    input: TokenFormat,
     /// The role whose header the prompt already opened (e.g. assistant).
     #[arg(long, value_enum)]
     role: Option<RoleArg>,
@@ -68,22 +70,10 @@ struct ParseArgs {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum From {
-    Chorus,
-    HarmonyJson,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
 enum Mode {
     Completion,
     Training,
     Plain,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Tokens {
-    Tokens,
-    Text,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -101,22 +91,12 @@ enum RoleArg {
     Tool,
 }
 
-fn token_format(format: Tokens) -> TokenFormat {
-    match format {
-        Tokens::Tokens => TokenFormat::Tokens,
-        Tokens::Text => TokenFormat::Text,
-    }
-}
-
 /// Runs the command: 0 ok, 1 input rejected, 2 usage or I/O error.
 pub fn run(args: HarmonyArgs) -> Result<(), CliError> {
     let (file, result) = match args.command {
         HarmonyCommand::Render(args) => {
             let request = RenderRequest {
-                from: match args.from {
-                    From::Chorus => ConversationFormat::Chorus,
-                    From::HarmonyJson => ConversationFormat::HarmonyJson,
-                },
+                from: args.from,
                 mode: match args.mode {
                     Mode::Completion => RenderMode::Completion,
                     Mode::Training => RenderMode::Training,
@@ -124,14 +104,14 @@ pub fn run(args: HarmonyArgs) -> Result<(), CliError> {
                 },
                 keep_analysis: args.keep_analysis,
                 strict_channels: args.strict,
-                output: token_format(args.output),
+                output: args.output,
             };
             let input = read_text(&args.file)?;
             (args.file, render_command(&input, &request))
         }
         HarmonyCommand::Parse(args) => {
             let request = ParseRequest {
-                input: token_format(args.input),
+                input: args.input,
                 role: args.role.map(|role| match role {
                     RoleArg::System => Role::System,
                     RoleArg::Developer => Role::Developer,

@@ -1,31 +1,30 @@
-//! The logic of `chorus harmony render` and `chorus harmony parse`: input text in, output text
-//! out, so the command-line front end only reads files and prints.
+//! The work of `chorus harmony render` and `chorus harmony parse`: input text in, output text
+//! out, so the front end (`mod.rs`) only reads files and prints.
 
+use chorus_harmony::chorus_map::{from_harmony, to_harmony};
+use chorus_harmony::{
+    Conversation, Diagnostic, Message, ParseOptions, Rank, RenderMode, RenderOptions, Role,
+    StreamParser, SystemContent, encoding, parse, reference_json, render,
+};
+use clap::ValueEnum;
 use serde_json::json;
 
-use crate::chorus_map::{from_harmony, to_harmony};
-use crate::model::{Conversation, Message, Role, SystemContent};
-use crate::parse::{Diagnostic, ParseOptions};
-use crate::render::{RenderMode, RenderOptions};
-use crate::stream::StreamParser;
-use crate::tokens::Rank;
-use crate::{encoding, parse, render};
-
-/// The shape of a conversation given to `render`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The shape of a conversation given to `render` (`--from`). The variants have plain comments:
+/// clap would print a variant's doc comment in `--help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ConversationFormat {
-    /// A chorus conversation (`{"messages": [...], "tools": [...]}`) or message array.
+    // A chorus conversation (`{"messages": [...], "tools": [...]}`) or message array.
     Chorus,
-    /// openai-harmony's `Conversation` JSON (`{"messages": [...]}`) or message array.
+    // openai-harmony's `Conversation` JSON (`{"messages": [...]}`) or message array.
     HarmonyJson,
 }
 
-/// How tokens are written or read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How tokens are written or read (`--output`, `--input`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum TokenFormat {
-    /// One JSON array of token ids.
+    // One JSON array of token ids.
     Tokens,
-    /// Text with the special tokens written literally.
+    // Text with the special tokens written literally.
     Text,
 }
 
@@ -182,7 +181,7 @@ fn read_reference_json<T: serde::de::DeserializeOwned>(
     input: &str,
     what: &str,
 ) -> Result<T, String> {
-    let value: serde_json::Value = crate::reference_json::from_str(input)
+    let value: serde_json::Value = reference_json::from_str(input)
         .map_err(|e| format!("expected {what}, found invalid JSON: {e}"))?;
     from_value(value, what)
 }
