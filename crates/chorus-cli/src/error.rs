@@ -4,7 +4,7 @@
 use std::fmt;
 use std::process::ExitCode;
 
-use chorus_context::command::CommandError;
+use crate::counting::CommandError;
 
 /// How a command failed, as its exit code says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

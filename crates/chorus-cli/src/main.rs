@@ -18,6 +18,7 @@ mod cmd_serve;
 mod cmd_trim;
 mod cmd_validate;
 mod conversation;
+mod counting;
 mod error;
 mod input;
 

@@ -3,7 +3,6 @@
 //! Everything here is a pure function of its inputs, except reading image headers from local
 //! files when asked to and the ffmpeg subprocess of [`prepare`].
 
-pub mod command;
 pub mod count;
 pub mod data;
 pub mod error;

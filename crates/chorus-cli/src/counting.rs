@@ -1,21 +1,14 @@
-//! The logic of `chorus count` and `chorus trim`, as functions from a conversation and arguments
-//! to output (reading and writing formats is the CLI's part, through chorus-formats).
+//! What `chorus count` and `chorus trim` share: the token counter a model and a tokenizer file
+//! choose, and their failures as input or usage errors.
 
-pub mod count;
-pub mod trim;
-
-use crate::count::TokenCounter;
-use crate::error::ContextError;
-use crate::media::CostTable;
+use chorus_context::{ContextError, CostTable, TokenCounter};
 
 /// Why a command failed; the CLI maps `Input` to exit code 1 and `Usage` to 2.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub enum CommandError {
     /// The input was read but rejected.
-    #[error("{0}")]
     Input(String),
     /// The arguments do not make sense together.
-    #[error("{0}")]
     Usage(String),
 }
 
@@ -42,7 +35,7 @@ pub fn counter_for(
     };
     #[cfg(feature = "hf")]
     {
-        let file = crate::count::HfTokenizer::from_file(std::path::Path::new(path))?;
+        let file = chorus_context::count::HfTokenizer::from_file(std::path::Path::new(path))?;
         Ok(TokenCounter::with_tokenizer(
             std::sync::Arc::new(file),
             model,
@@ -57,5 +50,16 @@ pub fn counter_for(
     }
 }
 
-pub use count::{CountArgs, count};
-pub use trim::{CounterChoice, TrimArgs, TrimOutput, TrimStrategy, trim};
+/// A conversation with a system message, an image, a reply and a tool, for the tests of
+/// `count` and `trim`.
+#[cfg(test)]
+pub fn sample_conversation() -> chorus_core::Conversation {
+    serde_json::from_value(serde_json::json!({"messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "high", "width": 1024, "height": 1024}}]},
+        {"role": "assistant", "content": "A map."},
+        {"role": "user", "content": "Of what?"}],
+        "tools": [{"type": "function", "function": {"name": "zoom", "description": "Zooms in."}}]}))
+    .unwrap()
+}
