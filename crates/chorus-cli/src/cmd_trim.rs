@@ -1,11 +1,10 @@
 //! `chorus trim`: the kept conversation on stdout, the report on stderr (JSON).
 
-use chorus_context::count::{ApproxOptions, count_tokens_approximately};
 use chorus_context::trim::langchain::{
     LangChainOptions, MessageType, Strategy, split_lines, trim_messages,
 };
 use chorus_context::trim::trim_chorus;
-use chorus_context::{CostTable, TokenCounter};
+use chorus_context::{ApproxOptions, CostTable, TokenCounter, count_tokens_approximately};
 use chorus_core::{Conversation, Message};
 use chorus_formats::{EncodeOptions, Format};
 use clap::{Args, ValueEnum};

@@ -35,7 +35,7 @@ pub fn counter_for(
     };
     #[cfg(feature = "hf")]
     {
-        let file = chorus_context::count::HfTokenizer::from_file(std::path::Path::new(path))?;
+        let file = chorus_context::HfTokenizer::from_file(std::path::Path::new(path))?;
         Ok(TokenCounter::with_tokenizer(
             std::sync::Arc::new(file),
             model,

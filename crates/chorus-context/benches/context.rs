@@ -11,9 +11,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use chorus_context::TokenCounter;
-use chorus_context::count::{BpeEncoding, TextTokenizer};
 use chorus_context::trim::History;
+use chorus_context::{BpeEncoding, TextTokenizer, TokenCounter};
 use chorus_core::{ContentPart, Message, Nullable, Role, ToolCall};
 use criterion::{BatchSize, Criterion};
 use serde_json::json;

@@ -14,7 +14,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use chorus_context::count::{BpeEncoding, TextTokenizer};
+use chorus_context::{BpeEncoding, TextTokenizer};
 use criterion::Criterion;
 
 /// (name, repeated unit): each input is `unit` repeated to the size wanted.

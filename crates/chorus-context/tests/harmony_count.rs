@@ -1,8 +1,7 @@
 //! gpt-oss counts equal the length of what chorus-harmony renders for the same request.
 
-use chorus_context::ContextError;
-use chorus_context::TokenCounter;
 use chorus_context::trim::{History, trim_chorus};
+use chorus_context::{ContextError, TokenCounter};
 use chorus_core::{ContentPart, Conversation, Message, Nullable, Role, ToolCall, ToolDefinition};
 use chorus_harmony::chorus_map::to_harmony;
 use chorus_harmony::{RenderOptions, SystemContent, render};

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use chorus_context::count::{HfTokenizer, TextTokenizer};
 use chorus_context::media::CostTable;
-use chorus_context::{ContextError, TokenCounter};
+use chorus_context::{ContextError, HfTokenizer, TextTokenizer, TokenCounter};
 use chorus_core::{Message, Role};
 
 const WORD_LEVEL: &str = r#"{

@@ -2,10 +2,10 @@
 //! `tests/vectors/langchain_trim.json` (made by `generate_langchain_trim.py` from langchain-core
 //! itself: its unit-test cases plus tool-call cases under the approximate counter).
 
-use chorus_context::count::{ApproxOptions, count_tokens_approximately};
 use chorus_context::trim::langchain::{
     LangChainOptions, MessageType, Strategy, split_lines, trim_messages,
 };
+use chorus_context::{ApproxOptions, count_tokens_approximately};
 use chorus_core::{Content, ContentPart, Message};
 use serde_json::Value;
 

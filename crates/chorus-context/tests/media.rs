@@ -4,9 +4,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use std::sync::Arc;
 
-use chorus_context::count::BpeEncoding;
 use chorus_context::media::{CostTable, MediaPricer};
-use chorus_context::{ContextError, TokenCounter};
+use chorus_context::{BpeEncoding, ContextError, TokenCounter};
 use chorus_core::{ContentPart, Message, Role};
 use serde_json::json;
 

@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use chorus_context::TokenCounter;
-use chorus_context::count::{HfTokenizer, TextTokenizer};
 use chorus_context::media::CostTable;
+use chorus_context::{HfTokenizer, TextTokenizer, TokenCounter};
 use chorus_core::{ContentPart, Conversation, Message, Role};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

@@ -6,7 +6,7 @@
 //! and spaces right next to them. Text that may hold a piece longer than 256 bytes goes through
 //! bpe-openai's linear encoder instead: the last property puts such runs between ordinary text.
 
-use chorus_context::count::{BpeEncoding, TextTokenizer};
+use chorus_context::{BpeEncoding, TextTokenizer};
 use std::sync::LazyLock;
 
 use proptest::prelude::*;

@@ -282,7 +282,7 @@ fn a_tokenizer_json_counter_fits_or_says_why() {
         );
         return;
     };
-    let tokenizer = chorus_context::count::HfTokenizer::from_file(std::path::Path::new(&path))
+    let tokenizer = chorus_context::HfTokenizer::from_file(std::path::Path::new(&path))
         .unwrap_or_else(|e| panic!("CHORUS_TEST_QWEN3_TOKENIZER: {e}"));
     let counter = TokenCounter::with_tokenizer(
         std::sync::Arc::new(tokenizer),

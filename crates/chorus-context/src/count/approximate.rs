@@ -35,7 +35,7 @@ fn openai_role(role: Role) -> &'static str {
 }
 
 /// Tokens of one message before LangChain's final rounding of the sum.
-pub fn approximate_message(message: &Message, options: &ApproxOptions) -> f64 {
+pub(crate) fn approximate_message(message: &Message, options: &ApproxOptions) -> f64 {
     let mut chars = 0usize;
     let mut image_tokens = 0usize;
     let is_list = matches!(message.content(), Some(Content::Parts(_)));

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::approximate::{ApproxOptions, approximate_message};
-pub use super::breakdown::Breakdown;
+use super::breakdown::Breakdown;
 use super::harmony;
 use super::profile::{Family, ModelProfile};
 use super::pyrepr::json_dumps_len;

@@ -14,7 +14,7 @@ use super::text::TextTokenizer;
 use crate::error::{ContextError, Result};
 
 /// Tokens of `messages` offered `tools`, as chorus-harmony renders them for completion.
-pub fn rendered_tokens(messages: &[Message], tools: &[ToolDefinition]) -> Result<usize> {
+pub(crate) fn rendered_tokens(messages: &[Message], tools: &[ToolDefinition]) -> Result<usize> {
     render_count(messages, tools, &RenderOptions::default())
 }
 
@@ -42,7 +42,7 @@ fn render_count(
 /// A tool result is rendered under its `name` (the called function is not known on its own)
 /// and system and developer texts as developer instructions of their own; the request total of
 /// [`rendered_tokens`] has neither approximation.
-pub fn message_breakdown(message: &Message, text: &dyn TextTokenizer) -> Result<Breakdown> {
+pub(crate) fn message_breakdown(message: &Message, text: &dyn TextTokenizer) -> Result<Breakdown> {
     let options = RenderOptions {
         drop_analysis: false,
         ..RenderOptions::default()
@@ -75,6 +75,6 @@ pub fn message_breakdown(message: &Message, text: &dyn TextTokenizer) -> Result<
 
 /// Tokens of a request outside its messages: the system message, the developer message that
 /// declares `tools`, and the `<|start|>assistant` that primes the reply.
-pub fn fixed_tokens(tools: &[ToolDefinition]) -> Result<usize> {
+pub(crate) fn fixed_tokens(tools: &[ToolDefinition]) -> Result<usize> {
     rendered_tokens(&[], tools)
 }

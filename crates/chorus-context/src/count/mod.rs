@@ -1,17 +1,17 @@
 //! Token counting per model family: text tokenizers, chat overheads, tools and media.
 
-pub mod approximate;
+mod approximate;
 mod breakdown;
-pub mod chat;
-pub mod harmony;
+mod chat;
+mod harmony;
 #[cfg(feature = "hf")]
-pub mod hf;
-pub mod profile;
+mod hf;
+mod profile;
 mod pyrepr;
-pub mod text;
-pub mod tools;
+mod text;
+mod tools;
 
-pub use approximate::{ApproxOptions, approximate_message, count_tokens_approximately};
+pub use approximate::{ApproxOptions, count_tokens_approximately};
 pub use breakdown::Breakdown;
 pub use chat::{ConversationCount, TokenCounter};
 #[cfg(feature = "hf")]

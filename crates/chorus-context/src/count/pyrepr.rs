@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 /// Number of characters (code points) of Python's `repr()` of `value` read as Python objects.
-pub fn repr_len(value: &Value) -> usize {
+pub(crate) fn repr_len(value: &Value) -> usize {
     match value {
         Value::Null => 4, // None
         Value::Bool(b) => {
@@ -42,7 +42,7 @@ fn number_repr_len(n: &serde_json::Number) -> usize {
 }
 
 /// Length of Python's `repr()` of a `str`: quotes plus escapes.
-pub fn str_repr_len(s: &str) -> usize {
+pub(crate) fn str_repr_len(s: &str) -> usize {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
@@ -80,7 +80,7 @@ mod tests {
 
 /// Number of characters of Python's `json.dumps(value)` with its defaults
 /// (`", "` and `": "` separators, `ensure_ascii=True`).
-pub fn json_dumps_len(value: &Value) -> usize {
+pub(crate) fn json_dumps_len(value: &Value) -> usize {
     match value {
         Value::Null | Value::Bool(_) | Value::Number(_) => value.to_string().len(),
         Value::String(s) => json_str_len(s),

@@ -10,7 +10,7 @@ use super::text::TextTokenizer;
 /// per function `func_init` + tokens of `name:description` (a final `.` dropped); when it has
 /// properties `prop_init`, and per property `prop_key` + tokens of `name:type:description`
 /// (`enum_init` + per item `enum_item` + its tokens when it has an enum); once `func_end`.
-pub fn tool_definition_tokens(
+pub(crate) fn tool_definition_tokens(
     tools: &[ToolDefinition],
     h: &ToolHeuristic,
     text: &dyn TextTokenizer,

@@ -1,11 +1,11 @@
 //! Data messages (seed 004): merge by identity, render for the model, resolve `†` variables,
 //! store `_outputPath` results.
 
-pub mod assemble;
-pub mod merge;
-pub mod output;
-pub mod render;
-pub mod variables;
+mod assemble;
+mod merge;
+mod output;
+mod render;
+mod variables;
 
 pub use assemble::{assemble, has_data};
 pub use merge::{MergedData, current, data_parts, deep_merge, merge_parts};

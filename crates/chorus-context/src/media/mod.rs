@@ -1,9 +1,9 @@
 //! Media cost models: images (tiles, patches, crop units, resolution levels) and audio, priced
 //! from a user-overridable table with sizes read from the media's own headers.
 
-pub mod image_cost;
-pub mod probe;
-pub mod table;
+mod image_cost;
+mod probe;
+mod table;
 
 use chorus_core::media::DataUrl;
 use chorus_core::{AudioPart, FilePart, ImagePart};
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::error::{ContextError, Result};
 pub use image_cost::{ImageRequest, Resolution, image_tokens};
 pub use probe::{SizeSource, audio_seconds, image_size, wav_seconds};
-pub use table::{CostTable, ImageModel, ModelRule, Size};
+pub use table::{CostTable, ImageModel, ModelRule, ResolutionLevels, Size};
 
 /// The media prices of one model, resolved from a [`CostTable`].
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::{ContextError, Result};
 
 /// The embedded default table (`src/media/costs.json`).
-pub const DEFAULT_COSTS_JSON: &str = include_str!("costs.json");
+pub(crate) const DEFAULT_COSTS_JSON: &str = include_str!("costs.json");
 
 /// Width and height in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
