@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chorus_agent::model::{EndpointConfig, HarmonyClient, OpenAiChatClient};
-use chorus_agent::structured::state::StateLoop;
-use chorus_agent::structured::{StructuredError, StructuredRequest};
+use chorus_agent::structured::{StateLoop, StructuredError, StructuredRequest};
 use chorus_core::{ContentPart, DataPart, Message, Role};
 use serde_json::{Value, json};
 use support::fake_openai::{FakeOpenAi, Reply, chat, completion};

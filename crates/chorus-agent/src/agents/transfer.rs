@@ -9,9 +9,9 @@ use super::packet::{PacketDraft, PacketError};
 use crate::tools::definition;
 
 /// Prefix of the tools that hand the task to another agent.
-pub const TRANSFER_PREFIX: &str = "transfer_to_";
+pub(crate) const TRANSFER_PREFIX: &str = "transfer_to_";
 /// The tool that answers the agent that sent the current handoff.
-pub const REPLY_TOOL: &str = "reply_to_sender";
+pub(crate) const REPLY_TOOL: &str = "reply_to_sender";
 
 /// The arguments of a handoff tool.
 #[derive(Debug, Deserialize)]
@@ -52,7 +52,7 @@ fn parameters(types: &[&str]) -> Value {
 }
 
 /// The `transfer_to_<agent>` tool definition.
-pub fn transfer_tool(agent: &str) -> ToolDefinition {
+pub(crate) fn transfer_tool(agent: &str) -> ToolDefinition {
     let types: Vec<&str> = HandoffType::STANDARD
         .iter()
         .map(HandoffType::as_str)
@@ -67,7 +67,7 @@ pub fn transfer_tool(agent: &str) -> ToolDefinition {
 }
 
 /// The `reply_to_sender` tool definition (STATUS_UPDATE, REQUEST_INFORMATION, PROVIDE_INFORMATION).
-pub fn reply_tool(sender: &str) -> ToolDefinition {
+pub(crate) fn reply_tool(sender: &str) -> ToolDefinition {
     definition(
         REPLY_TOOL,
         Some(&format!(
@@ -83,7 +83,7 @@ pub fn reply_tool(sender: &str) -> ToolDefinition {
 
 /// Builds and validates the packet a handoff tool call asks for; the error text is meant for the
 /// model to repair its call.
-pub fn packet_from_call(
+pub(crate) fn packet_from_call(
     sender: &str,
     recipient: &str,
     arguments: &str,

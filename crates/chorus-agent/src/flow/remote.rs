@@ -24,7 +24,7 @@ pub struct Remote {
 type Delivery = (String, String, Value);
 
 /// Deliveries from every inbox read, or the error that stopped a reader.
-pub type Inbox = mpsc::UnboundedReceiver<Result<Delivery, FlowError>>;
+pub(crate) type Inbox = mpsc::UnboundedReceiver<Result<Delivery, FlowError>>;
 
 #[derive(Deserialize)]
 struct InboxEvent {

@@ -7,11 +7,11 @@ use super::ModelError;
 use crate::cost::PriceTable;
 
 /// Environment variable with the base URL of the model endpoint (tried first).
-pub const BASE_URL_VAR: &str = "CHORUS_MODEL_BASE_URL";
+pub(crate) const BASE_URL_VAR: &str = "CHORUS_MODEL_BASE_URL";
 /// Environment variable with the base URL, used when [`BASE_URL_VAR`] is unset.
-pub const OPENAI_BASE_URL_VAR: &str = "OPENAI_BASE_URL";
+pub(crate) const OPENAI_BASE_URL_VAR: &str = "OPENAI_BASE_URL";
 /// Environment variable with the API key (optional for local servers).
-pub const API_KEY_VAR: &str = "OPENAI_API_KEY";
+pub(crate) const API_KEY_VAR: &str = "OPENAI_API_KEY";
 
 /// Endpoint, credentials, retries, timeout and prices shared by the model clients.
 #[derive(Debug, Clone)]

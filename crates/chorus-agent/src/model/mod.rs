@@ -8,16 +8,16 @@
 //! Each call runs in a `chat` or `text_completion` span with OpenTelemetry GenAI attributes.
 //! Cancellation: drop the future returned by [`ModelClient::complete`].
 
-pub mod config;
-pub mod harmony;
+mod config;
+mod harmony;
 mod harmony_reply;
 mod http;
-pub mod openai;
+mod openai;
 mod stamp;
 mod trace;
 
 pub use config::EndpointConfig;
-pub use harmony::{HarmonyClient, PromptForm};
+pub use harmony::{HarmonyClient, HarmonyPrompt, PromptForm};
 pub use openai::OpenAiChatClient;
 
 use async_trait::async_trait;

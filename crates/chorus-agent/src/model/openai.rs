@@ -172,7 +172,7 @@ fn estimate_usage(request: &ModelRequest, reply: &Message) -> Option<TokenUsage>
 
 /// Whether `schema` meets OpenAI's strict structured-output rules: every object schema sets
 /// `additionalProperties: false` and requires all of its properties.
-pub fn strict_compatible(schema: &Value) -> bool {
+pub(crate) fn strict_compatible(schema: &Value) -> bool {
     match schema {
         Value::Object(map) => {
             let is_object =

@@ -10,9 +10,9 @@ use super::{Schema, StructuredError, StructuredReply, StructuredRequest};
 use crate::model::ModelClient;
 
 /// The data kind that declares a request's parameters.
-pub const INPUT: &str = "input";
+pub(crate) const INPUT: &str = "input";
 /// The data kind of a loop's memory.
-pub const STATE: &str = "state";
+pub(crate) const STATE: &str = "state";
 
 /// Replaces every data part of `kind` with `part`, put where the first one was (appended as a
 /// user message when there was none); messages left empty are dropped.

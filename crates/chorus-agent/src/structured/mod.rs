@@ -4,16 +4,18 @@
 //! Schema (sent as `response_format` to Chat Completions, as the "# Response Formats" section
 //! to Harmony). The reply's text is parsed as JSON and validated; when it does not conform, the
 //! reply and the validation errors (JSON pointer and message each) go back to the model as a
-//! user message, for at most [`StructuredRequest::max_repairs`] repairs. [`input`] binds
-//! `input` data parts so a request can be called like a function, and runs a batch in parallel
-//! with one `_instance` per input; [`state`] runs a loop that keeps its `state` data part
-//! between steps.
+//! user message, for at most [`StructuredRequest::max_repairs`] repairs.
+//! [`StructuredRequest::with_input`] binds `input` data parts so a request can be called like a
+//! function (a batch runs in parallel with one `_instance` per input); [`StateLoop`] runs a loop
+//! that keeps its `state` data part between steps.
 
-pub mod input;
-pub mod state;
+mod input;
+mod state;
 
 use chorus_core::{Message, Role, TokenUsage};
 use serde_json::Value;
+
+pub use state::StateLoop;
 
 use crate::cost::UsageTotals;
 use crate::model::{ModelClient, ModelError, ModelReply, ModelRequest};
