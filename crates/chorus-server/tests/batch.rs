@@ -23,7 +23,7 @@ async fn post_json(server: &TestServer, path: &str, token: &str, body: &Value) -
 
 async fn dead_letter_count(server: &TestServer) -> usize {
     let letters = get_json(server, "/v1/dead-letters", Some(ADMIN)).await;
-    letters.as_array().expect("a list").len()
+    letters["items"].as_array().expect("a page").len()
 }
 
 #[tokio::test]
@@ -41,11 +41,12 @@ async fn a_batch_answers_each_document_and_stores_only_the_accepted_ones() {
         message("b1", "alice", "bob", "one"),
         message("forged", "bob", "alice", "not mine"),
         invalid,
-        message("before", "alice", "bob", "again"),
-        message("b1", "alice", "bob", "one again"),
+        message("before", "alice", "bob", "x"),
+        message("b1", "alice", "bob", "one"),
         message("b2\r\nX-Injected: 1", "alice", "bob", "header"),
         [1, 2],
         message("b3", "alice", "bob", "three"),
+        message("before", "alice", "bob", "other content"),
     ]);
     let (status, answer) = post_json(&server, "/v1/messages/batch", ALICE, &batch).await;
     assert_eq!(status, 200, "{answer}");
@@ -54,7 +55,7 @@ async fn a_batch_answers_each_document_and_stores_only_the_accepted_ones() {
         .iter()
         .map(|r| (r["status"].as_u64().unwrap(), r["id"].clone()))
         .collect();
-    // The two b1 run concurrently: one is stored, the other is its duplicate.
+    // The two b1 (same content) run concurrently: one is stored, the other is its duplicate.
     let b1: Vec<u64> = [0, 4].iter().map(|&i| got[i].0).collect();
     assert!(b1 == [201, 200] || b1 == [200, 201], "{answer}");
     assert_eq!(
@@ -77,6 +78,9 @@ async fn a_batch_answers_each_document_and_stores_only_the_accepted_ones() {
     );
     assert_eq!(results[5]["problem"]["error"], "bad_id");
     assert_eq!(results[7]["queues"], json!(["bob"]));
+    // The same id as a stored message with other content: a conflict, as on its own.
+    assert_eq!(got[8], (409, json!("before")), "{answer}");
+    assert_eq!(results[8]["problem"]["error"], "conflict");
     assert!(results[7].get("problem").is_none());
 
     // bob gets "before", b1 and b3, each once; alice gets nothing.
