@@ -67,6 +67,21 @@ impl<T> Page<T> {
         let next = if more { items.last().map(cursor) } else { None };
         Page { items, next, total }
     }
+
+    /// [`Page::cut`] of items numbered by their cursor (a sequence number): the numbers continue
+    /// the listing and are dropped from the page.
+    pub(crate) fn cut_numbered<N: ToString>(
+        items: Vec<(N, T)>,
+        limit: usize,
+        total: u64,
+    ) -> Page<T> {
+        let page = Page::cut(items, limit, Some(total), |(n, _)| n.to_string());
+        Page {
+            items: page.items.into_iter().map(|(_, item)| item).collect(),
+            next: page.next,
+            total: page.total,
+        }
+    }
 }
 
 /// The error for a cursor this store did not hand out.

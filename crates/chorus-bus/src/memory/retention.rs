@@ -58,19 +58,14 @@ impl MemoryBus {
         let start = track
             .at
             .partition_point(|&at| u64::try_from(at).unwrap_or(u64::MAX) < after);
-        let items: Vec<(usize, Envelope)> = track
+        // Numbered by the cursor that continues after each: its log position plus one.
+        let items: Vec<(u64, Envelope)> = track
             .at
             .range(start..)
             .take(limit.saturating_add(1))
-            .map(|&at| (at, (*log.entry(at).1).clone()))
+            .map(|&at| (at as u64 + 1, (*log.entry(at).1).clone()))
             .collect();
-        let total = track.at.len() as u64;
-        let page = Page::cut(items, limit, Some(total), |(at, _)| (at + 1).to_string());
-        Ok(Page {
-            items: page.items.into_iter().map(|(_, env)| env).collect(),
-            next: page.next,
-            total: page.total,
-        })
+        Ok(Page::cut_numbered(items, limit, track.at.len() as u64))
     }
 
     /// Prunes the log and the dead letters as of `now`.

@@ -129,12 +129,7 @@ impl NatsBus {
             .await?;
         let items = numbered(&read)?;
         let total = self.log_count(filter).await?;
-        let page = Page::cut(items, limit, Some(total), |(seq, _)| seq.to_string());
-        Ok(Page {
-            items: page.items.into_iter().map(|(_, env)| env).collect(),
-            next: page.next,
-            total: page.total,
-        })
+        Ok(Page::cut_numbered(items, limit, total))
     }
 
     /// The conversation's entries after sequence number `after`: its kept entries numbered on

@@ -149,12 +149,7 @@ impl RedisBus {
             .numbered("task", task_id, after, limit.saturating_add(1))
             .await?;
         let items: Vec<(u64, Envelope)> = (read.first..).zip(read.entries).collect();
-        let page = Page::cut(items, limit, Some(read.kept), |(n, _)| n.to_string());
-        Ok(Page {
-            items: page.items.into_iter().map(|(_, env)| env).collect(),
-            next: page.next,
-            total: page.total,
-        })
+        Ok(Page::cut_numbered(items, limit, read.kept))
     }
 
     /// The conversation's entries after sequence number `after`.

@@ -121,12 +121,7 @@ pub(super) fn task_messages(
         "SELECT COUNT(*) FROM messages WHERE task_id = ?1",
         [task_id],
     )?;
-    let page = Page::cut(items, limit, Some(total), |(seq, _)| seq.to_string());
-    Ok(Page {
-        items: page.items.into_iter().map(|(_, env)| env).collect(),
-        next: page.next,
-        total: page.total,
-    })
+    Ok(Page::cut_numbered(items, limit, total))
 }
 
 /// Up to `limit` values of `key`, latest activity first (then the value, descending), after
