@@ -241,20 +241,26 @@ pub trait Bus: Send + Sync {
                 return Err(reject(self, &bytes, None, vec![issue]).await);
             }
         };
+        self.publish_parsed(bytes, &document).await
+    }
+
+    /// As [`Bus::publish`], for a caller that has already parsed `bytes` into `document`
+    /// (their JSON value, as the server has after its own checks): nothing is parsed again.
+    async fn publish_parsed(&self, bytes: Bytes, document: &Value) -> BusResult<Receipt> {
         // Schema problems first: they explain a missing routing key better than extraction.
         let mut issues = match &self.config().validator {
-            Some(v) => v.validate(&document),
+            Some(v) => v.validate(document),
             None => Vec::new(),
         };
         let env = if issues.is_empty() {
-            Envelope::from_document(&document, bytes.clone())
+            Envelope::from_document(document, bytes.clone())
                 .map_err(|found| issues = found)
                 .ok()
         } else {
             None
         };
         match env {
-            Some(env) => self.publish_routed(env, Some(&document)).await,
+            Some(env) => self.publish_routed(env, Some(document)).await,
             None => {
                 let id = document
                     .pointer("/metadata/message_id")

@@ -299,13 +299,15 @@ async fn store(
             None => false,
         };
         let bytes = if kept || redacted || traced {
-            serde_json::to_vec(&document).map_err(|e| {
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
-            })?
+            serde_json::to_vec(&document)
+                .map_err(|e| {
+                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+                })?
+                .into()
         } else {
-            bytes.to_vec()
+            bytes
         };
-        app.bus.publish(bytes).await.map_err(|e| {
+        app.bus.publish_parsed(bytes, &document).await.map_err(|e| {
             if let BusError::Conflict { id, stored, found } = e {
                 return conflict(&document, &id, stored, found);
             }
