@@ -172,20 +172,27 @@ impl Inboxes {
     }
 
     /// Closes `stream` of `agent`'s inbox and hands back what it held and did not settle:
-    /// other streams of the inbox take it.
-    pub fn release(&self, agent: &str, stream: u64) {
-        {
+    /// other streams of the inbox take it. True when it was the inbox's last open stream on
+    /// this server and it held something: then [`Inboxes::orphans`], a moment later, gives what
+    /// no stream took back to the store, for the streams of other servers.
+    pub fn release(&self, agent: &str, stream: u64) -> bool {
+        let last = {
             let mut wakers = self.wakers.lock().expect("inbox wakers lock");
-            if let Some((streams, _)) = wakers.get_mut(agent) {
-                *streams -= 1;
-                if *streams == 0 {
-                    wakers.remove(agent);
+            match wakers.get_mut(agent) {
+                Some((streams, _)) => {
+                    *streams -= 1;
+                    let last = *streams == 0;
+                    if last {
+                        wakers.remove(agent);
+                    }
+                    last
                 }
+                None => true,
             }
-        }
+        };
         let mut agents = self.agents.lock().expect("inboxes lock");
         let Some(held) = agents.get_mut(agent) else {
-            return;
+            return false;
         };
         held.sweep(Instant::now(), self.ack_wait_of(agent));
         let mut any = false;
@@ -202,6 +209,37 @@ impl Inboxes {
         if any {
             self.wake(agent);
         }
+        last && any
+    }
+
+    /// When `agent`'s inbox has no open stream on this server, forgets and returns the
+    /// deliveries it holds for no stream (to be given back to the store); else nothing, as an
+    /// open stream takes them itself.
+    pub fn orphans(&self, agent: &str) -> Vec<Delivery> {
+        let open = self.wakers.lock().expect("inbox wakers lock");
+        if open.contains_key(agent) {
+            return Vec::new();
+        }
+        let mut agents = self.agents.lock().expect("inboxes lock");
+        drop(open);
+        let Some(held) = agents.get_mut(agent) else {
+            return Vec::new();
+        };
+        let now = Instant::now();
+        let Held { by_seq, seq_of } = held;
+        let mut out = Vec::new();
+        by_seq.retain(|_, e| {
+            let orphan = e.stream.is_none() && e.lease_until > now;
+            if orphan {
+                seq_of.remove(&e.delivery.envelope.id);
+                out.push(e.delivery.clone());
+            }
+            !orphan
+        });
+        if by_seq.is_empty() {
+            agents.remove(agent);
+        }
+        out
     }
 
     /// The held delivery of `message_id` for `agent`, how long it has been held and its trace

@@ -1,6 +1,7 @@
 //! Agent pools over real HTTP: several workers read one pool inbox, and each message is handled
 //! by exactly one of them; a worker that goes away hands its messages back at once; a stream
-//! holds at most `max_in_flight` unsettled deliveries; a handler slower than the ack wait keeps
+//! holds at most `max_in_flight` unsettled deliveries (and, as the last stream of its inbox on
+//! its server, gives them back to the store for the streams of other servers); a handler slower than the ack wait keeps
 //! its delivery with `in-progress` and is never given a message twice.
 //!
 //! On SQLite always; on NATS JetStream and Redis when CHORUS_TEST_NATS_URL / CHORUS_TEST_REDIS_URL
@@ -181,6 +182,48 @@ async fn sqlite_server(ack_wait_secs: u64) -> (tempfile::TempDir, Arc<TestServer
     (dir, Arc::new(server))
 }
 
+/// Two servers on one store: what the last stream of the pool on `one` held and did not settle
+/// goes back to the store when it closes, and the stream on `other` gets it well before the ack
+/// wait (30 s) would have given it back.
+async fn hands_back_to_another_server(one: &TestServer, other: &TestServer, prefix: &str) {
+    publish_to_pool(one, prefix, 3).await;
+    let mut first = SseReader::open_with(one, "pool", BOB, "max_in_flight=3").await;
+    for _ in 0..3 {
+        first.next().await;
+    }
+    let mut second = SseReader::open_with(other, "pool", BOB, "max_in_flight=3").await;
+    assert!(
+        second
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none(),
+        "held by the first server's stream"
+    );
+    drop(first);
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push(delivered(&second.next().await));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "handed back through the store, not after the 30 s ack wait: {:?}",
+        started.elapsed()
+    );
+    got.sort();
+    // Given back to the store, each comes again as its second attempt.
+    let want: Vec<(String, u64)> = (0..3).map(|i| (format!("{prefix}-{i}"), 2)).collect();
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn a_closed_stream_hands_its_messages_to_another_server_on_the_same_store() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let one = TestServer::start(&db(dir.path()), &pool_config(30)).await;
+    let other = TestServer::start(&db(dir.path()), &pool_config(30)).await;
+    hands_back_to_another_server(&one, &other, "x").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_message_of_a_pool_goes_to_one_worker_on_sqlite() {
     for workers in [1, 4, 16] {
@@ -336,7 +379,18 @@ async fn on_store(backend: &str, var: &str) {
             .unwrap_or_else(|e| panic!("the server at {url} is reachable: {e}"));
         let server = Arc::new(TestServer::start_on(bus.clone(), &config).await);
         let metrics = server.clone();
-        competing_workers(server, async || delivered_metric(&metrics).await, workers).await;
+        competing_workers(
+            server.clone(),
+            async || delivered_metric(&metrics).await,
+            workers,
+        )
+        .await;
+        if workers == 1 {
+            // A second server on the same store, with a connection of its own.
+            let other_bus = store.open(&config).await.expect("open the store again");
+            let other = TestServer::start_on(other_bus, &config).await;
+            hands_back_to_another_server(&server, &other, "back").await;
+        }
         drop(bus);
         store
             .spec()

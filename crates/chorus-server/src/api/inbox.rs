@@ -93,9 +93,29 @@ struct Reader {
     pending: VecDeque<(u64, Delivery, Option<String>)>,
 }
 
+/// How long deliveries held by an inbox's last closed stream wait for a stream of this server
+/// (a client reconnecting with `Last-Event-ID`) before they go back to the store, where the
+/// streams of other servers on the same store take them (at the cost of an attempt).
+const HAND_BACK_AFTER: Duration = Duration::from_secs(1);
+
 impl Drop for Reader {
     fn drop(&mut self) {
-        self.app.inboxes.release(&self.agent, self.stream);
+        if !self.app.inboxes.release(&self.agent, self.stream) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (app, agent) = (self.app.clone(), self.agent.clone());
+        runtime.spawn(async move {
+            tokio::time::sleep(HAND_BACK_AFTER).await;
+            for d in app.inboxes.orphans(&agent) {
+                if let Err(e) = app.bus.nack(&d, Duration::ZERO).await {
+                    // Still leased in the store: it comes back after the ack wait.
+                    tracing::warn!(%agent, error = %e, "a held delivery was not handed back to the store");
+                }
+            }
+        });
     }
 }
 
