@@ -42,8 +42,10 @@ pub use model::{
     Author, ChannelConfig, Content, Conversation, DeveloperContent, Message, ReasoningEffort,
     ResponseFormat, Role, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig,
 };
-pub use parse::stream::StreamParser;
+pub use parse::stream::{State as StreamState, StreamParser};
 pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, Repair, parse};
-pub use render::{RenderError, RenderMode, RenderOptions, render, render_message};
+pub use render::{
+    RenderError, RenderMode, RenderOptions, render, render_message, render_message_with,
+};
 pub use tokens::Rank;
 pub use typescript::TypeScriptStyle;

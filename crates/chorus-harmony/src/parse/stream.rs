@@ -14,10 +14,14 @@ use crate::tokens::{self, Rank};
 
 const REPLACEMENT: &str = "\u{FFFD}";
 
+/// Where a [`StreamParser`] is: between messages, in a header, or in a message's content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
+pub enum State {
+    /// Waiting for `<|start|>`.
     ExpectStart,
+    /// Reading a header (up to `<|message|>`).
     Header,
+    /// Reading content (up to a stop token).
     Content,
 }
 
@@ -119,6 +123,17 @@ impl StreamParser {
 
     /// Ends the input and returns every message. Strict mode rejects input that ends in a header.
     pub fn finish(mut self) -> Result<ParseOutput, ParseError> {
+        self.process_eos()?;
+        Ok(ParseOutput {
+            messages: self.messages,
+            diagnostics: self.diagnostics,
+        })
+    }
+
+    /// Ends the input in place (the message being read is completed) and leaves the parser
+    /// waiting for a new `<|start|>`. Strict mode rejects input that ends in a header.
+    pub fn process_eos(&mut self) -> Result<(), ParseError> {
+        self.delta = None;
         match self.state {
             State::ExpectStart => {}
             State::Header if self.options.lenient => {
@@ -138,10 +153,12 @@ impl StreamParser {
             }
             State::Content => self.finish_message(),
         }
-        Ok(ParseOutput {
-            messages: self.messages,
-            diagnostics: self.diagnostics,
-        })
+        Ok(())
+    }
+
+    /// Where the parser is.
+    pub fn state(&self) -> State {
+        self.state
     }
 
     /// Messages completed so far.

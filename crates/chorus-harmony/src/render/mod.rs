@@ -116,9 +116,33 @@ pub(crate) fn render_into(
 
 /// Renders one message on its own (no conversation context: no `functions` channel line).
 pub fn render_message(message: &Message, style: TypeScriptStyle) -> Result<Vec<Rank>, RenderError> {
+    let options = RenderOptions {
+        typescript: style,
+        ..RenderOptions::default()
+    };
+    render_message_with(message, false, &options)
+}
+
+/// Renders one message on its own as the reference's `render` does: `function_tools` says
+/// whether the conversation declares function tools (the system message then routes them to
+/// `commentary`); of `options`, only the header checks and the TypeScript style apply.
+pub fn render_message_with(
+    message: &Message,
+    function_tools: bool,
+    options: &RenderOptions,
+) -> Result<Vec<Rank>, RenderError> {
     let mut out = Vec::with_capacity(64);
-    check::check_conversation(std::slice::from_ref(message), false)?;
-    write_message(encoding(), 0, message, false, style, &mut out)?;
+    if options.check_headers {
+        check::check_conversation(std::slice::from_ref(message), options.strict_channels)?;
+    }
+    write_message(
+        encoding(),
+        0,
+        message,
+        function_tools,
+        options.typescript,
+        &mut out,
+    )?;
     Ok(out)
 }
 

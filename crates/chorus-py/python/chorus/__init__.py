@@ -1,0 +1,9 @@
+"""chorus for Python: Harmony (a drop-in for ``openai_harmony``), format conversion, token
+counting and trimming, validation, and a client for the chorus hub.
+
+Submodules: :mod:`chorus.harmony`.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

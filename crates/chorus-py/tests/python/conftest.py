@@ -1,0 +1,42 @@
+"""Shared fixtures: the reference (``openai_harmony`` 0.0.8) beside ``chorus.harmony``.
+
+The reference downloads its vocabulary unless ``TIKTOKEN_ENCODINGS_BASE`` names a folder holding
+``o200k_base.tiktoken``; chorus writes that file (it embeds the vocabulary). Without the
+reference installed the differential tests are skipped, unless ``CHORUS_TEST_PYTHON`` is set
+(as in CI), where a missing oracle fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from types import ModuleType
+
+import pytest
+
+from chorus import _native
+
+
+def _vocabulary_folder() -> str:
+    folder = os.path.join(tempfile.gettempdir(), f"chorus-py-vocab-{os.getpid()}")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "o200k_base.tiktoken")
+    if not os.path.exists(path):
+        _native.write_tiktoken_file(path)
+    return folder
+
+
+os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", _vocabulary_folder())
+
+
+def oracle(name: str) -> ModuleType:
+    """Imports an oracle package, skipping (or failing, under CHORUS_TEST_PYTHON) without it."""
+    if os.environ.get("CHORUS_TEST_PYTHON"):
+        return __import__(name)
+    return pytest.importorskip(name, reason=f"not run: {name} is not installed")
+
+
+@pytest.fixture(scope="session")
+def reference() -> ModuleType:
+    """The ``openai_harmony`` package."""
+    return oracle("openai_harmony")
