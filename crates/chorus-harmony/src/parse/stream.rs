@@ -92,7 +92,16 @@ impl StreamParser {
                 self.begin_header(true);
                 self.header_tokens.push(token);
             }
-            State::Header if token == tokens::MESSAGE => self.open_content(position)?,
+            State::Header if token == tokens::MESSAGE => {
+                if let Err(error) = self.open_content(position) {
+                    // As the reference: a rejected header leaves the parser waiting for a
+                    // `<|start|>`, with the messages read before it kept.
+                    self.state = State::ExpectStart;
+                    self.header_tokens.clear();
+                    self.next_role = None;
+                    return Err(error);
+                }
+            }
             State::Header if lenient && tokens::is_stop(token) => {
                 self.close_header_without_message(position, DiagnosticKind::StopInHeader);
             }

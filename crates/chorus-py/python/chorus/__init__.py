@@ -1,7 +1,8 @@
 """chorus for Python: Harmony (a drop-in for ``openai_harmony``), format conversion, token
 counting and trimming, validation, and a client for the chorus hub.
 
-Submodules: :mod:`chorus.harmony`.
+Submodules: :mod:`chorus.harmony`, :mod:`chorus.formats`, :mod:`chorus.context`,
+:mod:`chorus.validate`.
 """
 
 __version__ = "0.1.0"

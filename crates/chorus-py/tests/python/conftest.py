@@ -8,6 +8,7 @@ reference installed the differential tests are skipped, unless ``CHORUS_TEST_PYT
 
 from __future__ import annotations
 
+import importlib
 import os
 import tempfile
 from types import ModuleType
@@ -32,8 +33,9 @@ os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", _vocabulary_folder())
 def oracle(name: str) -> ModuleType:
     """Imports an oracle package, skipping (or failing, under CHORUS_TEST_PYTHON) without it."""
     if os.environ.get("CHORUS_TEST_PYTHON"):
-        return __import__(name)
-    return pytest.importorskip(name, reason=f"not run: {name} is not installed")
+        return importlib.import_module(name)
+    module: ModuleType = pytest.importorskip(name, reason=f"not run: {name} is not installed")
+    return module
 
 
 @pytest.fixture(scope="session")

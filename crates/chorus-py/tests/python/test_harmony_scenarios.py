@@ -40,8 +40,9 @@ def assert_renders_to(h: ModuleType, name: str, tokens: List[int]) -> None:
 
 def completion(h: ModuleType, messages: List[Any], drop: bool = False) -> List[int]:
     config = h.RenderConversationConfig(auto_drop_analysis=drop)
-    return encoding(h).render_conversation_for_completion(
+    tokens: List[int] = encoding(h).render_conversation_for_completion(
         h.Conversation.from_messages(messages), h.Role.ASSISTANT, config)
+    return tokens
 
 
 def test_simple_convo(h: ModuleType) -> None:
