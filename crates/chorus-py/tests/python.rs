@@ -8,6 +8,9 @@
 //! under `CARGO_TARGET_TMPDIR`, so a running `cargo test` never waits on its own lock) and
 //! installed into a folder on `PYTHONPATH`, leaving the python's environment untouched.
 //! `CHORUS_PY_CASES` and `CHORUS_PY_SEED` pass through to the differential test.
+//!
+//! The hub client's tests start the workspace's `chorus` binary (`target/debug/chorus`, built by
+//! `cargo test --workspace`; alone: `cargo build -p chorus-cli` first), or `CHORUS_BIN`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,12 +73,25 @@ fn the_python_package_passes_its_tests() {
     let wheel = build_wheel(&python, &work, &site);
     eprintln!("built {}", wheel.display());
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python");
+    // Beside CARGO_TARGET_TMPDIR (`<target>/tmp`): the binaries of this profile.
+    let chorus = std::env::var_os("CHORUS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .with_file_name(if cfg!(debug_assertions) {
+                    "debug"
+                } else {
+                    "release"
+                })
+                .join("chorus")
+        });
     run(
         "pytest",
         Command::new(&python)
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-s"])
             .current_dir(&tests)
             .env("PYTHONPATH", &site)
-            .env("CHORUS_PY_WHEEL", &wheel),
+            .env("CHORUS_PY_WHEEL", &wheel)
+            .env("CHORUS_BIN", &chorus),
     );
 }
