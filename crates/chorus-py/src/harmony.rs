@@ -26,6 +26,28 @@ const ENCODING_NAME: &str = "HarmonyGptOss";
 /// What undecodable bytes become.
 const REPLACEMENT: &str = "\u{FFFD}";
 
+/// A parsed message: role, author name, text, channel, recipient, content type.
+type MessageTuple = (
+    &'static str,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// A parsed message as a tuple (parsing yields one text part per message).
+fn message_tuple(message: &Message) -> MessageTuple {
+    (
+        message.author.role.as_str(),
+        message.author.name.clone(),
+        message.text(),
+        message.channel.clone(),
+        message.recipient.clone(),
+        message.content_type.clone(),
+    )
+}
+
 /// A repair made by lenient parsing: token position, kind, what it holds.
 type RepairTuple = (usize, &'static str, Option<String>);
 
@@ -112,14 +134,14 @@ fn render_message(py: Python<'_>, message_json: &str, function_tools: bool) -> P
     })
 }
 
-/// Parses completion tokens: the messages' JSON and, when not strict, the repairs made.
+/// Parses completion tokens: the messages and, when not strict, the repairs made.
 #[pyfunction]
 fn parse(
     py: Python<'_>,
     tokens: Vec<Rank>,
     role: Option<&str>,
     strict: bool,
-) -> PyResult<(String, Vec<RepairTuple>)> {
+) -> PyResult<(Vec<MessageTuple>, Vec<RepairTuple>)> {
     let role = self::role(role)?;
     py.detach(|| {
         // Not strict: what the reference accepts reads as the reference reads it; the rest is
@@ -131,7 +153,7 @@ fn parse(
             }
             Err(failure) => return Err(error(failure)),
         };
-        let json = serde_json::to_string(&output.messages).map_err(error)?;
+        let messages = output.messages.iter().map(message_tuple).collect();
         let repairs = output
             .diagnostics
             .iter()
@@ -140,7 +162,7 @@ fn parse(
                 (d.position, kind, detail)
             })
             .collect();
-        Ok((json, repairs))
+        Ok((messages, repairs))
     })
 }
 
@@ -364,10 +386,10 @@ impl StreamParser {
         self.inner.last_content_delta()
     }
 
-    /// The completed messages' JSON.
+    /// The completed messages.
     #[getter]
-    fn messages(&self) -> PyResult<String> {
-        serde_json::to_string(self.inner.messages()).map_err(error)
+    fn messages(&self) -> Vec<MessageTuple> {
+        self.inner.messages().iter().map(message_tuple).collect()
     }
 
     #[getter]

@@ -426,8 +426,20 @@ def _role_name(role: Union[Role, str, None]) -> Optional[str]:
     return role.value if isinstance(role, Role) else Role(role).value
 
 
-def _messages(raw: str) -> List[Message]:
-    return [Message.from_dict(m) for m in json.loads(raw)]
+def _messages(parsed: List[Tuple[str, Optional[str], str, Optional[str], Optional[str], Optional[str]]]) -> List[Message]:
+    """Messages from the parser's tuples, built as :meth:`Message.from_dict` builds them (the
+    same fields set), without validating again what the parser produced."""
+    construct_author = Author.model_construct
+    construct_text = TextContent.model_construct
+    construct_message = Message.model_construct
+    return [
+        construct_message(
+            author=construct_author(role=Role(role), name=name),
+            content=[construct_text(text=text)],
+            channel=channel, recipient=recipient, content_type=content_type,
+        )
+        for role, name, text, channel, recipient, content_type in parsed
+    ]
 
 
 def raise_disallowed_special_token(token: str) -> None:

@@ -27,7 +27,10 @@ Outcome = Tuple[str, Any]
 def norm(value: Any) -> Any:
     """Plain JSON data (enums as their values, models as their dicts)."""
     if isinstance(value, list) and value and hasattr(value[0], "to_dict"):
-        value = [v.to_dict() for v in value]
+        # Messages: their JSON, their pydantic dump, and which fields count as set.
+        value = [[v.to_dict(), v.model_dump(mode="json"), sorted(v.model_fields_set),
+                  sorted(v.author.model_fields_set),
+                  [sorted(c.model_fields_set) for c in v.content]] for v in value]
     return json.loads(json.dumps(value, default=str))
 
 
