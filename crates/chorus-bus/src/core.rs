@@ -207,7 +207,8 @@ mod tests {
             serde_json::from_slice(&seed_example("003-python-valid-escalation.json")).unwrap();
         assert_eq!(v.validate(&ok), vec![]);
         let bad: Value =
-            serde_json::from_slice(&seed_example("003-python-invalid-escalation.json")).unwrap();
+            serde_json::from_slice(&seed_example("invalid/003-python-invalid-escalation.json"))
+                .unwrap();
         let issues = v.validate(&bad);
         assert!(!issues.is_empty());
         assert!(

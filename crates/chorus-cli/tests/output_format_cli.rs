@@ -10,7 +10,7 @@ fn json_and_format_json_print_the_same() {
     let commands: [&[&str]; 3] = [
         &[
             "validate",
-            "examples/seeds/003-python-invalid-escalation.json",
+            "examples/seeds/invalid/003-python-invalid-escalation.json",
         ],
         &["validate", "examples/seeds/003-escalation.json"],
         &["formats"],

@@ -92,7 +92,7 @@ fn every_printing_command_ends_quietly_when_the_reader_is_gone() {
     let flow = repo().join("examples/support-desk.toml");
     let flow = flow.to_str().unwrap();
     let escalation = seed("003-escalation.json");
-    let invalid = seed("003-python-invalid-escalation.json");
+    let invalid = seed("invalid/003-python-invalid-escalation.json");
     let commands: Vec<Vec<&str>> = vec![
         vec!["validate", &escalation],
         vec!["validate", &invalid, &escalation],

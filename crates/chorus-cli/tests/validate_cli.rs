@@ -42,7 +42,7 @@ fn json_output_lists_every_problem_with_its_fields() {
             "validate",
             "--format",
             "json",
-            "examples/seeds/003-python-invalid-escalation.json",
+            "examples/seeds/invalid/003-python-invalid-escalation.json",
             "examples/seeds/000-a1-audio-part.json",
         ],
         "",
@@ -53,7 +53,7 @@ fn json_output_lists_every_problem_with_its_fields() {
     assert_eq!(rows.len(), 2);
     assert_eq!(
         rows[0]["file"],
-        "examples/seeds/003-python-invalid-escalation.json"
+        "examples/seeds/invalid/003-python-invalid-escalation.json"
     );
     assert_eq!(rows[0]["pointer"], "/payload/data/customer_info");
     assert_eq!(rows[0]["severity"], "error");

@@ -65,7 +65,7 @@ fn the_elided_audio_placeholder_is_only_a_warning() {
 
 #[test]
 fn the_seeds_invalid_escalation_is_rejected_for_the_missing_name() {
-    let report = validate("003-python-invalid-escalation.json");
+    let report = validate("invalid/003-python-invalid-escalation.json");
     let errors: Vec<_> = report.errors().collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].pointer, "/payload/data/customer_info");
@@ -89,7 +89,7 @@ fn the_checked_in_handoff_schema_agrees_with_the_validator() {
         assert!(validator.is_valid(&doc), "{name}");
     }
     let invalid: Value =
-        serde_json::from_slice(&example("003-python-invalid-escalation.json")).unwrap();
+        serde_json::from_slice(&example("invalid/003-python-invalid-escalation.json")).unwrap();
     let pointers: Vec<String> = validator
         .iter_errors(&invalid)
         .map(|e| e.instance_path().to_string())

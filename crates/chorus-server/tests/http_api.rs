@@ -125,7 +125,7 @@ async fn an_invalid_handoff_is_refused_with_every_pointer() {
     let (_dir, server) = fresh(30).await;
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/seeds/003-python-invalid-escalation.json"
+        "/../../examples/seeds/invalid/003-python-invalid-escalation.json"
     );
     let mut handoff: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     handoff["metadata"]["sender_id"] = "alice".into();

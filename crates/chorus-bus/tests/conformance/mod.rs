@@ -363,7 +363,7 @@ pub async fn seed_examples_through_core_validation(f: &Fixture) {
         .await
         .expect("the seed's example is accepted");
     assert_eq!(receipt.queues, ["technical_support_agent_pool"]);
-    let invalid = read("003-python-invalid-escalation.json");
+    let invalid = read("invalid/003-python-invalid-escalation.json");
     let err = bus.publish(invalid.clone()).await.unwrap_err();
     let BusError::Invalid {
         issues,

@@ -150,3 +150,40 @@ pub fn http(addr: &str, request: &str) -> String {
     stream.read_to_string(&mut answer).unwrap();
     answer
 }
+
+/// True when every program in `programs` runs (`PROGRAM --version`). Otherwise prints
+/// "not run: …" to standard error and returns false, or fails when `CHORUS_TEST_CLIENTS` is set
+/// (as `.ci/run` does): the example clients must then run.
+pub fn have_programs(what: &str, programs: &[&str]) -> bool {
+    for program in programs {
+        let runs = Command::new(program)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !runs {
+            let why = format!("{what} needs `{program}`, which does not run here");
+            assert!(
+                std::env::var_os("CHORUS_TEST_CLIENTS").is_none(),
+                "{why} (CHORUS_TEST_CLIENTS is set)"
+            );
+            eprintln!("not run: {why}");
+            return false;
+        }
+    }
+    true
+}
+
+/// A `chorus serve` on a free port with an in-memory store and the example clients' two-agent
+/// config (`examples/clients/chorus.toml`), its output read in the background.
+pub fn serve_examples_config(dir: &std::path::Path) -> Served {
+    let config = repo().join("examples/clients/chorus.toml");
+    let mut served = Served::start(
+        dir,
+        &["--store", "memory", "--config", config.to_str().unwrap()],
+        Stdio::null(),
+    );
+    served.keep_reading();
+    served
+}
