@@ -142,6 +142,48 @@ async function home() {
   return el("div", { id: "home" }, parts);
 }
 
+/** Dead letters read at most when looking for a timeline's (1000 a page). */
+const DEAD_LETTER_READ = 10000;
+
+/** Where each copy of a timeline's messages stands, and the dead letters that belong to the
+ * timeline but never entered it: `states` maps message id → recipient inbox → `{kind:
+ * "waiting", waiting}` (from the inbox's listing, which claims nothing) or `{kind: "dead",
+ * letter}`; a copy in neither was acknowledged (`states.unknownQueues`: inboxes too deep, or
+ * unreadable, to tell). `belongs(document)` says whether a refused document is the timeline's. */
+async function deliveryStates(messages, belongs) {
+  const states = new Map();
+  states.unknownQueues = new Set();
+  const ids = new Set(messages.map((m) => m.id));
+  const put = (id, queue, d) => {
+    if (!states.has(id)) states.set(id, new Map());
+    states.get(id).set(queue, d);
+  };
+  const queues = [...new Set(messages.flatMap((m) => m.recipients || []))];
+  await Promise.all(queues.map(async (q) => {
+    try {
+      const { depth, messages: waiting } = await api("GET", `/v1/agents/${encodeURIComponent(q)}/inbox/messages?limit=${INBOX_LIMIT}`);
+      for (const w of waiting) if (ids.has(w.id)) put(w.id, q, { kind: "waiting", waiting: w });
+      if (depth > waiting.length) states.unknownQueues.add(q);
+    } catch (e) {
+      if (e.status === 401) throw e;
+      states.unknownQueues.add(q);
+    }
+  }));
+  const refused = [];
+  let after = null;
+  for (let read = 0; read < DEAD_LETTER_READ; read += 1000) {
+    const page = await api("GET", `/v1/dead-letters?limit=1000${after === null ? "" : `&after=${encodeURIComponent(after)}`}`);
+    for (const d of page.items) {
+      const doc = d.message && typeof d.message === "object" ? d.message : null;
+      if (d.queue && d.message_id && ids.has(d.message_id)) put(d.message_id, d.queue, { kind: "dead", letter: d });
+      else if (!d.queue && doc && belongs(doc)) refused.push(d);
+    }
+    if (!page.next) break;
+    after = page.next;
+  }
+  return { states, refused };
+}
+
 /** The timeline being shown, so that its page is kept while the same one is drawn again. */
 let shownDetail = null;
 
@@ -154,11 +196,15 @@ async function detail(kind, id) {
   const base = kind === "task" ? "tasks" : "conversations";
   const page = await api("GET", paged("timeline", `/v1/${base}/${encodeURIComponent(id)}/messages?limit=${TIMELINE_PAGE}`));
   const messages = page.items;
+  await schemasLoaded;
+  const key = kind === "task" ? "task_id" : "session_id";
+  const { states, refused } = await deliveryStates(messages, (doc) => (doc.metadata || {})[key] === id);
   return el("div", { id: "detail", class: kind },
     el("p", {}, el("a", { href: "#/" }, "← home")),
     el("h2", {}, `${kind === "task" ? "Task" : "Conversation"} ${id}`),
     pager("timeline", page, TIMELINE_PAGE, "messages"),
-    totals(messages), graph(messages), el("h3", {}, "Timeline"), timeline(messages));
+    totals(messages), graph(messages), el("h3", {}, "Timeline"),
+    timeline(messages, states, page.next ? [] : refused));
 }
 
 /** Most messages of an inbox drawn at once (the server's limit). */
@@ -250,6 +296,9 @@ function render() {
   });
   return rendering;
 }
+
+/** The handoff data schemas, asked for once at start. */
+const schemasLoaded = loadDataSchemas();
 
 let live = null;
 

@@ -96,8 +96,9 @@ function footnote(id, c) {
   );
 }
 
-/** Token usage, latency and cost of one message ("" when it has none). */
-function usageLine(md) {
+/** Token usage, latency and cost of one message; "usage not reported" for a model's reply
+ * without any ("" for other messages without). */
+function usageLine(md, role) {
   const u = md.token_usage || {};
   const l = md.latency_ms || {};
   const parts = [];
@@ -107,60 +108,68 @@ function usageLine(md) {
   if (l.ttft !== undefined) parts.push(`ttft ${l.ttft} ms`);
   if (l.total_time !== undefined) parts.push(`latency ${l.total_time} ms`);
   if (md.model_version) parts.push(md.model_version);
-  return parts.length ? el("div", { class: "usage" }, parts.join(" · ")) : "";
+  if (!parts.length) return role === "assistant" ? el("div", { class: "usage none" }, "usage not reported") : "";
+  return el("div", { class: "usage" }, parts.join(" · "));
 }
+
+/** True when a message's metadata carries token usage, cost or latency. */
+const reportsUsage = (md) => md.token_usage !== undefined || md.latency_ms !== undefined;
 
 /** Totals of a timeline's usage, latency and cost. */
 function totals(messages) {
-  const t = { prompt: 0, completion: 0, cost: 0, latency: 0 };
+  const t = { prompt: 0, completion: 0, cost: 0, latency: 0, reported: 0 };
   for (const m of messages) {
     const md = meta(m);
+    if (reportsUsage(md)) t.reported += 1;
     t.prompt += num((md.token_usage || {}).prompt_tokens);
     t.completion += num((md.token_usage || {}).completion_tokens);
     t.cost += num((md.token_usage || {}).total_cost_usd);
     t.latency += num((md.latency_ms || {}).total_time);
   }
+  if (!t.reported) {
+    return el("p", { class: "totals" }, `${messages.length} messages · usage not reported (no message carries token usage, cost or latency)`);
+  }
+  const some = t.reported < messages.length ? ` · reported by ${t.reported} of ${messages.length}` : "";
   return el(
     "p",
     { class: "totals" },
     `${messages.length} messages · prompt ${t.prompt} tokens · completion ${t.completion} tokens · ` +
-      `cost $${Number(t.cost.toFixed(6))} · latency ${t.latency} ms`
+      `cost $${Number(t.cost.toFixed(6))} · latency ${t.latency} ms${some}`
   );
 }
 
-/** A handoff packet as a card. */
-function handoffCard(m) {
+/** A handoff packet as a card: when, who to whom, type and priority, what it says (payload,
+ * context, instructions), and where each copy stands. */
+function handoffCard(m, states) {
   const doc = m.message || {};
   const md = doc.metadata || {};
-  const ins = doc.instructions || {};
-  const actions = Array.isArray(ins.required_actions) ? ins.required_actions : [];
-  const rest = Object.entries(ins).filter(([k]) => k !== "next_steps_suggestion" && k !== "required_actions");
   return el(
     "article",
     { class: "handoff-card", "data-id": m.id },
     el("header", {}, el("span", { class: "handoff-type" }, m.handoff_type || (doc.payload || {}).handoff_type || "handoff"),
-      " ", el("span", { class: `priority ${String(m.priority).toLowerCase()}` }, m.priority)),
+      " ", el("span", { class: `priority ${String(m.priority).toLowerCase()}` }, m.priority),
+      md.timestamp ? el("time", { datetime: md.timestamp }, when(md.timestamp)) : ""),
     el("p", { class: "route" }, `${m.sender || md.sender_id || "?"} → ${m.recipients.join(", ")}`),
     el("p", { class: "expiry" }, md.expiration_time ? `expires ${md.expiration_time}` : "no expiry"),
     md.task_id ? el("p", { class: "task" }, `task ${md.task_id}`) : "",
-    el("div", { class: "instructions" },
-      el("h4", {}, "Instructions"),
-      ins.next_steps_suggestion ? el("p", {}, ins.next_steps_suggestion) : "",
-      actions.length ? el("ul", {}, actions.map((a) => el("li", {}, a))) : "",
-      rest.map(([k, v]) => el("p", {}, `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`))
-    )
+    deliveriesView(m, states),
+    payloadView(doc),
+    contextView(doc),
+    instructionsView(doc),
+    rawView(m)
   );
 }
 
 /** A chorus message: its channel apart, tool calls with their results, footnotes, usage. */
-function messageEntry(m, results) {
+function messageEntry(m, results, states) {
   const doc = m.message || {};
   const md = meta(m);
   const channel = doc.channel || "";
   const cites = md.citation_map || null;
   const { node: text, used } = withAnchors(contentText(doc.content), cites);
   const head = el("header", {}, el("span", { class: "who" }, `${m.sender || doc.role || "?"} → ${m.recipients.join(", ")}`),
-    " ", el("span", { class: "role" }, doc.role || ""), channel ? el("span", { class: "channel-name" }, channel) : "");
+    " ", el("span", { class: "role" }, doc.role || ""), channel ? el("span", { class: "channel-name" }, channel) : "",
+    md.timestamp ? el("time", { datetime: md.timestamp }, when(md.timestamp)) : "");
   let body;
   if (channel === "analysis") {
     body = el("details", { class: "channel analysis" }, el("summary", {}, "analysis (reasoning)"), text, media(doc.content));
@@ -179,11 +188,14 @@ function messageEntry(m, results) {
       }))
     : "";
   const notes = used.length ? el("ol", { class: "footnotes" }, used.map((id) => footnote(id, cites[id]))) : "";
-  return el("article", { class: "message", "data-id": m.id }, head, body, callList, notes, usageLine(md));
+  return el("article", { class: "message", "data-id": m.id }, head, body, callList, notes, usageLine(md, doc.role),
+    deliveriesView(m, states), rawView(m));
 }
 
-/** A timeline: handoff cards and messages in order; tool results sit with their calls. */
-function timeline(messages) {
+/** A timeline: handoff cards and messages in order; tool results sit with their calls; with
+ * `states`, each entry says where each copy stands, and `refused` (dead letters that never
+ * entered it) come last. */
+function timeline(messages, states, refused) {
   const results = new Map();
   const calls = new Set();
   for (const m of messages) {
@@ -195,7 +207,8 @@ function timeline(messages) {
   }
   const shown = messages.filter((m) => !(m.message && m.message.role === "tool" && results.get(m.message.tool_call_id) === m));
   return el("ol", { class: "timeline" },
-    shown.map((m) => el("li", {}, isHandoff(m) ? handoffCard(m) : messageEntry(m, results))));
+    shown.map((m) => el("li", {}, isHandoff(m) ? handoffCard(m, states) : messageEntry(m, results, states))),
+    (refused || []).map((letter) => el("li", {}, refusedEntry(letter))));
 }
 
 /** Who sent to whom in a timeline, as counted edges. */

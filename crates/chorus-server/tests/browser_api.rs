@@ -48,6 +48,7 @@ async fn the_page_and_its_files_load_without_a_token_under_a_strict_policy() {
     for (path, media_type) in [
         ("/ui/app.js", "text/javascript; charset=utf-8"),
         ("/ui/views.js", "text/javascript; charset=utf-8"),
+        ("/ui/story.js", "text/javascript; charset=utf-8"),
         ("/ui/app.css", "text/css; charset=utf-8"),
     ] {
         assert!(
@@ -69,6 +70,22 @@ async fn the_page_and_its_files_load_without_a_token_under_a_strict_policy() {
         "no inline script: the policy would block it"
     );
     assert_eq!(get(&server, "/ui/nope.js", None).await.status(), 404);
+    // The data schemas the task page labels payloads with, by handoff type, with no token.
+    let schemas = get(&server, "/ui/handoff-data.json", None).await;
+    assert_eq!(schemas.headers()["content-type"], "application/json");
+    let schemas: serde_json::Value = schemas.json().await.unwrap();
+    let escalation = &schemas["ESCALATION"]["properties"];
+    let keys: Vec<&String> = escalation.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "issue_category",
+            "severity",
+            "customer_info",
+            "technical_details"
+        ]
+    );
+    assert_eq!(schemas.as_object().unwrap().len(), 7);
     server.stop().await;
 }
 

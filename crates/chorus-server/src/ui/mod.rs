@@ -6,14 +6,17 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use chorus_core::handoff::HandoffType;
+use chorus_core::schema::handoff_data_schema;
+
 use crate::state::AppState;
 
 /// Only the page's own files run; nothing loads from elsewhere.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; \
                    media-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// One embedded file with its media type, never cached stale across server versions.
-fn file(body: &'static str, media_type: &'static str) -> Response {
+/// One of the UI's files with its media type, never cached stale across server versions.
+fn file(body: impl IntoResponse, media_type: &'static str) -> Response {
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
@@ -31,6 +34,19 @@ fn file(body: &'static str, media_type: &'static str) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     response
+}
+
+/// The data schemas of the standard handoff types as one JSON object by type name: the task page
+/// draws a payload's fields in their order, with their descriptions (no data; no token).
+fn handoff_data() -> Response {
+    let schemas: serde_json::Map<String, serde_json::Value> = HandoffType::STANDARD
+        .iter()
+        .filter_map(|t| Some((t.as_str().to_owned(), handoff_data_schema(t)?)))
+        .collect();
+    file(
+        serde_json::Value::Object(schemas).to_string(),
+        "application/json",
+    )
 }
 
 /// The routes of the UI's files (they need no token).
@@ -63,6 +79,16 @@ pub fn routes() -> Router<AppState> {
                 )
             }),
         )
+        .route(
+            "/ui/story.js",
+            get(|| async {
+                file(
+                    include_str!("../../assets/story.js"),
+                    "text/javascript; charset=utf-8",
+                )
+            }),
+        )
+        .route("/ui/handoff-data.json", get(|| async { handoff_data() }))
         .route(
             "/ui/app.css",
             get(|| async {

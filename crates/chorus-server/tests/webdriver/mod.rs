@@ -189,6 +189,39 @@ impl Browser {
         texts.map(Iterator::collect).unwrap_or_default()
     }
 
+    /// Sets the page's `prefers-color-scheme` to `scheme` (`light` or `dark`), as the system
+    /// setting would (Chrome DevTools `Emulation.setEmulatedMedia` through chromedriver).
+    pub async fn color_scheme(&self, scheme: &str) {
+        let body = json!({"cmd": "Emulation.setEmulatedMedia", "params": {
+            "features": [{"name": "prefers-color-scheme", "value": scheme}]}});
+        let done = self.try_call(reqwest::Method::POST, "/goog/cdp/execute", Some(body));
+        done.await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Writes a PNG of the whole page (beyond the window's height) to `path`.
+    pub async fn screenshot(&self, path: &Path) {
+        use base64::Engine as _;
+        let size = self
+            .run("return [document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+            .await;
+        let (width, height) = (
+            size[0].as_u64().unwrap_or(1200),
+            size[1].as_u64().unwrap_or(900),
+        );
+        let body = json!({"cmd": "Page.captureScreenshot", "params": {"format": "png",
+            "captureBeyondViewport": true,
+            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}}});
+        let done = self.try_call(reqwest::Method::POST, "/goog/cdp/execute", Some(body));
+        let shot = done.await.unwrap_or_else(|e| panic!("{e}"));
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().expect("screenshot data"))
+            .expect("screenshot base64");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("screenshot folder");
+        }
+        std::fs::write(path, png).expect("screenshot written");
+    }
+
     /// How many elements match the CSS selector now.
     pub async fn count(&self, css: &str) -> usize {
         let found = self.run_with(
