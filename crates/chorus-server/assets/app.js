@@ -76,7 +76,7 @@ function pager(key, page, size, noun) {
 /** A page of tasks or conversations, most recent first. */
 function catalog(kind, page) {
   const sorted = [...page.items].sort((a, b) => (b.last_ms || 0) - (a.last_ms || 0));
-  return el("section", { id: `${kind}s` }, el("h2", {}, kind === "task" ? "Tasks" : "Conversations"),
+  return el("section", { id: `${kind}s` }, el("h2", {}, kind === "task" ? "Tasks" : "Conversations", count(page)),
     pager(`${kind}s`, page, HOME_PAGE, `${kind}s`),
     sorted.length ? el("table", { class: "catalog" },
       el("thead", {}, el("tr", {}, el("th", {}, "id"), el("th", {}, "messages"), el("th", {}, "first"), el("th", {}, "last"))),
@@ -89,7 +89,7 @@ function catalog(kind, page) {
 /** A page of pending confirmations with approve and reject. */
 function confirmations(page) {
   const list = page.items;
-  return el("section", { id: "confirmations" }, el("h2", {}, "Pending confirmations"),
+  return el("section", { id: "confirmations" }, el("h2", {}, "Pending confirmations", count(page)),
     pager("confirmations", page, HOME_PAGE, "confirmations"),
     list.length ? list.map((c) => {
       const note = el("input", { class: "note", placeholder: "note (optional)" });
@@ -109,37 +109,102 @@ function confirmations(page) {
     }) : el("p", { class: "empty" }, "Nothing waits for a person."));
 }
 
-/** A page of dead letters with their reason and a replay button. */
+/** One dead letter: the message, its time, sender → recipient, why, and Replay and Delete. */
+function deadLetter(d) {
+  const doc = d.message && typeof d.message === "object" ? d.message : {};
+  const md = (doc.metadata && typeof doc.metadata === "object" && doc.metadata) || {};
+  const sender = md.sender_id || doc.name;
+  const recipient = md.recipient_id || doc.recipient;
+  const type = (doc.payload && doc.payload.handoff_type) || (doc.role ? `${doc.role} message` : "");
+  const act = (verb, method, path, done) => async () => {
+    try { await api(method, path); status(`${done} ${d.message_id || d.id}`); }
+    catch (e) { status(`${verb} refused: ${e.message}`); }
+    render();
+  };
+  const id = encodeURIComponent(d.id);
+  return el("article", { class: "dead-letter", "data-id": d.id },
+    el("header", {}, el("strong", {}, d.message_id || "(no message id)"), type ? el("span", { class: "handoff-type" }, type) : "",
+      md.timestamp ? el("time", { datetime: md.timestamp, title: "the message's own time" }, when(md.timestamp)) : ""),
+    el("p", {}, sender || recipient ? `${sender || "?"} → ${recipient || "?"}` : "",
+      d.queue ? ` · taken from inbox ${d.queue}` : " · refused on publish",
+      md.task_id ? el("a", { class: "task-link", href: `#/task/${encodeURIComponent(md.task_id)}` }, ` · task ${md.task_id}`) : ""),
+    el("p", { class: "reason" }, reasonText(d.reason)),
+    el("button", { class: "replay", onclick: act("replay", "POST", `/v1/dead-letters/${id}/replay`, "replayed") }, "Replay"),
+    el("button", { class: "delete", onclick: act("delete", "DELETE", `/v1/dead-letters/${id}`, "deleted") }, "Delete"));
+}
+
+/** A page of dead letters. */
 function deadLetters(page) {
   const list = page.items;
-  return el("section", { id: "dead-letters" }, el("h2", {}, "Dead letters"),
+  return el("section", { id: "dead-letters" }, el("h2", {}, "Dead letters", count(page)),
     pager("dead-letters", page, HOME_PAGE, "dead letters"),
-    list.length ? list.map((d) => el("article", { class: "dead-letter", "data-id": d.id },
-      el("p", {}, el("strong", {}, d.message_id || "(no message id)"), d.queue ? ` from inbox ${d.queue}` : " (refused on publish)"),
-      el("p", { class: "reason" }, reasonText(d.reason)),
-      el("button", { class: "replay", onclick: async () => {
-        try { await api("POST", `/v1/dead-letters/${encodeURIComponent(d.id)}/replay`); status(`replayed ${d.message_id || d.id}`); }
-        catch (e) { status(`replay refused: ${e.message}`); }
-        render();
-      } }, "Replay")))
-      : el("p", { class: "empty" }, "No dead letters."));
+    list.length ? list.map(deadLetter) : el("p", { class: "empty" }, "No dead letters."));
 }
 
-/** A part of the home page that may fail on its own (e.g. an endpoint this server lacks). */
-async function part(build, load) {
+/** A list's size beside its heading, when the store counts it. */
+const count = (page) => (typeof page.total === "number" ? el("span", { class: "count" }, ` ${page.total}`) : "");
+
+/** A part of the home page that may fail on its own (e.g. an endpoint this server lacks); the
+ * section `id` either way, so that a live change can draw it again alone. */
+async function part(id, build, load) {
   try { return build(await load()); }
-  catch (e) { if (e.status === 401) throw e; return el("p", { class: "error" }, e.message); }
+  catch (e) { if (e.status === 401) throw e; return el("section", { id }, el("p", { class: "error" }, e.message)); }
 }
 
-/** The home page: one page of each list (with its size), never the whole lists. */
+/** The home page's sections, each read a page at a time (never the whole list). */
+const HOME_PARTS = {
+  confirmations: () => part("confirmations", confirmations, () => api("GET", paged("confirmations", `/v1/confirmations?state=pending&limit=${HOME_PAGE}`))),
+  "dead-letters": () => part("dead-letters", deadLetters, () => api("GET", paged("dead-letters", `/v1/dead-letters?limit=${HOME_PAGE}`))),
+  tasks: () => part("tasks", (r) => catalog("task", r), () => api("GET", paged("tasks", `/v1/tasks?limit=${HOME_PAGE}`))),
+  conversations: () => part("conversations", (r) => catalog("conversation", r), () => api("GET", paged("conversations", `/v1/conversations?limit=${HOME_PAGE}`))),
+};
+
+/** The home sections a change of `kind` (an event of GET /v1/events) may alter. */
+const CHANGES = {
+  published: ["tasks", "conversations"],
+  acked: [],
+  nacked: [],
+  replayed: ["dead-letters", "tasks", "conversations"],
+  confirmation: ["confirmations"],
+  dead_lettered: ["dead-letters"],
+};
+
+/** The search form: one id, looked up as a task, conversation, correlation, inbox, dead letter. */
+function searchForm(value) {
+  const input = el("input", { id: "search", type: "search", placeholder: "task, message, correlation or agent id", "aria-label": "Search by id", autocomplete: "off", value: value || "" });
+  return el("form", { id: "search-form", onsubmit: (e) => {
+    e.preventDefault();
+    const q = input.value.trim();
+    if (q) location.hash = `#/search/${encodeURIComponent(q)}`;
+  } }, input, el("button", { type: "submit" }, "Search"));
+}
+
+/** The home page: the search form and one page of each list (with its size). */
 async function home() {
-  const parts = await Promise.all([
-    part(confirmations, () => api("GET", paged("confirmations", `/v1/confirmations?state=pending&limit=${HOME_PAGE}`))),
-    part(deadLetters, () => api("GET", paged("dead-letters", `/v1/dead-letters?limit=${HOME_PAGE}`))),
-    part((r) => catalog("task", r), () => api("GET", paged("tasks", `/v1/tasks?limit=${HOME_PAGE}`))),
-    part((r) => catalog("conversation", r), () => api("GET", paged("conversations", `/v1/conversations?limit=${HOME_PAGE}`))),
-  ]);
-  return el("div", { id: "home" }, parts);
+  const parts = await Promise.all(Object.values(HOME_PARTS).map((build) => build()));
+  return el("div", { id: "home" }, searchForm(), parts);
+}
+
+/** What one id names (GET /v1/search), with links to the pages that show it. */
+async function searchView(q) {
+  const found = await api("GET", `/v1/search?q=${encodeURIComponent(q)}`);
+  const n = (k) => (typeof k === "number" ? ` (${k} message${k === 1 ? "" : "s"})` : "");
+  const link = (kind, id, text) => el("a", { href: `#/${kind}/${encodeURIComponent(id)}` }, text);
+  const hits = [
+    found.task && el("li", { class: "hit task" }, link("task", found.task.id, `task ${found.task.id}`), n(found.task.messages)),
+    found.conversation && el("li", { class: "hit conversation" }, link("conversation", found.conversation.id, `conversation ${found.conversation.id}`)),
+    found.correlation && el("li", { class: "hit correlation" }, `correlation ${found.correlation.id}${n(found.correlation.messages)}`,
+      found.correlation.tasks.length ? [" in ", ...found.correlation.tasks.flatMap((t, i) => [i ? ", " : "", link("task", t, `task ${t}`)])] : ""),
+    found.inbox && el("li", { class: "hit inbox" }, link("inbox", found.inbox.id, `inbox ${found.inbox.id}`),
+      ` (${found.inbox.depth} unacknowledged)`),
+  ].filter(Boolean);
+  return el("div", { id: "search-results" },
+    el("p", {}, el("a", { href: "#/" }, "← home")),
+    searchForm(q),
+    el("h2", {}, `Search ${q}`),
+    hits.length ? el("ul", { class: "hits" }, hits) : "",
+    found.dead_letters.length ? el("section", { id: "found-dead-letters" }, el("h3", {}, "Dead letters"), found.dead_letters.map(deadLetter)) : "",
+    hits.length || found.dead_letters.length ? "" : el("p", { class: "empty" }, `Nothing is named ${q}: no task, conversation, correlation, inbox or dead letter.`));
 }
 
 /** Dead letters read at most when looking for a timeline's (1000 a page). */
@@ -280,9 +345,10 @@ function render() {
   rendering = rendering.then(async () => {
     queued = false;
     if (!sessionStorage.getItem(TOKEN_KEY)) return tokenForm();
-    const [, kind, id] = location.hash.match(/^#\/(task|conversation|inbox)\/(.+)$/) || [];
+    const [, kind, id] = location.hash.match(/^#\/(task|conversation|inbox|search)\/(.+)$/) || [];
     try {
       const view = kind === "inbox" ? await inboxView(decodeURIComponent(id))
+        : kind === "search" ? await searchView(decodeURIComponent(id))
         : kind ? await detail(kind, decodeURIComponent(id)) : await home();
       const kept = keep();
       main().replaceChildren(view);
@@ -299,6 +365,32 @@ function render() {
 
 /** The handoff data schemas, asked for once at start. */
 const schemasLoaded = loadDataSchemas();
+
+/** True while the home page is shown. */
+const onHome = () => !/^#\/(task|conversation|inbox|search)\//.test(location.hash);
+
+/** Draws again what a change of `kind` alters: on the home page only the sections it touches
+ * (each read again alone), elsewhere the page. */
+function changed(kind) {
+  if (!onHome() || !(kind in CHANGES)) return render();
+  const names = CHANGES[kind];
+  if (!names.length) return rendering;
+  rendering = rendering.then(async () => {
+    if (!document.getElementById("home")) return;
+    try {
+      const fresh = await Promise.all(names.map((name) => HOME_PARTS[name]()));
+      const kept = keep();
+      fresh.forEach((node, i) => {
+        const old = document.getElementById(names[i]);
+        if (old) old.replaceWith(node);
+      });
+      restore(kept);
+    } catch (e) {
+      if (e.status === 401) tokenForm("That token was refused; enter the admin token.");
+    }
+  });
+  return rendering;
+}
 
 let live = null;
 
@@ -323,7 +415,12 @@ function startLive() {
           while ((end = buffer.indexOf("\n\n")) >= 0) {
             const block = buffer.slice(0, end);
             buffer = buffer.slice(end + 2);
-            if (/^event: (change|resync)$/m.test(block)) render();
+            const name = (/^event: ?(.*)$/m.exec(block) || [])[1];
+            const data = (/^data: ?(.*)$/m.exec(block) || [])[1];
+            let kind = null;
+            try { kind = JSON.parse(data).kind; } catch (_) { /* draw everything again */ }
+            if (name === "resync") render();
+            else if (name === "change") changed(kind);
           }
         }
       } catch (e) { if (signal.aborted) return; }

@@ -12,6 +12,7 @@ pub mod ops;
 pub mod pages;
 pub mod peek;
 pub mod publish;
+pub mod search;
 
 use axum::Json;
 use axum::Router;
@@ -129,6 +130,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(events::events))
         .routes(routes!(catalog::tasks))
         .routes(routes!(catalog::conversations))
+        .routes(routes!(search::search))
         .routes(routes!(confirmations::request, confirmations::list))
         .routes(routes!(confirmations::get))
         .routes(routes!(confirmations::approve))
