@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use chorus_server::{Server, ServerConfig, Store, bind, hash_token, shutdown_signal, tls};
 
 use crate::error::CliError;
+use crate::input::read_text;
+use crate::output::warn;
 
 /// Arguments of `chorus serve`.
 #[derive(clap::Args, Debug)]
@@ -20,15 +22,41 @@ pub struct ServeArgs {
     /// Agents, tokens and limits (TOML); without it only a generated admin token is accepted.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Print the SHA-256 of TOKEN, as the config keeps it, and exit.
-    #[arg(long, value_name = "TOKEN")]
+    /// Print the SHA-256 of a token, as the config keeps it, and exit: `-` reads the token from
+    /// standard input, `@FILE` from a file (surrounding whitespace dropped); a token given here
+    /// itself shows in the process list and the shell history.
+    #[arg(long, value_name = "-|@FILE|TOKEN")]
     pub hash_token: Option<String>,
+}
+
+/// The token `--hash-token` names: read from standard input (`-`) or a file (`@FILE`), else the
+/// argument itself (with a warning).
+fn secret(source: &str) -> Result<String, CliError> {
+    let text = if source == "-" {
+        read_text("-")?
+    } else if let Some(path) = source.strip_prefix('@') {
+        read_text(path)?
+    } else {
+        warn(&[
+            "--hash-token: a token on the command line shows in the process list and the \
+                shell history; pass `-` to read it from standard input, or `@FILE`"
+                .to_owned(),
+        ]);
+        source.to_owned()
+    };
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(CliError::usage(format!(
+            "--hash-token {source}: expected a token, found nothing"
+        )));
+    }
+    Ok(token.to_owned())
 }
 
 /// Runs `chorus serve`.
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
-    if let Some(token) = &args.hash_token {
-        outln!("{}", hash_token(token));
+    if let Some(source) = &args.hash_token {
+        outln!("{}", hash_token(&secret(source)?));
         return Ok(());
     }
     let config = match &args.config {
