@@ -9,7 +9,7 @@ use chorus_agent::agents::Item;
 use chorus_agent::confirm::MemoryConfirmations;
 use chorus_agent::flow::{Flow, FlowError, FlowSpec};
 use chorus_core::{Kind, Validator};
-use support::desk::{SUPPORT_DESK_CHAIN, handoff_chain};
+use support::desk::{SUPPORT_DESK_CHAIN, assert_coherent_story, handoff_chain};
 
 fn example(name: &str) -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/");
@@ -46,6 +46,7 @@ async fn support_desk_runs_the_escalation_chain_with_valid_packets() {
     let last = report.outputs.last().unwrap();
     assert!(last.text().contains("Root cause"), "{}", last.text());
     assert_eq!(last.recipients(), ["customer_john"]);
+    assert_coherent_story(&seen.iter().map(Item::to_json).collect::<Vec<_>>());
 }
 
 /// The handoffs among what a flow sent, as `sender>recipient:TYPE`.

@@ -13,7 +13,7 @@ mod desk;
 
 use chorus_core::{Kind, Validator};
 use common::{Served, chorus, code, stderr, stdout};
-use desk::{SUPPORT_DESK_CHAIN, handoff_chain};
+use desk::{SUPPORT_DESK_CHAIN, assert_coherent_story, handoff_chain};
 use serde_json::Value;
 
 #[test]
@@ -59,6 +59,7 @@ fn support_desk_transcript_holds_the_escalation_chain_with_valid_packets() {
     );
     let last = lines.last().unwrap();
     assert_eq!(last["recipient"], "customer_john");
+    assert_coherent_story(&lines);
 }
 
 #[test]
@@ -124,7 +125,8 @@ fn support_desk_runs_against_a_chorus_server() {
         "level3_expert",
         "customer_john",
     ];
-    let mut config = String::new();
+    let admin_hash = stdout(&chorus(&["serve", "--hash-token", ADMIN], ""));
+    let mut config = format!("admin_token_sha256 = \"{}\"\n", admin_hash.trim());
     let mut tokens = String::from("\n[server]\nidle_ms = 1500\n[server.tokens]\n");
     for (i, name) in senders.iter().enumerate() {
         let token = format!("token-{i}-0123456789abcdef0123456789abcdef");
@@ -156,7 +158,6 @@ fn support_desk_runs_against_a_chorus_server() {
         ],
         "",
     );
-    drop(server);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).contains("Root cause"), "{}", stdout(&out));
     let lines: Vec<Value> = std::fs::read_to_string(&transcript)
@@ -165,6 +166,38 @@ fn support_desk_runs_against_a_chorus_server() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(handoff_chain(&lines), SUPPORT_DESK_CHAIN);
+    assert_coherent_story(&lines);
+
+    // The server files the customer's messages and the replies under the task, beside the
+    // handoffs: the task's timeline holds the whole transcript.
+    let task = lines[2]["metadata"]["task_id"].as_str().unwrap().to_owned();
+    let (status, body) = http(
+        &addr,
+        "GET",
+        &format!("/v1/tasks/{task}/messages?limit=100"),
+        ADMIN,
+    );
+    assert_eq!(status, 200, "{body}");
+    let page: Value = serde_json::from_str(&body).unwrap();
+    let mut filed: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    let mut sent: Vec<&str> = lines
+        .iter()
+        .map(|d| {
+            d["id"]
+                .as_str()
+                .or(d["metadata"]["message_id"].as_str())
+                .unwrap()
+        })
+        .collect();
+    filed.sort_unstable();
+    sent.sort_unstable();
+    assert_eq!(filed, sent, "the task's timeline is the transcript");
+    drop(server);
 }
 
 /// Starts `chorus serve` (memory store, `chorus.toml` of `dir`) on a free port of 127.0.0.1.

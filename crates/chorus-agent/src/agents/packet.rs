@@ -28,8 +28,10 @@ pub struct PacketDraft {
     pub workflow_state: String,
     /// `context.historical_data_summary`.
     pub summary: Option<String>,
-    /// `context.previous_actions` as (action type, details).
+    /// `context.previous_actions` taken this step, as (action type, details), stamped now.
     pub previous_actions: Vec<(String, String)>,
+    /// Actions carried from the handoff this one follows, with their own times; they come first.
+    pub earlier_actions: Vec<PreviousAction>,
     /// What the receiver should do.
     pub instructions: Instructions,
 }
@@ -79,8 +81,29 @@ impl PacketDraft {
             workflow_state: format!("{handoff_type_name}_SENT"),
             summary: None,
             previous_actions: Vec::new(),
+            earlier_actions: Vec::new(),
             instructions: Instructions::default(),
         }
+    }
+
+    /// Carries the story of `earlier` (the handoff this one follows) on: its previous actions
+    /// come before this step's, in time order, and its history summary before this step's.
+    pub fn continuing(&mut self, earlier: &HandoffMessage) {
+        let mut actions = earlier.context.previous_actions.clone();
+        // Stable: actions with the same time (or an unreadable one) keep their order.
+        actions.sort_by_key(|a| chrono::DateTime::parse_from_rfc3339(&a.timestamp).ok());
+        self.earlier_actions = actions;
+        let before = earlier
+            .context
+            .historical_data_summary
+            .as_deref()
+            .map(str::trim);
+        self.summary = match (before.filter(|b| !b.is_empty()), self.summary.take()) {
+            (Some(before), Some(now)) if before.ends_with(now.trim()) => Some(before.to_owned()),
+            (Some(before), Some(now)) => Some(format!("{before} {}", now.trim())),
+            (Some(before), None) => Some(before.to_owned()),
+            (None, now) => now,
+        };
     }
 
     /// The handoff message, validated with chorus-core's schemas and checks.
@@ -102,14 +125,18 @@ impl PacketDraft {
             context: HandoffContext {
                 workflow_state: self.workflow_state,
                 previous_actions: self
-                    .previous_actions
+                    .earlier_actions
                     .into_iter()
-                    .map(|(action_type, details)| PreviousAction {
-                        action_type,
-                        details,
-                        timestamp: now.clone(),
-                        extra: Map::new(),
-                    })
+                    .chain(
+                        self.previous_actions
+                            .into_iter()
+                            .map(|(action_type, details)| PreviousAction {
+                                action_type,
+                                details,
+                                timestamp: now.clone(),
+                                extra: Map::new(),
+                            }),
+                    )
                     .collect(),
                 historical_data_summary: self.summary,
                 user_interaction_history: None,

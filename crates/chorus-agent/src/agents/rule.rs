@@ -236,6 +236,9 @@ impl RuleAgent {
                         .previous_actions
                         .push((kind.clone(), self.text(details, scope)?));
                 }
+                if let Item::Handoff(earlier) = input {
+                    draft.continuing(earlier);
+                }
                 if let Some(template) = instructions {
                     let filled = fill(template, scope).map_err(|e| self.fail(e))?;
                     draft.instructions =

@@ -224,6 +224,7 @@ impl Flow {
         report: &mut FlowReport,
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<(), FlowError> {
+        let item = self.in_task(item);
         observe(&item);
         match channel {
             Channel::Bus(bus) => publish_on_bus(bus, &item).await?,
@@ -240,6 +241,23 @@ impl Flow {
             report.outputs.push(item);
         }
         Ok(())
+    }
+
+    /// `item` with the run's task id as `metadata.task_id` when it is a message without one:
+    /// a server then files the person's messages and the agents' replies under the task, beside
+    /// its handoffs.
+    fn in_task(&self, item: Item) -> Item {
+        match item {
+            Item::Message(mut message) => {
+                let metadata = message.metadata.get_or_insert_with(Default::default);
+                metadata
+                    .extra
+                    .entry("task_id")
+                    .or_insert_with(|| self.task_id.clone().into());
+                Item::Message(message)
+            }
+            other => other,
+        }
     }
 
     /// Adds usage and pending confirmations to a finished run's report.
