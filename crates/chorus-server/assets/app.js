@@ -268,7 +268,7 @@ async function detail(kind, id) {
     el("p", {}, el("a", { href: "#/" }, "← home")),
     el("h2", {}, `${kind === "task" ? "Task" : "Conversation"} ${id}`),
     pager("timeline", page, TIMELINE_PAGE, "messages"),
-    totals(messages), graph(messages), el("h3", {}, "Timeline"),
+    totals(messages), graph(messages), swimlanes(messages), el("h3", {}, "Timeline"),
     timeline(messages, states, page.next ? [] : refused));
 }
 

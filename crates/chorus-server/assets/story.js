@@ -164,3 +164,39 @@ function refusedEntry(letter) {
     el("p", { class: "reason" }, `dead-lettered: ${reasonText(letter.reason)}`),
     el("details", { class: "raw" }, el("summary", {}, "raw JSON"), el("pre", { class: "arguments" }, JSON.stringify(letter.message, null, 2))));
 }
+
+/** Swimlanes: a lane per agent (in order of first appearance), each entry of the page a mark in
+ * its sender's lane, in publish order, with an arrow to each recipient's lane; hovering a mark
+ * shows its time, type and route. */
+function swimlanes(messages) {
+  const lanes = [];
+  for (const m of messages) for (const n of [m.sender || "?", ...(m.recipients || [])]) if (!lanes.includes(n)) lanes.push(n);
+  if (!messages.length) return "";
+  const left = 230, step = 46, laneH = 34, top = 20;
+  const w = Math.max(640, left + step * (messages.length + 1)), h = top + laneH * lanes.length + 10;
+  const y = (n) => top + laneH * lanes.indexOf(n) + laneH / 2;
+  const pic = svg("svg", { class: "swimlanes", viewBox: `0 0 ${w} ${h}`, width: w, height: h, role: "img" },
+    svg("defs", {}, svg("marker", { id: "lane-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
+      svg("path", { d: "M0,0 L10,5 L0,10 z" }))));
+  for (const n of lanes) {
+    pic.append(svg("line", { class: "lane-line", x1: left - 10, y1: y(n), x2: w - 10, y2: y(n) }),
+      svg("text", { class: "lane", x: left - 16, y: y(n) + 4, "text-anchor": "end" }, n));
+  }
+  messages.forEach((m, i) => {
+    const x = left + step * (i + 0.5);
+    const from = m.sender || "?";
+    const md = meta(m);
+    const what = m.handoff_type || (m.message && m.message.role) || "message";
+    const route = `${from} → ${(m.recipients || []).join(", ")}`;
+    const mark = svg("g", { class: "mark", "data-id": m.id },
+      svg("title", {}, `${md.timestamp ? `${when(md.timestamp)} · ` : ""}${what} · ${route}`));
+    for (const to of m.recipients || []) {
+      if (to === from) continue;
+      const down = y(to) > y(from) ? 1 : -1;
+      mark.append(svg("line", { class: "hop", x1: x, y1: y(from) + 6 * down, x2: x, y2: y(to) - 6 * down, "marker-end": "url(#lane-arrow)" }));
+    }
+    mark.append(svg("circle", { cx: x, cy: y(from), r: 6, class: m.handoff_type ? "handoff" : "plain" }));
+    pic.append(mark);
+  });
+  return el("section", { class: "lanes" }, el("h3", {}, "Swimlanes"), el("div", { class: "scroll" }, pic));
+}

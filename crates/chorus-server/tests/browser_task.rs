@@ -275,6 +275,23 @@ async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
         "{refused}"
     );
 
+    // Swimlanes: a lane per agent in order of appearance, a mark per entry in its sender's
+    // lane, with its time, type and route on hover.
+    let lanes = browser
+        .run("return [...document.querySelectorAll('svg.swimlanes text.lane')].map(t => t.textContent)")
+        .await;
+    assert_eq!(lanes, json!([CS_ID, POOL, TS_ID]));
+    let marks = browser
+        .run("return [...document.querySelectorAll('svg.swimlanes g.mark')].map(g => g.querySelector('title').textContent)")
+        .await;
+    assert_eq!(marks.as_array().map(Vec::len), Some(5), "{marks}");
+    assert_eq!(
+        marks[0],
+        json!(
+            "2023-10-27 10:30:00 UTC · ESCALATION · customer_service_agent_001 → technical_support_agent_pool"
+        )
+    );
+
     // No message carried usage: the totals say so instead of "0 tokens · $0".
     browser
         .shown("p.totals", "5 messages · usage not reported")
