@@ -10,11 +10,13 @@ use chorus_agent::confirm::{
     Confirmation, Confirmations, MemoryConfirmations, SqliteConfirmations,
 };
 use chorus_agent::flow::{
-    ApprovalWait, Flow, FlowError, FlowSpec, Remote, RemoteConfirmations, env_model_factory,
+    ApprovalWait, Flow, FlowError, FlowReport, FlowSpec, Remote, RemoteConfirmations,
+    env_model_factory,
 };
 use chorus_server::Store;
 
 use crate::error::CliError;
+use crate::output::FormatArgs;
 
 /// How often a waiting flow reads the confirmation store.
 const POLL: Duration = Duration::from_millis(500);
@@ -41,6 +43,8 @@ pub struct RunArgs {
     /// terminal, else do not wait.
     #[arg(long, value_name = "SECS")]
     pub await_approval: Option<u64>,
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 /// Runs `chorus run`: exit 0 when the flow ends normally, 1 when it fails, 2 on usage or I/O
@@ -113,6 +117,10 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         return Err(CliError::usage(e));
     }
     match result {
+        Ok(report) if args.output.json() => {
+            outln!("{}", report_json(&report, flow.task_id()));
+            Ok(())
+        }
         Ok(report) => {
             for item in &report.outputs {
                 outln!("{}: {}", item.recipients().join(","), item.text());
@@ -160,6 +168,20 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         Err(FlowError::Spec(e)) => Err(in_flow(&e)),
         Err(e @ FlowError::Failed(_)) => Err(CliError::rejected(e)),
     }
+}
+
+/// A finished run as one JSON object (`--format json`): the task, the steps, the outputs (items
+/// addressed to no agent of the flow), model usage in total and per agent, and the pending
+/// confirmations.
+fn report_json(report: &FlowReport, task_id: &str) -> serde_json::Value {
+    serde_json::json!({
+        "task_id": task_id,
+        "steps": report.steps,
+        "outputs": report.outputs.iter().map(Item::to_json).collect::<Vec<_>>(),
+        "usage": report.usage,
+        "per_agent": report.per_agent,
+        "pending_confirmations": report.pending_confirmations,
+    })
 }
 
 /// The confirmation store of a run, and the `chorus confirm` options that reach it (none when

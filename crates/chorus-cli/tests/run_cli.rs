@@ -63,6 +63,33 @@ fn support_desk_transcript_holds_the_escalation_chain_with_valid_packets() {
 }
 
 #[test]
+fn format_json_prints_the_run_as_one_object() {
+    for flag in [&["--format", "json"][..], &["--json"][..]] {
+        let out = chorus(
+            &[&["run", "examples/support-desk.toml"][..], flag].concat(),
+            "",
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let report: Value =
+            serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+        assert!(report["task_id"].as_str().unwrap().starts_with("task-"));
+        assert_eq!(report["steps"], 8);
+        let outputs = report["outputs"].as_array().unwrap();
+        assert_eq!(outputs.len(), 3, "{report}");
+        assert_eq!(outputs[2]["recipient"], "customer_john");
+        assert!(
+            outputs[2]["content"]
+                .as_str()
+                .unwrap()
+                .contains("Root cause")
+        );
+        assert_eq!(report["pending_confirmations"], serde_json::json!([]));
+        assert_eq!(report["usage"]["calls"], 0);
+        assert!(!stderr(&out).contains("flow ended"), "{}", stderr(&out));
+    }
+}
+
+#[test]
 fn a_bad_flow_file_exits_2_with_its_location() {
     let dir = tempfile::tempdir().unwrap();
     let flow = dir.path().join("bad.toml");
