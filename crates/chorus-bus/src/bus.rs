@@ -13,7 +13,9 @@ use crate::delivery::{
     TrackSummary,
 };
 use crate::envelope::Envelope;
-use crate::error::{BusError, BusResult, Issue};
+use chorus_core::Problem;
+
+use crate::error::{BusError, BusResult};
 use crate::peek::Queued;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::{Binding, resolve};
@@ -229,7 +231,7 @@ pub trait Bus: Send + Sync {
         let document: Value = match serde_json::from_slice(&bytes) {
             Ok(v) => v,
             Err(e) => {
-                let issue = Issue::new(
+                let issue = Problem::expected(
                     "",
                     "a JSON document",
                     format!(
@@ -301,7 +303,7 @@ pub trait Bus: Send + Sync {
             let id = self
                 .record_rejected(&env.bytes, Some(&env.id), DeadReason::NoRoute)
                 .await?;
-            let issue = Issue::new(
+            let issue = Problem::expected(
                 "/metadata/recipient_id",
                 "a recipient or a binding matching the message",
                 "no route",
@@ -405,12 +407,12 @@ pub trait Bus: Send + Sync {
 }
 
 /// Why `env` may not be published or replayed at `now_ms`: its expiration time has passed.
-pub(crate) fn expired(env: &Envelope, now_ms: i64) -> Option<Issue> {
+pub(crate) fn expired(env: &Envelope, now_ms: i64) -> Option<Problem> {
     let at = env.expires_at_ms.filter(|&t| t <= now_ms)?;
     let when = chrono::DateTime::from_timestamp_millis(at)
         .map_or_else(|| at.to_string(), |t| t.to_rfc3339());
     Some(
-        Issue::new(
+        Problem::expected(
             "/metadata/expiration_time",
             "a time still to come",
             format!("{when}, which has passed"),
@@ -430,7 +432,11 @@ pub(crate) async fn publish_checked<B: Bus + ?Sized>(bus: &B, env: Envelope) -> 
     if let Some(v) = &config.validator {
         let issues = match &document {
             Some(doc) => v.validate(doc),
-            None => vec![Issue::new("", "a JSON document", "bytes that are not JSON")],
+            None => vec![Problem::expected(
+                "",
+                "a JSON document",
+                "bytes that are not JSON",
+            )],
         };
         if !issues.is_empty() {
             return Err(reject(bus, &env.bytes, Some(&env.id), issues).await);
@@ -443,7 +449,7 @@ async fn reject<B: Bus + ?Sized>(
     bus: &B,
     bytes: &[u8],
     message_id: Option<&str>,
-    issues: Vec<Issue>,
+    issues: Vec<Problem>,
 ) -> BusError {
     let reason = DeadReason::Invalid {
         issues: issues.clone(),

@@ -9,18 +9,7 @@ use chorus_core::schema::Kind;
 use chorus_core::validate::{Problem, detect_kind};
 
 use crate::envelope::Envelope;
-use crate::error::Issue;
 use crate::validator::Validator;
-
-impl From<&Problem> for Issue {
-    fn from(p: &Problem) -> Issue {
-        Issue {
-            pointer: p.pointer.clone(),
-            message: p.message.clone(),
-            hint: p.hint.clone(),
-        }
-    }
-}
 
 impl Envelope {
     /// The routing keys of a typed seed-003 handoff; `bytes` is its published JSON.
@@ -29,14 +18,14 @@ impl Envelope {
     pub fn from_handoff(
         msg: &HandoffMessage,
         bytes: impl Into<Bytes>,
-    ) -> Result<Envelope, Vec<Issue>> {
+    ) -> Result<Envelope, Vec<Problem>> {
         let meta = &msg.metadata;
         let expires_at_ms = match &meta.expiration_time {
             None => None,
             Some(t) => Some(
                 chrono::DateTime::parse_from_rfc3339(t)
                     .map_err(|_| {
-                        vec![Issue::new(
+                        vec![Problem::expected(
                             "/metadata/expiration_time",
                             "an ISO 8601 date-time",
                             format!("{t:?}"),
@@ -70,10 +59,10 @@ impl Envelope {
     /// The routing keys of a chorus message: its `id`, its `recipient`, its `name` as sender,
     /// its `metadata.session_id` as conversation and its `metadata.task_id` and
     /// `metadata.correlation_id` (string keys kept in `extra`) for tracking; MEDIUM priority.
-    pub fn from_message(msg: &Message, bytes: impl Into<Bytes>) -> Result<Envelope, Vec<Issue>> {
+    pub fn from_message(msg: &Message, bytes: impl Into<Bytes>) -> Result<Envelope, Vec<Problem>> {
         let mut issues = Vec::new();
         if msg.id.as_deref().is_none_or(str::is_empty) {
-            issues.push(Issue::new(
+            issues.push(Problem::expected(
                 "/id",
                 "a message id (used for de-duplication)",
                 "none",
@@ -81,7 +70,7 @@ impl Envelope {
         }
         if msg.recipient.as_deref().is_none_or(str::is_empty) {
             issues.push(
-                Issue::new("/recipient", "the agent id or pool to deliver to", "none")
+                Problem::expected("/recipient", "the agent id or pool to deliver to", "none")
                     .with_hint("set `recipient` on messages sent over the bus"),
             );
         }
@@ -117,11 +106,11 @@ impl Envelope {
     pub fn from_document(
         document: &Value,
         bytes: impl Into<Bytes>,
-    ) -> Result<Envelope, Vec<Issue>> {
+    ) -> Result<Envelope, Vec<Problem>> {
         match detect_kind(document) {
             Ok(Kind::Message) => {
                 let msg: Message = serde_json::from_value(document.clone()).map_err(|e| {
-                    vec![Issue::new(
+                    vec![Problem::expected(
                         "",
                         "a chorus message",
                         format!("a document that does not read as one: {e}"),
@@ -131,7 +120,7 @@ impl Envelope {
             }
             Ok(Kind::Handoff) => Envelope::from_handoff_json(document, bytes),
             Ok(other) => Err(vec![
-                Issue::new(
+                Problem::expected(
                     "",
                     "a chorus message (with `role`) or a seed-003 handoff (with `metadata` and `payload`)",
                     format!("a {other}"),
@@ -143,7 +132,7 @@ impl Envelope {
                     _ => "wrap it in a message or a handoff addressed to its recipient",
                 }),
             ]),
-            Err(problem) => Err(vec![Issue::from(&problem)]),
+            Err(problem) => Err(vec![problem]),
         }
     }
 }
@@ -168,11 +157,11 @@ impl CoreValidator {
 }
 
 impl Validator for CoreValidator {
-    fn validate(&self, document: &Value) -> Vec<Issue> {
+    fn validate(&self, document: &Value) -> Vec<Problem> {
         chorus_core::Validator::standard()
             .validate_value(document, self.kind)
             .errors()
-            .map(Issue::from)
+            .cloned()
             .collect()
     }
 }

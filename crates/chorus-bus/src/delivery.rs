@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::Envelope;
-use crate::error::Issue;
+use chorus_core::Problem;
 
 /// One delivery of a message to a consumer; settle it with ack, nack or dead letter.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ pub enum DeadReason {
     /// Refused on publish.
     Invalid {
         /// The validation problems.
-        issues: Vec<Issue>,
+        issues: Vec<Problem>,
     },
     /// Its expiration time passed before a handler got it.
     Expired {

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::Issue;
+use chorus_core::Problem;
 
 pub use chorus_core::Priority;
 
@@ -83,24 +83,24 @@ impl Envelope {
     pub fn from_handoff_json(
         value: &Value,
         bytes: impl Into<Bytes>,
-    ) -> Result<Envelope, Vec<Issue>> {
+    ) -> Result<Envelope, Vec<Problem>> {
         let mut issues = Vec::new();
         let meta = value.get("metadata");
         if !meta.is_some_and(Value::is_object) {
-            issues.push(Issue::new(
+            issues.push(Problem::expected(
                 "/metadata",
                 "an object with message_id, sender_id, recipient_id, task_id, priority",
                 describe(meta),
             ));
             return Err(issues);
         }
-        let text = |name: &str, required: bool, issues: &mut Vec<Issue>| -> Option<String> {
+        let text = |name: &str, required: bool, issues: &mut Vec<Problem>| -> Option<String> {
             let field = meta.and_then(|m| m.get(name));
             match field {
                 Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
                 None if !required => None,
                 other => {
-                    issues.push(Issue::new(
+                    issues.push(Problem::expected(
                         format!("/metadata/{name}"),
                         "a non-empty string",
                         describe(other),
@@ -122,7 +122,7 @@ impl Envelope {
             None => None,
             Some(Value::String(s)) => Some(s.clone()),
             other => {
-                issues.push(Issue::new(
+                issues.push(Problem::expected(
                     "/payload/handoff_type",
                     "a string such as \"ESCALATION\"",
                     describe(other),
@@ -170,7 +170,7 @@ mod body {
     }
 }
 
-fn read_recipients(field: Option<&Value>, issues: &mut Vec<Issue>) -> Vec<String> {
+fn read_recipients(field: Option<&Value>, issues: &mut Vec<Problem>) -> Vec<String> {
     let expected = "a recipient id or a non-empty array of recipient ids";
     match field {
         Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
@@ -179,7 +179,7 @@ fn read_recipients(field: Option<&Value>, issues: &mut Vec<Issue>) -> Vec<String
             for (i, item) in items.iter().enumerate() {
                 match item {
                     Value::String(s) if !s.is_empty() => out.push(s.clone()),
-                    other => issues.push(Issue::new(
+                    other => issues.push(Problem::expected(
                         format!("/metadata/recipient_id/{i}"),
                         "a non-empty string",
                         describe(Some(other)),
@@ -189,7 +189,7 @@ fn read_recipients(field: Option<&Value>, issues: &mut Vec<Issue>) -> Vec<String
             out
         }
         other => {
-            issues.push(Issue::new(
+            issues.push(Problem::expected(
                 "/metadata/recipient_id",
                 expected,
                 describe(other),
@@ -199,10 +199,10 @@ fn read_recipients(field: Option<&Value>, issues: &mut Vec<Issue>) -> Vec<String
     }
 }
 
-fn read_priority(field: Option<&Value>, issues: &mut Vec<Issue>) -> Priority {
+fn read_priority(field: Option<&Value>, issues: &mut Vec<Problem>) -> Priority {
     match field {
         Some(Value::String(s)) => parse_priority(s).unwrap_or_else(|| {
-            let mut issue = Issue::new(
+            let mut issue = Problem::expected(
                 "/metadata/priority",
                 "one of LOW, MEDIUM, HIGH, CRITICAL",
                 format!("{s:?}"),
@@ -214,7 +214,7 @@ fn read_priority(field: Option<&Value>, issues: &mut Vec<Issue>) -> Priority {
             Priority::Medium
         }),
         other => {
-            issues.push(Issue::new(
+            issues.push(Problem::expected(
                 "/metadata/priority",
                 "one of LOW, MEDIUM, HIGH, CRITICAL",
                 describe(other),
@@ -228,14 +228,14 @@ fn parse_priority(s: &str) -> Option<Priority> {
     Priority::DESCENDING.into_iter().find(|p| p.as_str() == s)
 }
 
-fn read_expiration(field: Option<&Value>, issues: &mut Vec<Issue>) -> Option<i64> {
+fn read_expiration(field: Option<&Value>, issues: &mut Vec<Problem>) -> Option<i64> {
     match field {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => match chrono::DateTime::parse_from_rfc3339(s) {
             Ok(t) => Some(t.timestamp_millis()),
             Err(_) => {
                 issues.push(
-                    Issue::new(
+                    Problem::expected(
                         "/metadata/expiration_time",
                         "an ISO 8601 date-time",
                         format!("{s:?}"),
@@ -246,7 +246,7 @@ fn read_expiration(field: Option<&Value>, issues: &mut Vec<Issue>) -> Option<i64
             }
         },
         other => {
-            issues.push(Issue::new(
+            issues.push(Problem::expected(
                 "/metadata/expiration_time",
                 "an ISO 8601 date-time string",
                 describe(other),

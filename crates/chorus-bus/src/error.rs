@@ -1,61 +1,14 @@
-//! Errors of the bus and the validation issues it reports.
+//! Errors of the bus.
 
-use std::fmt;
+use chorus_core::Problem;
 
 use crate::content::ContentDigest;
 
-/// One validation problem: where it is and what is wrong there.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Issue {
-    /// JSON pointer of the offending value (`""` for the whole document).
-    pub pointer: String,
-    /// What was expected and what was found.
-    pub message: String,
-    /// How to fix a known common mistake.
-    pub hint: Option<String>,
-}
-
-impl Issue {
-    /// An issue saying what was `expected` and what was `found` at `pointer`.
-    pub fn new(
-        pointer: impl Into<String>,
-        expected: impl AsRef<str>,
-        found: impl AsRef<str>,
-    ) -> Issue {
-        Issue {
-            pointer: pointer.into(),
-            message: format!("expected {}, found {}", expected.as_ref(), found.as_ref()),
-            hint: None,
-        }
-    }
-
-    /// The same issue with a hint attached.
-    pub fn with_hint(mut self, hint: impl Into<String>) -> Issue {
-        self.hint = Some(hint.into());
-        self
-    }
-}
-
-impl fmt::Display for Issue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "(document)"
-        } else {
-            &self.pointer
-        };
-        write!(f, "at {at}: {}", self.message)?;
-        if let Some(hint) = &self.hint {
-            write!(f, " (hint: {hint})")?;
-        }
-        Ok(())
-    }
-}
-
-/// Joins issues into one line for error messages.
-pub(crate) fn join_issues(issues: &[Issue]) -> String {
+/// Joins validation problems into one line for error messages (`at POINTER: ...; at ...`).
+pub(crate) fn join_issues(issues: &[Problem]) -> String {
     issues
         .iter()
-        .map(Issue::to_string)
+        .map(|issue| format!("at {issue}"))
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -67,7 +20,7 @@ pub enum BusError {
     #[error("message rejected ({} problem(s)): {}; recorded as dead letter {dead_letter_id}", issues.len(), join_issues(issues))]
     Invalid {
         /// What is wrong with the message.
-        issues: Vec<Issue>,
+        issues: Vec<Problem>,
         /// Where the original bytes were kept.
         dead_letter_id: String,
     },
@@ -150,7 +103,8 @@ mod tests {
     fn invalid_error_names_pointer_expected_found_and_hint() {
         let err = BusError::Invalid {
             issues: vec![
-                Issue::new("/metadata/priority", "one of LOW", "\"low\"").with_hint("upper-case"),
+                Problem::expected("/metadata/priority", "one of LOW", "\"low\"")
+                    .with_hint("upper-case"),
             ],
             dead_letter_id: "7".into(),
         };

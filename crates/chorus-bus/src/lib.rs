@@ -42,7 +42,7 @@ pub use delivery::{
     TrackSummary,
 };
 pub use envelope::{Envelope, Priority, Rank};
-pub use error::{BusError, BusResult, Issue};
+pub use error::{BusError, BusResult};
 pub use memory::MemoryBus;
 #[cfg(feature = "nats")]
 pub use nats::NatsBus;

@@ -173,21 +173,6 @@ fn print_text(checked: &Checked, kind: Option<Kind>) {
         outln!("{place}: ok ({kind})");
     }
     for problem in problems {
-        let pointer = if problem.pointer.is_empty() {
-            "(root)"
-        } else {
-            &problem.pointer
-        };
-        let level = if problem.severity == Severity::Warning {
-            "warning: "
-        } else {
-            ""
-        };
-        let hint = problem
-            .hint
-            .as_ref()
-            .map(|h| format!(" (hint: {h})"))
-            .unwrap_or_default();
-        outln!("{place}: {pointer}: {level}{}{hint}", problem.message);
+        outln!("{place}: {problem}");
     }
 }

@@ -16,10 +16,10 @@ pub enum ContextError {
         known: String,
     },
     /// chorus-harmony refused to render the request of a gpt-oss model.
-    #[error("cannot count for gpt-oss: {message}")]
+    #[error("cannot count for gpt-oss: {problem}")]
     Harmony {
-        /// The renderer's error (it names the JSON pointer of the Harmony message).
-        message: String,
+        /// The renderer's refusal (at the JSON pointer of the Harmony message).
+        problem: chorus_core::Problem,
     },
     /// A media part could not be measured.
     #[error("{pointer}: {what}; found {found}{}", hint_suffix(.hint))]

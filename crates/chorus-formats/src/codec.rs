@@ -5,7 +5,9 @@ use serde_json::Value;
 
 use crate::capability::Capabilities;
 use crate::common::json::parse;
-use crate::error::{DecodeError, Error};
+use chorus_core::Problem;
+
+use crate::error::Error;
 use crate::format::Format;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
@@ -26,7 +28,7 @@ pub trait Codec {
 
     /// Reads a conversation; an error names the place in the document, what was expected there
     /// and what was found.
-    fn decode(document: Self::Document) -> Result<Conversation, DecodeError>;
+    fn decode(document: Self::Document) -> Result<Conversation, Problem>;
 
     /// Writes a conversation, with every item the format could not carry as it is.
     fn encode(
@@ -35,7 +37,7 @@ pub trait Codec {
     ) -> Result<Encoded<Self::Document>, Error>;
 
     /// Reads a conversation from text (JSON text for JSON formats).
-    fn decode_str(input: &str) -> Result<Conversation, DecodeError> {
+    fn decode_str(input: &str) -> Result<Conversation, Problem> {
         Self::decode(Self::Document::read(input)?)
     }
 
@@ -51,7 +53,7 @@ pub trait Codec {
 /// A document as it is read from text and written back.
 pub trait Document: Sized {
     /// Reads a document from text.
-    fn read(input: &str) -> Result<Self, DecodeError>;
+    fn read(input: &str) -> Result<Self, Problem>;
 
     /// Writes the document as text.
     fn write(self) -> String;
@@ -59,7 +61,7 @@ pub trait Document: Sized {
 
 /// JSON formats: read with the position of a syntax error, written pretty with a final newline.
 impl Document for Value {
-    fn read(input: &str) -> Result<Self, DecodeError> {
+    fn read(input: &str) -> Result<Self, Problem> {
         parse(input)
     }
 
@@ -72,7 +74,7 @@ impl Document for Value {
 
 /// Text formats: the text as it is.
 impl Document for String {
-    fn read(input: &str) -> Result<Self, DecodeError> {
+    fn read(input: &str) -> Result<Self, Problem> {
         Ok(input.to_owned())
     }
 

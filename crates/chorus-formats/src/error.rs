@@ -1,50 +1,17 @@
-//! Errors: input that cannot be decoded, and strict-mode rejections.
+//! Errors: input that cannot be decoded (a [`Problem`]), and strict-mode rejections.
+
+use chorus_core::Problem;
 
 use crate::format::Format;
 use crate::loss::{Encoded, Loss};
 
-/// A rejected input: where, what was expected, what was found, and a hint when one is known.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("at `{pointer}`: expected {expected}, found {found}{}", hint.as_ref().map(|h| format!(" (hint: {h})")).unwrap_or_default())]
-pub struct DecodeError {
-    /// JSON pointer (or `line:column` for text formats) of the offending value.
-    pub pointer: String,
-    /// What the format requires there.
-    pub expected: String,
-    /// What the input has there.
-    pub found: String,
-    /// How to fix a common mistake.
-    pub hint: Option<String>,
-}
-
-impl DecodeError {
-    /// A rejection at `pointer`.
-    pub fn new(
-        pointer: impl Into<String>,
-        expected: impl Into<String>,
-        found: impl Into<String>,
-    ) -> Self {
-        DecodeError {
-            pointer: pointer.into(),
-            expected: expected.into(),
-            found: found.into(),
-            hint: None,
-        }
-    }
-
-    /// Adds a hint.
-    pub fn hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
-        self
-    }
-}
-
 /// Any failure of a conversion.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The input is not valid in the source format.
-    #[error(transparent)]
-    Decode(#[from] DecodeError),
+    /// The input is not valid in the source format: where (a JSON pointer, or `line:column` of
+    /// a JSON syntax error, or `token N` in Harmony text), what was expected and found, a hint.
+    #[error("at {0}")]
+    Decode(#[from] Problem),
     /// Strict mode: the target cannot carry everything.
     #[error("strict mode: the target cannot carry {} item(s); first: {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
     Lossy(Vec<Loss>),

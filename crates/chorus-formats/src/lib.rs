@@ -46,7 +46,7 @@ pub use codecs::{
     OpenAiResponses, Qwen3, convert,
 };
 pub use common::pairing::is_paired;
-pub use error::{DecodeError, Error};
+pub use error::Error;
 pub use format::Format;
 pub use loss::{Encoded, Loss, Policy};
 pub use options::{EncodeOptions, NamePolicy};

@@ -43,9 +43,7 @@ pub use model::{
     ResponseFormat, Role, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig,
 };
 pub use parse::stream::{State as StreamState, StreamParser};
-pub use parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput, Repair, parse};
-pub use render::{
-    RenderError, RenderMode, RenderOptions, render, render_message, render_message_with,
-};
+pub use parse::{Diagnostic, DiagnosticKind, ParseOptions, ParseOutput, Repair, parse};
+pub use render::{RenderMode, RenderOptions, render, render_message, render_message_with};
 pub use tokens::Rank;
 pub use typescript::TypeScriptStyle;

@@ -3,7 +3,8 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use chorus_bus::{BusError, Issue};
+use chorus_bus::BusError;
+use chorus_core::Problem;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -19,8 +20,8 @@ pub struct IssueBody {
     pub hint: Option<String>,
 }
 
-impl From<Issue> for IssueBody {
-    fn from(i: Issue) -> IssueBody {
+impl From<Problem> for IssueBody {
+    fn from(i: Problem) -> IssueBody {
         IssueBody {
             pointer: i.pointer,
             message: i.message,
@@ -81,7 +82,7 @@ impl ApiError {
     }
 
     /// 422: the document was read but is not a valid message or handoff.
-    pub fn invalid(issues: Vec<Issue>, dead_letter_id: Option<String>) -> ApiError {
+    pub fn invalid(issues: Vec<Problem>, dead_letter_id: Option<String>) -> ApiError {
         let mut e = ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_message",

@@ -55,7 +55,7 @@ impl InboxQuota {
         }
         let created = seen.created.get(agent).copied().unwrap_or(0);
         if created + new.len() > self.max {
-            let issue = chorus_bus::Issue::new(
+            let issue = chorus_core::Problem::expected(
                 pointer,
                 format!("at most {} new inboxes per agent", self.max),
                 format!("{:?}, a new inbox past agent {agent:?}'s {created}", new[0]),

@@ -21,9 +21,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chorus_bus::{
-    Binding, Bus, BusConfig, BusError, DeadReason, Effect, Envelope, Filter, Handled, Issue,
-    Priority, RoutingRule, TrackSummary, handle_once, now_ms,
+    Binding, Bus, BusConfig, BusError, DeadReason, Effect, Envelope, Filter, Handled, Priority,
+    RoutingRule, TrackSummary, handle_once, now_ms,
 };
+use chorus_core::Problem;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
@@ -319,10 +320,10 @@ pub async fn invalid_is_refused_and_dead_lettered(f: &Fixture) {
 }
 
 pub async fn validator_hook_refuses(f: &Fixture) {
-    let check = |doc: &Value| -> Vec<Issue> {
+    let check = |doc: &Value| -> Vec<Problem> {
         match doc.pointer("/payload/data/technical_details/isp") {
             Some(_) => vec![],
-            None => vec![Issue::new(
+            None => vec![Problem::expected(
                 "/payload/data/technical_details/isp",
                 "an ISP name",
                 "nothing",

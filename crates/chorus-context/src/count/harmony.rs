@@ -31,9 +31,7 @@ fn render_count(
     let mapped = to_harmony(&conversation, SystemContent::default());
     render(&mapped.conversation, options)
         .map(|tokens| tokens.len())
-        .map_err(|e| ContextError::Harmony {
-            message: e.to_string(),
-        })
+        .map_err(|problem| ContextError::Harmony { problem })
 }
 
 /// The Harmony messages of one chorus message, rendered on their own (reasoning kept): the

@@ -8,12 +8,12 @@ use base64::engine::general_purpose::STANDARD;
 use chrono::DateTime;
 use indexmap::IndexMap;
 
-use super::problem::Problem;
 use crate::citation::anchors;
 use crate::handoff::{
     HandoffType, ProtocolVersion, SUPPORTED_MAJOR, SUPPORTED_VERSION, VersionCheck,
 };
 use crate::media::DataUrl;
+use crate::problem::Problem;
 use serde_json::Value;
 
 /// Citation keys known so far in a conversation.

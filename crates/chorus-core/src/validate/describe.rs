@@ -5,7 +5,7 @@ use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
-use super::problem::Problem;
+use crate::problem::Problem;
 
 /// The JSON type name of a value with its article (`a string`, `null`), as used in messages.
 pub fn json_type(value: &Value) -> &'static str {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::problem::Problem;
+use crate::problem::Problem;
 use crate::schema::Kind;
 
 /// The kind a document looks like, or a problem saying why it cannot be told.

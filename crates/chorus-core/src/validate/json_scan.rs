@@ -8,8 +8,8 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
-use super::problem::Problem;
 use crate::handoff::escape_pointer;
+use crate::problem::Problem;
 
 /// Size and depth limits for one document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

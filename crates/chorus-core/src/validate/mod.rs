@@ -10,7 +10,6 @@ mod checks;
 mod describe;
 mod detect;
 mod json_scan;
-mod problem;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,11 +19,11 @@ use jsonschema::{Draft, ValidationOptions};
 use serde_json::Value;
 use thiserror::Error;
 
+pub use crate::problem::{Problem, Severity};
 pub use checks::routing_id_problem;
 pub use describe::json_type;
 pub use detect::detect_kind;
 pub use json_scan::{Limits, parse};
-pub use problem::{Problem, Severity};
 
 use crate::handoff::{HandoffType, VersionCheck};
 use crate::schema::{Kind, handoff_base_schema, handoff_data_schema};

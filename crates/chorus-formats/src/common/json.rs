@@ -2,13 +2,14 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::DecodeError;
+use chorus_core::Problem;
+
 use crate::loss::pointer_segment;
 
 /// Parses JSON text, with the position of a syntax error.
-pub fn parse(input: &str) -> Result<Value, DecodeError> {
+pub fn parse(input: &str) -> Result<Value, Problem> {
     serde_json::from_str(input).map_err(|e| {
-        DecodeError::new(
+        Problem::expected(
             format!("{}:{}", e.line(), e.column()),
             "valid JSON",
             e.to_string(),
@@ -40,17 +41,17 @@ pub fn item(pointer: &str, index: usize) -> String {
 }
 
 /// The value as an object.
-pub fn object<'a>(value: &'a Value, pointer: &str) -> Result<&'a Map<String, Value>, DecodeError> {
+pub fn object<'a>(value: &'a Value, pointer: &str) -> Result<&'a Map<String, Value>, Problem> {
     value
         .as_object()
-        .ok_or_else(|| DecodeError::new(pointer, "an object", describe(value)))
+        .ok_or_else(|| Problem::expected(pointer, "an object", describe(value)))
 }
 
 /// The value as an array.
-pub fn array<'a>(value: &'a Value, pointer: &str) -> Result<&'a Vec<Value>, DecodeError> {
+pub fn array<'a>(value: &'a Value, pointer: &str) -> Result<&'a Vec<Value>, Problem> {
     value
         .as_array()
-        .ok_or_else(|| DecodeError::new(pointer, "an array", describe(value)))
+        .ok_or_else(|| Problem::expected(pointer, "an array", describe(value)))
 }
 
 /// A required string field.
@@ -58,15 +59,15 @@ pub fn string<'a>(
     map: &'a Map<String, Value>,
     key: &str,
     pointer: &str,
-) -> Result<&'a str, DecodeError> {
+) -> Result<&'a str, Problem> {
     match map.get(key) {
         Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(DecodeError::new(
+        Some(other) => Err(Problem::expected(
             child(pointer, key),
             "a string",
             describe(other),
         )),
-        None => Err(DecodeError::new(
+        None => Err(Problem::expected(
             child(pointer, key),
             format!("a string field `{key}`"),
             "nothing",
@@ -79,11 +80,11 @@ pub fn opt_string<'a>(
     map: &'a Map<String, Value>,
     key: &str,
     pointer: &str,
-) -> Result<Option<&'a str>, DecodeError> {
+) -> Result<Option<&'a str>, Problem> {
     match map.get(key) {
         Some(Value::String(s)) => Ok(Some(s)),
         None | Some(Value::Null) => Ok(None),
-        Some(other) => Err(DecodeError::new(
+        Some(other) => Err(Problem::expected(
             child(pointer, key),
             "a string",
             describe(other),
@@ -96,9 +97,10 @@ pub fn field<'a>(
     map: &'a Map<String, Value>,
     key: &str,
     pointer: &str,
-) -> Result<&'a Value, DecodeError> {
-    map.get(key)
-        .ok_or_else(|| DecodeError::new(child(pointer, key), format!("a field `{key}`"), "nothing"))
+) -> Result<&'a Value, Problem> {
+    map.get(key).ok_or_else(|| {
+        Problem::expected(child(pointer, key), format!("a field `{key}`"), "nothing")
+    })
 }
 
 /// The keys of `map` not in `known`, as a new map.
@@ -114,22 +116,22 @@ pub fn typed<T: serde::de::DeserializeOwned>(
     value: &Value,
     pointer: &str,
     expected: &str,
-) -> Result<T, DecodeError> {
+) -> Result<T, Problem> {
     serde_json::from_value(value.clone())
-        .map_err(|e| DecodeError::new(pointer, expected, format!("{} ({e})", describe(value))))
+        .map_err(|e| Problem::expected(pointer, expected, format!("{} ({e})", describe(value))))
 }
 
 /// Deserializes a chorus type, placing an error at its JSON pointer below `base`.
 pub fn chorus_value<T: serde::de::DeserializeOwned>(
     value: Value,
     base: &str,
-) -> Result<T, DecodeError> {
+) -> Result<T, Problem> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let pointer = format!("{base}{}", pointer_of(e.path()));
         let inner = e.into_inner();
-        let mut err = DecodeError::new(pointer, "a valid chorus value", inner.to_string());
+        let mut err = Problem::expected(pointer, "a valid chorus value", inner.to_string());
         if inner.to_string().contains("arguments") || inner.to_string().contains("expected a string") {
-            err = err.hint("tool-call `arguments` must be a JSON string, e.g. \"{\\\"city\\\":\\\"Paris\\\"}\", not an object");
+            err = err.with_hint("tool-call `arguments` must be a JSON string, e.g. \"{\\\"city\\\":\\\"Paris\\\"}\", not an object");
         }
         err
     })

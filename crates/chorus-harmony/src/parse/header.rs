@@ -3,6 +3,8 @@
 //! [`strict`] accepts and rejects exactly what openai-harmony 0.0.8 does; [`lenient`] recovers
 //! the shapes real gpt-oss output takes and reports what it had to guess.
 
+use chorus_core::Problem;
+
 use crate::model::{Author, Role};
 use crate::render::check::STANDARD_CHANNELS;
 
@@ -22,26 +24,12 @@ pub(crate) struct Header {
     pub content_type: Option<String>,
 }
 
-/// Why a header was rejected in strict mode.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct HeaderError {
-    /// What was expected.
-    pub expected: String,
-    /// What was found.
-    pub found: String,
-    /// How to fix it, when known.
-    pub hint: Option<&'static str>,
-}
-
-fn header_error(
-    expected: &str,
-    found: impl Into<String>,
-    hint: Option<&'static str>,
-) -> HeaderError {
-    HeaderError {
-        expected: expected.to_string(),
-        found: found.into(),
-        hint,
+/// A header rejected in strict mode; the caller sets its place (the token).
+fn header_error(expected: &str, found: impl Into<String>, hint: Option<&'static str>) -> Problem {
+    let problem = Problem::expected("", expected, found.into());
+    match hint {
+        Some(hint) => problem.with_hint(hint),
+        None => problem,
     }
 }
 
@@ -68,7 +56,7 @@ fn take_channel(header: &mut String, replacement: &str, skip_space: bool) -> Opt
 }
 
 /// Parses a header exactly as the reference does. `role` is the role the prompt already opened.
-pub(crate) fn strict(text: &str, role: Option<Role>) -> Result<Header, HeaderError> {
+pub(crate) fn strict(text: &str, role: Option<Role>) -> Result<Header, Problem> {
     let mut header = text.to_string();
     let channel = match take_channel(&mut header, "", false) {
         Some(value) if value.is_empty() => {

@@ -8,6 +8,8 @@
 mod header;
 pub(crate) mod stream;
 
+use chorus_core::Problem;
+
 use crate::model::{Message, Role};
 use crate::tokens::Rank;
 use stream::StreamParser;
@@ -28,18 +30,9 @@ impl ParseOptions {
     pub const LENIENT: ParseOptions = ParseOptions { lenient: true };
 }
 
-/// Why strict parsing rejected the tokens.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("token {position}: expected {expected}, found {found}{}", hint.map(|h| format!(" (hint: {h})")).unwrap_or_default())]
-pub struct ParseError {
-    /// Index of the offending token (the token count for the end of input).
-    pub position: usize,
-    /// What was expected.
-    pub expected: String,
-    /// What was found.
-    pub found: String,
-    /// How to fix a common mistake, when known.
-    pub hint: Option<&'static str>,
+/// The place of a strict-parse problem: `token N` (the token count for the end of input).
+pub(crate) fn token_place(position: usize) -> String {
+    format!("token {position}")
 }
 
 /// What lenient parsing repaired, and where.
@@ -93,7 +86,7 @@ pub fn parse(
     tokens: &[Rank],
     role: Option<Role>,
     options: ParseOptions,
-) -> Result<ParseOutput, ParseError> {
+) -> Result<ParseOutput, Problem> {
     let mut parser = StreamParser::new(role, options);
     for &token in tokens {
         parser.process(token)?;

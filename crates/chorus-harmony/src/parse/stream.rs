@@ -6,10 +6,12 @@
 
 use std::ops::Range;
 
+use chorus_core::Problem;
+
 use crate::encoding::encoding;
 use crate::model::{Author, Content, Message, Role, TextContent};
 use crate::parse::header::{self, Header, Repair};
-use crate::parse::{Diagnostic, DiagnosticKind, ParseError, ParseOptions, ParseOutput};
+use crate::parse::{Diagnostic, DiagnosticKind, ParseOptions, ParseOutput, token_place};
 use crate::tokens::{self, Rank};
 
 const REPLACEMENT: &str = "\u{FFFD}";
@@ -68,7 +70,7 @@ impl StreamParser {
     }
 
     /// Feeds one token. In strict mode an error means the input is rejected; drop the parser.
-    pub fn process(&mut self, token: Rank) -> Result<(), ParseError> {
+    pub fn process(&mut self, token: Rank) -> Result<(), Problem> {
         let position = self.position;
         self.position += 1;
         self.delta = None;
@@ -76,13 +78,14 @@ impl StreamParser {
         match self.state {
             State::ExpectStart if token == tokens::START => self.begin_header(false),
             State::ExpectStart if !lenient => {
-                return Err(ParseError {
-                    position,
-                    expected: "<|start|>".to_string(),
-                    found: describe(token),
-                    hint: tokens::is_stop(token).then_some(
+                let problem =
+                    Problem::expected(token_place(position), "<|start|>", describe(token));
+                return Err(if tokens::is_stop(token) {
+                    problem.with_hint(
                         "a stop token ends a message; the next must begin with <|start|>",
-                    ),
+                    )
+                } else {
+                    problem
                 });
             }
             State::ExpectStart if tokens::is_stop(token) => {
@@ -131,7 +134,7 @@ impl StreamParser {
     }
 
     /// Ends the input and returns every message. Strict mode rejects input that ends in a header.
-    pub fn finish(mut self) -> Result<ParseOutput, ParseError> {
+    pub fn finish(mut self) -> Result<ParseOutput, Problem> {
         self.process_eos()?;
         Ok(ParseOutput {
             messages: self.messages,
@@ -141,7 +144,7 @@ impl StreamParser {
 
     /// Ends the input in place (the message being read is completed) and leaves the parser
     /// waiting for a new `<|start|>`. Strict mode rejects input that ends in a header.
-    pub fn process_eos(&mut self) -> Result<(), ParseError> {
+    pub fn process_eos(&mut self) -> Result<(), Problem> {
         self.delta = None;
         match self.state {
             State::ExpectStart => {}
@@ -153,12 +156,11 @@ impl StreamParser {
                 }
             }
             State::Header => {
-                return Err(ParseError {
-                    position: self.position,
-                    expected: "<|message|> to end the header".to_string(),
-                    found: "the end of the input".to_string(),
-                    hint: None,
-                });
+                return Err(Problem::expected(
+                    token_place(self.position),
+                    "<|message|> to end the header",
+                    "the end of the input",
+                ));
             }
             State::Content => self.finish_message(),
         }
@@ -245,15 +247,14 @@ impl StreamParser {
     }
 
     /// Decodes the header tokens; lenient mode replaces what is not UTF-8 or not a token.
-    fn header_text(&mut self, position: usize) -> Result<String, ParseError> {
+    fn header_text(&mut self, position: usize) -> Result<String, Problem> {
         match encoding().decode_utf8(&self.header_tokens) {
             Ok(text) => Ok(text),
-            Err(error) if !self.options.lenient => Err(ParseError {
-                position,
-                expected: "a header that decodes to UTF-8 text".to_string(),
-                found: error.to_string(),
-                hint: None,
-            }),
+            Err(error) if !self.options.lenient => Err(Problem::expected(
+                token_place(position),
+                "a header that decodes to UTF-8 text",
+                error,
+            )),
             Err(_) => {
                 self.note(position, DiagnosticKind::InvalidUtf8InHeader);
                 let mut bytes = Vec::new();
@@ -288,7 +289,7 @@ impl StreamParser {
         )
     }
 
-    fn open_content(&mut self, position: usize) -> Result<(), ParseError> {
+    fn open_content(&mut self, position: usize) -> Result<(), Problem> {
         let text = self.header_text(position)?;
         let (header, leftover) = if self.options.lenient {
             if self.implicit_header {
@@ -301,11 +302,9 @@ impl StreamParser {
             }
             (header, leftover)
         } else {
-            let header = header::strict(&text, self.next_role).map_err(|e| ParseError {
-                position,
-                expected: e.expected,
-                found: e.found,
-                hint: e.hint,
+            let header = header::strict(&text, self.next_role).map_err(|e| Problem {
+                pointer: token_place(position),
+                ..e
             })?;
             (header, String::new())
         };

@@ -6,39 +6,10 @@
 //! rendered as the special token. With `strict_channels`, a channel that the system message
 //! does not list (the standard three when no system message lists any) is refused as well.
 
+use chorus_core::Problem;
+
 use crate::model::{Content, Message};
 use crate::tokens;
-
-/// A message that cannot be rendered; names the JSON pointer, what was expected and found.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{pointer}: expected {expected}, found {found}{}", hint.as_ref().map(|h| format!(" (hint: {h})")).unwrap_or_default())]
-pub struct RenderError {
-    /// JSON pointer of the offending value (`/messages/3/recipient`).
-    pub pointer: String,
-    /// What was expected.
-    pub expected: String,
-    /// What was found.
-    pub found: String,
-    /// How to fix a common mistake, when known.
-    pub hint: Option<String>,
-}
-
-impl RenderError {
-    /// A new error.
-    pub fn new(
-        pointer: impl Into<String>,
-        expected: impl Into<String>,
-        found: impl Into<String>,
-        hint: Option<&str>,
-    ) -> Self {
-        Self {
-            pointer: pointer.into(),
-            expected: expected.into(),
-            found: found.into(),
-            hint: hint.map(str::to_string),
-        }
-    }
-}
 
 /// The channels every conversation may use.
 pub(crate) const STANDARD_CHANNELS: [&str; 3] = ["analysis", "commentary", "final"];
@@ -49,7 +20,7 @@ const CONSTRAIN_MARK: &str = "<|constrain|>";
 pub(crate) fn check_conversation(
     messages: &[Message],
     strict_channels: bool,
-) -> Result<(), RenderError> {
+) -> Result<(), Problem> {
     let declared = if strict_channels {
         declared_channels(messages)
     } else {
@@ -65,17 +36,15 @@ pub(crate) fn check_conversation(
         if let Some(channel) = &message.channel {
             check_no_special(index, "channel", channel, channel)?;
             if strict_channels && !declared.contains(&channel.as_str()) {
-                return Err(RenderError::new(
+                return Err(Problem::expected(
                     format!("/messages/{index}/channel"),
                     format!(
                         "a channel the system message lists ({})",
                         declared.join(", ")
                     ),
-                    format!("{channel:?}"),
-                    Some(
+                    format!("{channel:?}")).with_hint(
                         "tool calls go on \"commentary\", answers on \"final\"; or leave strict channels off to render it as the reference does",
-                    ),
-                ));
+                    ));
             }
         }
         if let Some(content_type) = &message.content_type {
@@ -108,23 +77,16 @@ fn declared_channels(messages: &[Message]) -> Vec<&str> {
 }
 
 /// Refuses `checked` (part of the field's `value`) when it spells a special token.
-fn check_no_special(
-    index: usize,
-    field: &str,
-    value: &str,
-    checked: &str,
-) -> Result<(), RenderError> {
+fn check_no_special(index: usize, field: &str, value: &str, checked: &str) -> Result<(), Problem> {
     let Some(special) = tokens::find_special_text(checked) else {
         return Ok(());
     };
-    Err(RenderError::new(
+    Err(Problem::expected(
         format!("/messages/{index}/{field}"),
         "header text without special-token text",
-        format!("{value:?}, which spells the special token {special}"),
-        Some(
+        format!("{value:?}, which spells the special token {special}")).with_hint(
             "header fields are written as text between control tokens; a special token's name there would read back as a control token",
-        ),
-    ))
+        ))
 }
 
 #[cfg(test)]

@@ -6,12 +6,12 @@
 pub(crate) mod check;
 mod sections;
 
+use chorus_core::Problem;
+
 use crate::encoding::{Encoding, encoding};
 use crate::model::{Content, Conversation, Message, Role};
 use crate::tokens::{self, Rank};
 use crate::typescript::TypeScriptStyle;
-
-pub use check::RenderError;
 
 /// What the rendered tokens are for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -58,10 +58,7 @@ impl Default for RenderOptions {
 }
 
 /// Renders `conversation` into tokens.
-pub fn render(
-    conversation: &Conversation,
-    options: &RenderOptions,
-) -> Result<Vec<Rank>, RenderError> {
+pub fn render(conversation: &Conversation, options: &RenderOptions) -> Result<Vec<Rank>, Problem> {
     let mut out = Vec::with_capacity(256);
     render_into(&conversation.messages, options, &mut out)?;
     Ok(out)
@@ -72,7 +69,7 @@ pub(crate) fn render_into(
     messages: &[Message],
     options: &RenderOptions,
     out: &mut Vec<Rank>,
-) -> Result<(), RenderError> {
+) -> Result<(), Problem> {
     if options.check_headers {
         check::check_conversation(messages, options.strict_channels)?;
     }
@@ -115,7 +112,7 @@ pub(crate) fn render_into(
 }
 
 /// Renders one message on its own (no conversation context: no `functions` channel line).
-pub fn render_message(message: &Message, style: TypeScriptStyle) -> Result<Vec<Rank>, RenderError> {
+pub fn render_message(message: &Message, style: TypeScriptStyle) -> Result<Vec<Rank>, Problem> {
     let options = RenderOptions {
         typescript: style,
         ..RenderOptions::default()
@@ -130,7 +127,7 @@ pub fn render_message_with(
     message: &Message,
     function_tools: bool,
     options: &RenderOptions,
-) -> Result<Vec<Rank>, RenderError> {
+) -> Result<Vec<Rank>, Problem> {
     let mut out = Vec::with_capacity(64);
     if options.check_headers {
         check::check_conversation(std::slice::from_ref(message), options.strict_channels)?;
@@ -187,17 +184,17 @@ fn write_message(
     function_tools: bool,
     style: TypeScriptStyle,
     out: &mut Vec<Rank>,
-) -> Result<(), RenderError> {
+) -> Result<(), Problem> {
     let role = message.author.role;
     out.push(tokens::START);
     if role == Role::Tool {
         let Some(name) = &message.author.name else {
-            return Err(RenderError::new(
+            return Err(Problem::expected(
                 format!("/messages/{index}/name"),
                 "the tool's name (e.g. \"functions.lookup_weather\")",
                 "no name",
-                Some("tool messages are written under the tool's name, not the role"),
-            ));
+            )
+            .with_hint("tool messages are written under the tool's name, not the role"));
         };
         encoding.encode_ordinary_into(name, out);
     } else {
@@ -240,11 +237,10 @@ fn write_message(
                 } else {
                     "developer"
                 };
-                return Err(RenderError::new(
+                return Err(Problem::expected(
                     format!("/messages/{index}/content/{part}"),
                     format!("{kind}_content only in a {kind} message"),
                     format!("{kind}_content in a {role} message"),
-                    None,
                 ));
             }
         }

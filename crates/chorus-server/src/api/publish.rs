@@ -5,7 +5,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
-use chorus_bus::{BusError, ContentDigest, Envelope, Issue, Receipt};
+use chorus_bus::{BusError, ContentDigest, Envelope, Receipt};
+use chorus_core::Problem;
 use chorus_core::schema::Kind;
 use chorus_core::validate::{Limits, detect_kind, parse};
 use serde::Serialize;
@@ -83,8 +84,7 @@ fn pointers(kind: Kind) -> &'static Pointers {
 /// keys are missing or malformed gives no envelope (`None`): the bus refuses it and keeps it as
 /// a dead letter, once its sender (when given) is the caller.
 fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<Option<Envelope>, ApiError> {
-    let kind = detect_kind(document)
-        .map_err(|problem| ApiError::invalid(vec![Issue::from(&problem)], None))?;
+    let kind = detect_kind(document).map_err(|problem| ApiError::invalid(vec![problem], None))?;
     let env = match Envelope::from_document(document, Bytes::new()) {
         Ok(env) => env,
         Err(issues) if !matches!(kind, Kind::Message | Kind::Handoff) => {
@@ -105,7 +105,7 @@ fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<Option<Envelo
     match env.sender.as_deref() {
         Some(sender) => check_sender(at, sender, agent)?,
         None => {
-            let issue = Issue::new(at.sender, "the sending agent's id", "nothing")
+            let issue = Problem::expected(at.sender, "the sending agent's id", "nothing")
                 .with_hint(format!("set {} to {agent:?}", at.sender));
             return Err(ApiError::invalid(vec![issue], None));
         }
@@ -129,7 +129,7 @@ fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<Option<Envelo
     let recipients: Vec<&str> = env.recipients.iter().map(String::as_str).collect();
     policy.may_send(agent, &recipients, env.handoff_type.as_deref())?;
     if let Some(r) = policy.unknown_recipient(&recipients, document) {
-        let issue = Issue::new(at.recipients, "a configured agent or an inbox an agent reads", format!("{r:?}, which nobody reads"))
+        let issue = Problem::expected(at.recipients, "a configured agent or an inbox an agent reads", format!("{r:?}, which nobody reads"))
             .with_hint("check the spelling; add the agent to chorus.toml, or the pool to an agent's `read`; or set accept_unknown_recipients = true");
         return Err(ApiError::invalid(vec![issue], None));
     }
@@ -266,7 +266,7 @@ fn read_document(
                     e.column()
                 ),
             ),
-            Ok(_) => ApiError::invalid(vec![Issue::from(&problem)], None),
+            Ok(_) => ApiError::invalid(vec![problem], None),
         }
     })?;
     Ok((bytes, document))
@@ -360,7 +360,7 @@ fn take_inboxes(
 /// 409 for an id the bus holds with other content, the issue at the document's id.
 fn conflict(document: &Value, id: &str, stored: ContentDigest, found: ContentDigest) -> ApiError {
     let at = pointers(detect_kind(document).unwrap_or(Kind::Handoff)).id;
-    let issue = Issue::new(
+    let issue = Problem::expected(
         at,
         format!("the content first published under {id:?} (sha256 {stored}) or a new id"),
         format!("other content (sha256 {found})"),

@@ -7,12 +7,12 @@ use super::{CHORUS, inferred_type};
 use crate::Format;
 use crate::common::extras::namespace;
 use crate::common::json::{array, child, chorus_value, describe, item, object, string};
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 const ME: Format = Format::A2a;
 
 /// Decodes one message, an array of them, a task (its `history`), or `{"messages": [...]}`.
-pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
+pub fn conversation(value: &Value) -> Result<Conversation, Problem> {
     let (list, pointer): (&[Value], &str) = match value {
         Value::Array(list) => (list, ""),
         Value::Object(map) if map.get("kind").and_then(Value::as_str) == Some("task") => {
@@ -27,7 +27,7 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
         }
         Value::Object(_) => (std::slice::from_ref(value), ""),
         other => {
-            return Err(DecodeError::new(
+            return Err(Problem::expected(
                 "",
                 "an A2A message, an array of them or a task",
                 describe(other),
@@ -68,7 +68,7 @@ fn split_metadata(map: &Map<String, Value>) -> (Map<String, Value>, Map<String, 
     (chorus, metadata)
 }
 
-fn message(value: &Value, at: &str) -> Result<Message, DecodeError> {
+fn message(value: &Value, at: &str) -> Result<Message, Problem> {
     let map = object(value, at)?;
     let (mut out, metadata) = split_metadata(map);
     let role = match (out.remove("role"), string(map, "role", at)?) {
@@ -76,7 +76,7 @@ fn message(value: &Value, at: &str) -> Result<Message, DecodeError> {
         (None, "user") => json!("user"),
         (None, "agent") => json!("assistant"),
         (None, other) => {
-            return Err(DecodeError::new(
+            return Err(Problem::expected(
                 child(at, "role"),
                 "user or agent",
                 format!("{other:?}"),
@@ -132,7 +132,7 @@ fn message(value: &Value, at: &str) -> Result<Message, DecodeError> {
     chorus_value(Value::Object(out), at)
 }
 
-fn part(value: &Value, at: &str) -> Result<ContentPart, DecodeError> {
+fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
     let map = object(value, at)?;
     let (mut chorus, metadata) = split_metadata(map);
     let kind = chorus
@@ -157,7 +157,7 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, DecodeError> {
                 ),
                 (None, Some(u)) => u.to_owned(),
                 (None, None) => {
-                    return Err(DecodeError::new(
+                    return Err(Problem::expected(
                         child(at, "file"),
                         "`bytes` or `uri`",
                         "neither",
@@ -202,7 +202,7 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, DecodeError> {
             if kind.as_deref() == Some("other") {
                 return match data {
                     Value::Object(other) => Ok(ContentPart::Other(other)),
-                    other => Err(DecodeError::new(
+                    other => Err(Problem::expected(
                         child(at, "data"),
                         "an object",
                         describe(&other),
@@ -214,7 +214,7 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, DecodeError> {
             chorus
         }
         other => {
-            return Err(DecodeError::new(
+            return Err(Problem::expected(
                 child(at, "kind"),
                 "text, file or data",
                 format!("{other:?}"),

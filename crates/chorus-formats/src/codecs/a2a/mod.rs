@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::capability::Capabilities;
 use crate::codec::Codec;
-use crate::error::{DecodeError, Error};
+use chorus_core::Problem;
+
+use crate::error::Error;
 use crate::format::Format;
 use crate::loss::{Encoded, Losses};
 use crate::options::EncodeOptions;
@@ -30,7 +32,7 @@ impl Codec for A2a {
     type Document = Value;
 
     /// Decodes an A2A message, an array of them, or a task's history.
-    fn decode(document: Value) -> Result<Conversation, DecodeError> {
+    fn decode(document: Value) -> Result<Conversation, Problem> {
         decode::conversation(&document)
     }
 

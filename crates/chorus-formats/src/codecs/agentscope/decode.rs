@@ -15,12 +15,12 @@ use crate::common::json::{
 use crate::common::media::image;
 use crate::common::origin::marked;
 use crate::common::roles;
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 const ME: Format = Format::AgentScope;
 
 /// Decodes one `Msg` dict, an array of them, or `{"messages": [...]}`.
-pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
+pub fn conversation(value: &Value) -> Result<Conversation, Problem> {
     let (list, pointer) = match value {
         Value::Array(list) => (list.as_slice(), ""),
         Value::Object(map) if map.contains_key("messages") => (
@@ -29,7 +29,7 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
         ),
         Value::Object(_) => (std::slice::from_ref(value), ""),
         other => {
-            return Err(DecodeError::new(
+            return Err(Problem::expected(
                 "",
                 "a Msg object or an array of them",
                 describe(other),
@@ -51,14 +51,14 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
     })
 }
 
-fn msg(value: &Value, at: &str, out: &mut Vec<Message>) -> Result<(), DecodeError> {
+fn msg(value: &Value, at: &str, out: &mut Vec<Message>) -> Result<(), Problem> {
     let map = object(value, at)?;
     let name = string(map, "name", at)
-        .map_err(|e| e.hint("AgentScope messages always carry the speaker's `name`"))?;
+        .map_err(|e| e.with_hint("AgentScope messages always carry the speaker's `name`"))?;
     let role_text = string(map, "role", at)?;
     let allowed = [Role::User, Role::Assistant, Role::System];
     let role = roles::parse(role_text, &allowed).ok_or_else(|| {
-        DecodeError::new(
+        Problem::expected(
             child(at, "role"),
             "user, assistant or system",
             format!("{role_text:?}"),
@@ -196,7 +196,7 @@ fn named(
 }
 
 /// Blocks that are not tool use or tool results.
-pub fn parts(blocks: &[Value], pointer: &str) -> Result<Vec<ContentPart>, DecodeError> {
+pub fn parts(blocks: &[Value], pointer: &str) -> Result<Vec<ContentPart>, Problem> {
     blocks
         .iter()
         .enumerate()
@@ -204,7 +204,7 @@ pub fn parts(blocks: &[Value], pointer: &str) -> Result<Vec<ContentPart>, Decode
         .collect()
 }
 
-fn part(block: &Value, at: &str) -> Result<ContentPart, DecodeError> {
+fn part(block: &Value, at: &str) -> Result<ContentPart, Problem> {
     let map = object(block, at)?;
     let source = map.get("source").and_then(Value::as_object);
     let source_kind = source.and_then(|s| s.get("type")).and_then(Value::as_str);

@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::capability::Capabilities;
 use crate::codec::Codec;
-use crate::error::{DecodeError, Error};
+use chorus_core::Problem;
+
+use crate::error::Error;
 use crate::format::Format;
 use crate::loss::{Encoded, Losses};
 use crate::options::EncodeOptions;
@@ -33,7 +35,7 @@ impl Codec for AgentScope {
     type Document = Value;
 
     /// Decodes a Msg dict, an array of them, or `{"messages": [...]}`.
-    fn decode(document: Value) -> Result<Conversation, DecodeError> {
+    fn decode(document: Value) -> Result<Conversation, Problem> {
         decode::conversation(&document)
     }
 

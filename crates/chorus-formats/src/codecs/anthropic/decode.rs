@@ -16,12 +16,12 @@ use crate::common::origin::marked;
 use crate::common::params;
 use crate::common::roles;
 use crate::common::usage::{self, Keys};
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 const ME: Format = Format::Anthropic;
 
 /// Decodes a request `{system?, messages, tools?, ...}` or a response `{type: "message", ...}`.
-pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
+pub fn conversation(value: &Value) -> Result<Conversation, Problem> {
     let map = object(value, "")?;
     if map.get("type").and_then(Value::as_str) == Some("message") {
         return response(map);
@@ -63,12 +63,12 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
     })
 }
 
-fn response(map: &Map<String, Value>) -> Result<Conversation, DecodeError> {
+fn response(map: &Map<String, Value>) -> Result<Conversation, Problem> {
     let mut messages = Vec::new();
     turn(&Value::Object(map.clone()), "", &mut messages)?;
     let m = messages
         .last_mut()
-        .ok_or_else(|| DecodeError::new("/content", "content blocks", "nothing"))?;
+        .ok_or_else(|| Problem::expected("/content", "content blocks", "nothing"))?;
     m.id = opt_string(map, "id", "")?.map(str::to_owned);
     let metadata = m.metadata.get_or_insert_with(Metadata::default);
     metadata.model_version = opt_string(map, "model", "")?.map(str::to_owned);
@@ -90,16 +90,16 @@ fn response(map: &Map<String, Value>) -> Result<Conversation, DecodeError> {
 }
 
 /// One turn; a user turn's tool results become chorus tool messages in place.
-fn turn(value: &Value, pointer: &str, out: &mut Vec<Message>) -> Result<(), DecodeError> {
+fn turn(value: &Value, pointer: &str, out: &mut Vec<Message>) -> Result<(), Problem> {
     let map = object(value, pointer)?;
     let text = string(map, "role", pointer)?;
     let role = roles::parse(text, &[Role::User, Role::Assistant]).ok_or_else(|| {
-        DecodeError::new(
+        Problem::expected(
             child(pointer, "role"),
             "user or assistant",
             format!("{text:?}"),
         )
-        .hint("Anthropic takes the system prompt in the top-level `system` field")
+        .with_hint("Anthropic takes the system prompt in the top-level `system` field")
     })?;
     let unknown = unknown_keys(map, &["role", "content"]);
     let content_at = child(pointer, "content");
@@ -159,7 +159,7 @@ fn content(
     role: Role,
     pointer: &str,
     citations: &mut CitationMap,
-) -> Result<Content, DecodeError> {
+) -> Result<Content, Problem> {
     Ok(match value {
         Value::String(text) => Content::Text(text.clone()),
         other => Content::Parts(
@@ -178,7 +178,7 @@ fn part(
     role: Role,
     at: &str,
     citations: &mut CitationMap,
-) -> Result<ContentPart, DecodeError> {
+) -> Result<ContentPart, Problem> {
     let map = object(block, at)?;
     let kind = string(map, "type", at)?;
     let (part, known): (ContentPart, &[&str]) = match kind {
@@ -248,7 +248,7 @@ fn part(
     Ok(with_extra(part, unknown_keys(map, known)))
 }
 
-fn source_type<'a>(map: &'a Map<String, Value>, at: &str) -> Result<&'a str, DecodeError> {
+fn source_type<'a>(map: &'a Map<String, Value>, at: &str) -> Result<&'a str, Problem> {
     string(
         object(field(map, "source", at)?, &child(at, "source"))?,
         "type",
@@ -263,7 +263,7 @@ fn with_extra(mut part: ContentPart, unknown: Map<String, Value>) -> ContentPart
     part
 }
 
-fn tool_use(block: &Value, at: &str) -> Result<ToolCall, DecodeError> {
+fn tool_use(block: &Value, at: &str) -> Result<ToolCall, Problem> {
     let map = object(block, at)?;
     let input = field(map, "input", at)?;
     let mut call = ToolCall {
@@ -284,7 +284,7 @@ fn tool_use(block: &Value, at: &str) -> Result<ToolCall, DecodeError> {
     Ok(call)
 }
 
-fn tool_result(block: &Value, at: &str) -> Result<Message, DecodeError> {
+fn tool_result(block: &Value, at: &str) -> Result<Message, Problem> {
     let map = object(block, at)?;
     let mut m = Message::new(Role::Tool, "");
     m.tool_call_id = Some(string(map, "tool_use_id", at)?.to_owned());
@@ -306,7 +306,7 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, DecodeError> {
     Ok(m)
 }
 
-fn tool(value: &Value, at: &str) -> Result<ToolDefinition, DecodeError> {
+fn tool(value: &Value, at: &str) -> Result<ToolDefinition, Problem> {
     let map = object(value, at)?;
     let function = FunctionDefinition {
         name: string(map, "name", at)?.to_owned(),

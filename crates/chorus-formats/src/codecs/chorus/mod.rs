@@ -6,7 +6,9 @@ use serde_json::Value;
 use crate::capability::Capabilities;
 use crate::codec::Codec;
 use crate::common::json::chorus_value;
-use crate::error::{DecodeError, Error};
+use chorus_core::Problem;
+
+use crate::error::Error;
 use crate::format::Format;
 use crate::loss::Encoded;
 use crate::options::EncodeOptions;
@@ -20,7 +22,7 @@ impl Codec for Chorus {
     type Document = Value;
 
     /// Decodes chorus JSON; errors carry the JSON pointer of the offending value.
-    fn decode(document: Value) -> Result<Conversation, DecodeError> {
+    fn decode(document: Value) -> Result<Conversation, Problem> {
         if document.is_array() {
             let messages: Vec<Message> = chorus_value(document, "")?;
             return Ok(Conversation {

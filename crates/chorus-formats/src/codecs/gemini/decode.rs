@@ -14,7 +14,7 @@ use crate::common::extras::{SPELLING, namespace, stash};
 use crate::common::json::{array, child, item, object, opt_string, string};
 use crate::common::params;
 use crate::common::usage::{self, Keys};
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 const ME: Format = Format::Gemini;
 
@@ -26,7 +26,7 @@ struct Pending {
 }
 
 /// Decodes a request `{contents, system_instruction?, tools?, ...}` or a response with `candidates`.
-pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
+pub fn conversation(value: &Value) -> Result<Conversation, Problem> {
     let map = object(value, "")?;
     if map.contains_key("candidates") {
         return response(map);
@@ -36,7 +36,7 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
         let at = child("", &key);
         let parts_value = object(system, &at)?
             .get("parts")
-            .ok_or_else(|| DecodeError::new(child(&at, "parts"), "a `parts` array", "nothing"))?;
+            .ok_or_else(|| Problem::expected(child(&at, "parts"), "a `parts` array", "nothing"))?;
         let mut m = Message::new(Role::System, "");
         let mut parts = Vec::new();
         for (i, p) in array(parts_value, &child(&at, "parts"))?.iter().enumerate() {
@@ -50,7 +50,7 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
     }
     let contents = map
         .get("contents")
-        .ok_or_else(|| DecodeError::new("/contents", "a `contents` array", "nothing"))?;
+        .ok_or_else(|| Problem::expected("/contents", "a `contents` array", "nothing"))?;
     let mut pending = Pending::default();
     for (i, c) in array(contents, "/contents")?.iter().enumerate() {
         content(c, &item("/contents", i), &mut pending, &mut messages)?;
@@ -89,7 +89,7 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
     })
 }
 
-fn response(map: &Map<String, Value>) -> Result<Conversation, DecodeError> {
+fn response(map: &Map<String, Value>) -> Result<Conversation, Problem> {
     let mut messages = Vec::new();
     let candidates = array(&map["candidates"], "/candidates")?;
     for (i, candidate) in candidates.iter().enumerate() {
@@ -163,16 +163,18 @@ fn content(
     at: &str,
     pending: &mut Pending,
     out: &mut Vec<Message>,
-) -> Result<(), DecodeError> {
+) -> Result<(), Problem> {
     let map = object(value, at)?;
     let role = match opt_string(map, "role", at)? {
         Some("model") => Role::Assistant,
         Some("user") | Some("function") | None => Role::User,
         Some(other) => {
-            return Err(
-                DecodeError::new(child(at, "role"), "user or model", format!("{other:?}"))
-                    .hint("Gemini calls the assistant `model`"),
-            );
+            return Err(Problem::expected(
+                child(at, "role"),
+                "user or model",
+                format!("{other:?}"),
+            )
+            .with_hint("Gemini calls the assistant `model`"));
         }
     };
     let parts_at = child(at, "parts");
@@ -226,7 +228,7 @@ fn function_call(
     at: &str,
     part_rest: Map<String, Value>,
     pending: &mut Pending,
-) -> Result<ToolCall, DecodeError> {
+) -> Result<ToolCall, Problem> {
     let map = object(value, at)?;
     let name = string(map, "name", at)?.to_owned();
     let args = map
@@ -263,7 +265,7 @@ fn function_response(
     at: &str,
     part_rest: Map<String, Value>,
     pending: &mut Pending,
-) -> Result<Message, DecodeError> {
+) -> Result<Message, Problem> {
     let map = object(value, at)?;
     let name = string(map, "name", at)?.to_owned();
     let id = match opt_string(map, "id", at)? {
@@ -274,12 +276,12 @@ fn function_response(
         None => match pending.calls.iter().position(|(_, n)| *n == name) {
             Some(k) => pending.calls.remove(k).0,
             None => {
-                return Err(DecodeError::new(
+                return Err(Problem::expected(
                     at,
                     "a function response after its function call",
                     format!("a response for `{name}` with no open call"),
                 )
-                .hint("give both the call and the response the same `id`"));
+                .with_hint("give both the call and the response the same `id`"));
             }
         },
     };
@@ -313,7 +315,7 @@ fn result_text(response: &Value) -> String {
     }
 }
 
-fn declaration(value: &Value, at: &str) -> Result<ToolDefinition, DecodeError> {
+fn declaration(value: &Value, at: &str) -> Result<ToolDefinition, Problem> {
     let map = object(value, at)?;
     let mut function = FunctionDefinition {
         name: string(map, "name", at)?.to_owned(),

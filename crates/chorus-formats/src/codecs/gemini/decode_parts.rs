@@ -9,12 +9,12 @@ use crate::common::extras::{part_extra, stash};
 use crate::common::json::{child, object, string};
 use crate::common::media::image;
 use crate::common::origin::marked;
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 const ME: Format = Format::Gemini;
 
 /// A text, thought, inline_data or file_data part.
-pub(super) fn media_or_text(value: &Value, at: &str) -> Result<ContentPart, DecodeError> {
+pub(super) fn media_or_text(value: &Value, at: &str) -> Result<ContentPart, Problem> {
     let map = object(value, at)?;
     if let Some(Value::String(text)) = map.get("text") {
         if map.get("thought") == Some(&Value::Bool(true)) {
@@ -45,7 +45,7 @@ pub(super) fn media_or_text(value: &Value, at: &str) -> Result<ContentPart, Deco
         let mime = get(inline, "mime_type")
             .and_then(|(v, _)| v.as_str())
             .ok_or_else(|| {
-                DecodeError::new(child(&in_at, "mime_type"), "a media type", "nothing")
+                Problem::expected(child(&in_at, "mime_type"), "a media type", "nothing")
             })?;
         let data = string(inline, "data", &in_at)?;
         let part_rest = rest(map, &["inline_data"]);
@@ -78,7 +78,7 @@ pub(super) fn media_or_text(value: &Value, at: &str) -> Result<ContentPart, Deco
         let file = object(file, &f_at)?;
         let uri = get(file, "file_uri")
             .and_then(|(v, _)| v.as_str())
-            .ok_or_else(|| DecodeError::new(child(&f_at, "file_uri"), "a file URI", "nothing"))?;
+            .ok_or_else(|| Problem::expected(child(&f_at, "file_uri"), "a file URI", "nothing"))?;
         let mime = get(file, "mime_type")
             .and_then(|(v, _)| v.as_str())
             .map(str::to_owned);

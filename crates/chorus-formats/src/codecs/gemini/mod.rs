@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use crate::capability::Capabilities;
 use crate::codec::Codec;
-use crate::error::{DecodeError, Error};
+use chorus_core::Problem;
+
+use crate::error::Error;
 use crate::format::Format;
 use crate::loss::{Encoded, Losses};
 use crate::options::EncodeOptions;
@@ -28,7 +30,7 @@ impl Codec for Gemini {
     type Document = Value;
 
     /// Decodes a `generateContent` request or response.
-    fn decode(document: Value) -> Result<Conversation, DecodeError> {
+    fn decode(document: Value) -> Result<Conversation, Problem> {
         decode::conversation(&document)
     }
 

@@ -13,7 +13,9 @@ use chorus_harmony::{
 use crate::capability::Capabilities;
 use crate::codec::Codec;
 use crate::common::outgoing::{Pairing, unnamed};
-use crate::error::{DecodeError, Error};
+use chorus_core::Problem;
+
+use crate::error::Error;
 use crate::format::Format;
 use crate::loss::{Encoded, Losses, Policy};
 use crate::options::EncodeOptions;
@@ -27,7 +29,7 @@ impl Codec for Harmony {
     type Document = String;
 
     /// Parses Harmony text (a trailing `<|start|>assistant` prompt end is left out).
-    fn decode(document: String) -> Result<Conversation, DecodeError> {
+    fn decode(document: String) -> Result<Conversation, Problem> {
         parse_text(&document)
     }
 
@@ -74,10 +76,9 @@ fn render_text(
     };
     let tokens = render(&mapped.conversation, &render_options).map_err(|e| {
         Error::Unsupported(format!(
-            "Harmony cannot render {}: expected {}, found {}",
+            "Harmony cannot render {}: {}",
             remap(&e.pointer, &origin),
-            e.expected,
-            e.found
+            e.message
         ))
     })?;
     let text = encoding()
@@ -99,16 +100,10 @@ fn remap(pointer: &str, origin: &[usize]) -> String {
     }
 }
 
-fn parse_text(text: &str) -> Result<Conversation, DecodeError> {
+fn parse_text(text: &str) -> Result<Conversation, Problem> {
     let text = text.strip_suffix(PROMPT_END).unwrap_or(text);
     let tokens = encoding().encode_with_special_tokens(text);
-    let parsed = parse(&tokens, None, ParseOptions::STRICT).map_err(|e| {
-        let err = DecodeError::new(format!("token {}", e.position), e.expected, e.found);
-        match e.hint {
-            Some(hint) => err.hint(hint),
-            None => err,
-        }
-    })?;
+    let parsed = parse(&tokens, None, ParseOptions::STRICT)?;
     let messages = parsed.messages.into_iter().map(instructions).collect();
     Ok(from_harmony(&chorus_harmony::Conversation { messages }))
 }

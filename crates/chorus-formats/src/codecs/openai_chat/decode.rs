@@ -11,12 +11,12 @@ use crate::common::json::{Items, child, chorus_value, describe, item};
 use crate::common::pyjson::dumps;
 use crate::common::reasoning;
 use crate::common::roles;
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 /// Decodes a request object `{messages, tools?, ...}`; other keys are kept in `extra`.
-pub fn request(value: Value) -> Result<Conversation, DecodeError> {
+pub fn request(value: Value) -> Result<Conversation, Problem> {
     let Value::Object(mut map) = value else {
-        return Err(DecodeError::new(
+        return Err(Problem::expected(
             "",
             "a request object with `messages`",
             describe(&value),
@@ -24,9 +24,9 @@ pub fn request(value: Value) -> Result<Conversation, DecodeError> {
     };
     let messages = match map.remove("messages") {
         Some(Value::Array(items)) => messages(items, "/messages")?,
-        Some(other) => return Err(DecodeError::new("/messages", "an array", describe(&other))),
+        Some(other) => return Err(Problem::expected("/messages", "an array", describe(&other))),
         None => {
-            return Err(DecodeError::new(
+            return Err(Problem::expected(
                 "/messages",
                 "a field `messages`",
                 "nothing",
@@ -44,7 +44,7 @@ pub fn request(value: Value) -> Result<Conversation, DecodeError> {
 }
 
 /// Decodes the `tools` array: each definition wrapped or flat, kept as given besides.
-pub fn tools(value: Value) -> Result<Vec<ToolDefinition>, DecodeError> {
+pub fn tools(value: Value) -> Result<Vec<ToolDefinition>, Problem> {
     match value {
         Value::Array(tools) => tools
             .into_iter()
@@ -57,7 +57,7 @@ pub fn tools(value: Value) -> Result<Vec<ToolDefinition>, DecodeError> {
 
 /// One tool definition, wrapped or flat; the object as given is kept, so that formats which print
 /// tools as given (chat templates) print it in its shape and key order.
-fn tool_definition(tool: Value, pointer: &str) -> Result<ToolDefinition, DecodeError> {
+fn tool_definition(tool: Value, pointer: &str) -> Result<ToolDefinition, Problem> {
     let given = tool.as_object().cloned();
     let flat = given.as_ref().is_some_and(is_flat);
     let mut definition: ToolDefinition =
@@ -73,7 +73,7 @@ fn tool_definition(tool: Value, pointer: &str) -> Result<ToolDefinition, DecodeE
                 }
                 _ => e.pointer.clone(),
             };
-            DecodeError {
+            Problem {
                 pointer: at,
                 hint: None,
                 ..e
@@ -107,7 +107,7 @@ fn wrapped_tool(tool: Value) -> Value {
 }
 
 /// Decodes an array of Chat Completions messages found at `pointer`.
-pub fn messages(items: Vec<Value>, pointer: &str) -> Result<Vec<Message>, DecodeError> {
+pub fn messages(items: Vec<Value>, pointer: &str) -> Result<Vec<Message>, Problem> {
     let mut at = Items::new(pointer);
     items
         .into_iter()
@@ -117,9 +117,9 @@ pub fn messages(items: Vec<Value>, pointer: &str) -> Result<Vec<Message>, Decode
 }
 
 /// Decodes one message; `reasoning_content` becomes a leading reasoning part.
-pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
+pub fn message(value: Value, pointer: &str) -> Result<Message, Problem> {
     let Value::Object(map) = value else {
-        return Err(DecodeError::new(
+        return Err(Problem::expected(
             pointer,
             "a message object",
             describe(&value),
@@ -133,11 +133,11 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
     let mut extra = Map::new();
     // One pass over the keys: no hashing per known field.
     for (key, value) in map {
-        let string = |value: Value| -> Result<Option<String>, DecodeError> {
+        let string = |value: Value| -> Result<Option<String>, Problem> {
             match value {
                 Value::Null => Ok(None),
                 Value::String(s) => Ok(Some(s)),
-                other => Err(DecodeError::new(
+                other => Err(Problem::expected(
                     child(pointer, &key),
                     "a string",
                     describe(&other),
@@ -171,7 +171,7 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
                         Nullable::Value(tool_calls(calls, &child(pointer, "tool_calls"))?)
                     }
                     other => {
-                        return Err(DecodeError::new(
+                        return Err(Problem::expected(
                             child(pointer, "tool_calls"),
                             "an array of tool calls",
                             describe(&other),
@@ -200,7 +200,7 @@ pub fn message(value: Value, pointer: &str) -> Result<Message, DecodeError> {
     Ok(message)
 }
 
-fn content(value: Value, pointer: &str) -> Result<Nullable<Content>, DecodeError> {
+fn content(value: Value, pointer: &str) -> Result<Nullable<Content>, Problem> {
     match value {
         Value::Null => Ok(Nullable::Null),
         Value::String(text) => Ok(Nullable::Value(Content::Text(text))),
@@ -208,7 +208,7 @@ fn content(value: Value, pointer: &str) -> Result<Nullable<Content>, DecodeError
             parts,
             &child(pointer, "content"),
         )?))),
-        other => Err(DecodeError::new(
+        other => Err(Problem::expected(
             child(pointer, "content"),
             "a string, an array of parts or null",
             describe(&other),
@@ -216,23 +216,23 @@ fn content(value: Value, pointer: &str) -> Result<Nullable<Content>, DecodeError
     }
 }
 
-fn role(value: Option<Value>, pointer: &str) -> Result<Role, DecodeError> {
+fn role(value: Option<Value>, pointer: &str) -> Result<Role, Problem> {
     let at = || child(pointer, "role");
     let found = match value {
         Some(Value::String(s)) => s,
-        Some(other) => return Err(DecodeError::new(at(), "a role string", describe(&other))),
-        None => return Err(DecodeError::new(at(), "a field `role`", "nothing")),
+        Some(other) => return Err(Problem::expected(at(), "a role string", describe(&other))),
+        None => return Err(Problem::expected(at(), "a field `role`", "nothing")),
     };
     if let Some(role) = roles::parse(&found, &roles::ALL) {
         return Ok(role);
     }
-    let err = DecodeError::new(
+    let err = Problem::expected(
         at(),
         "one of system, developer, user, assistant, tool",
         format!("{found:?}"),
     );
     Err(if found == "function" {
-        err.hint("the legacy `function` role is not supported; use `tool` with `tool_call_id`")
+        err.with_hint("the legacy `function` role is not supported; use `tool` with `tool_call_id`")
     } else {
         err
     })
@@ -242,11 +242,11 @@ fn opt_string(
     map: &mut Map<String, Value>,
     key: &str,
     pointer: &str,
-) -> Result<Option<String>, DecodeError> {
+) -> Result<Option<String>, Problem> {
     match map.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(DecodeError::new(
+        Some(other) => Err(Problem::expected(
             child(pointer, key),
             "a string",
             describe(&other),
@@ -254,7 +254,7 @@ fn opt_string(
     }
 }
 
-fn parts(items: Vec<Value>, pointer: &str) -> Result<Vec<ContentPart>, DecodeError> {
+fn parts(items: Vec<Value>, pointer: &str) -> Result<Vec<ContentPart>, Problem> {
     items
         .into_iter()
         .enumerate()
@@ -262,7 +262,7 @@ fn parts(items: Vec<Value>, pointer: &str) -> Result<Vec<ContentPart>, DecodeErr
         .collect()
 }
 
-fn part(value: Value, pointer: &str) -> Result<ContentPart, DecodeError> {
+fn part(value: Value, pointer: &str) -> Result<ContentPart, Problem> {
     if let Value::Object(map) = &value
         && map.len() == 2
         && map.get("type").and_then(Value::as_str) == Some("text")
@@ -282,7 +282,7 @@ fn part(value: Value, pointer: &str) -> Result<ContentPart, DecodeError> {
     chorus_value(value, pointer)
 }
 
-fn tool_calls(items: Vec<Value>, pointer: &str) -> Result<Vec<ToolCall>, DecodeError> {
+fn tool_calls(items: Vec<Value>, pointer: &str) -> Result<Vec<ToolCall>, Problem> {
     items
         .into_iter()
         .enumerate()
@@ -293,9 +293,9 @@ fn tool_calls(items: Vec<Value>, pointer: &str) -> Result<Vec<ToolCall>, DecodeE
 /// One call: `{id?, type?, function: {name, arguments}}` or flat `{id?, name, arguments}`;
 /// `arguments` is JSON text or any JSON value (written as Python's `json.dumps` writes it, which is
 /// what chat templates print). A missing id is left empty for [`call_ids::fill`].
-fn tool_call(value: Value, pointer: &str) -> Result<ToolCall, DecodeError> {
+fn tool_call(value: Value, pointer: &str) -> Result<ToolCall, Problem> {
     let Value::Object(mut map) = value else {
-        return Err(DecodeError::new(
+        return Err(Problem::expected(
             pointer,
             "a tool call object",
             describe(&value),
@@ -307,27 +307,27 @@ fn tool_call(value: Value, pointer: &str) -> Result<ToolCall, DecodeError> {
         Some(Value::Object(function)) => (function, child(pointer, "function")),
         None if map.contains_key("name") => (std::mem::take(&mut map), pointer.to_owned()),
         found => {
-            return Err(DecodeError::new(
+            return Err(Problem::expected(
                 child(pointer, "function"),
                 "an object {name, arguments}",
                 found.as_ref().map_or_else(|| "nothing".into(), describe),
             )
-            .hint("a call is {\"function\": {\"name\": ..., \"arguments\": ...}} or {\"name\": ..., \"arguments\": ...}"));
+            .with_hint("a call is {\"function\": {\"name\": ..., \"arguments\": ...}} or {\"name\": ..., \"arguments\": ...}"));
         }
     };
     let name = opt_string(&mut function, "name", &fn_at)?.ok_or_else(|| {
-        DecodeError::new(child(&fn_at, "name"), "a string field `name`", "nothing")
+        Problem::expected(child(&fn_at, "name"), "a string field `name`", "nothing")
     })?;
     let arguments = match function.remove("arguments") {
         Some(Value::String(s)) => s,
         Some(other) => dumps(&other),
         None => {
-            return Err(DecodeError::new(
+            return Err(Problem::expected(
                 child(&fn_at, "arguments"),
                 "a field `arguments` (JSON text or a JSON value)",
                 "nothing",
             )
-            .hint("a call that takes no arguments has `\"arguments\": \"{}\"`"));
+            .with_hint("a call that takes no arguments has `\"arguments\": \"{}\"`"));
         }
     };
     Ok(ToolCall {

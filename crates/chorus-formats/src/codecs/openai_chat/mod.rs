@@ -15,7 +15,9 @@ use crate::capability::Capabilities;
 use crate::codec::Codec;
 use crate::common::call_ids;
 use crate::common::json::{describe, parse};
-use crate::error::{DecodeError, Error};
+use chorus_core::Problem;
+
+use crate::error::Error;
 use crate::format::Format;
 use crate::loss::{Encoded, Losses};
 use crate::options::EncodeOptions;
@@ -33,7 +35,7 @@ impl Codec for OpenAiChat {
     type Document = Value;
 
     /// Decodes a Chat Completions JSON value (request, response or array of chunks).
-    fn decode(document: Value) -> Result<Conversation, DecodeError> {
+    fn decode(document: Value) -> Result<Conversation, Problem> {
         match &document {
             Value::Object(map) if map.contains_key("messages") => decode::request(document),
             Value::Object(map) if map.contains_key("choices") => decode_response(document),
@@ -44,7 +46,7 @@ impl Codec for OpenAiChat {
                 }
                 stream.finish()
             }
-            other => Err(DecodeError::new(
+            other => Err(Problem::expected(
                 "",
                 "a request with `messages`, a response with `choices`, or an array of chunks",
                 describe(other),
@@ -59,7 +61,7 @@ impl Codec for OpenAiChat {
 
     /// Decodes Chat Completions JSON text: a request, a `chat.completion` response, an array of
     /// `chat.completion.chunk` objects, or server-sent events text of chunks.
-    fn decode_str(input: &str) -> Result<Conversation, DecodeError> {
+    fn decode_str(input: &str) -> Result<Conversation, Problem> {
         if input.trim_start().starts_with("data:") {
             let mut stream = StreamAccumulator::new();
             stream.push_sse(input)?;
@@ -83,9 +85,9 @@ impl Codec for OpenAiChatResponse {
     type Document = Value;
 
     /// Decodes a `chat.completion` object or an array of chunks; a request is refused.
-    fn decode(document: Value) -> Result<Conversation, DecodeError> {
+    fn decode(document: Value) -> Result<Conversation, Problem> {
         match document {
-            Value::Object(map) if !map.contains_key("choices") => Err(DecodeError::new(
+            Value::Object(map) if !map.contains_key("choices") => Err(Problem::expected(
                 "/choices",
                 "a chat.completion response with `choices`",
                 if map.contains_key("messages") {
@@ -94,7 +96,7 @@ impl Codec for OpenAiChatResponse {
                     "an object without `choices`".to_owned()
                 },
             )
-            .hint("a request is read with `--from openai-chat`")),
+            .with_hint("a request is read with `--from openai-chat`")),
             value => OpenAiChat::decode(value),
         }
     }
@@ -106,7 +108,7 @@ impl Codec for OpenAiChatResponse {
 
     /// Decodes a `chat.completion` object, an array of chunks or server-sent events text of
     /// chunks; a request is refused.
-    fn decode_str(input: &str) -> Result<Conversation, DecodeError> {
+    fn decode_str(input: &str) -> Result<Conversation, Problem> {
         if input.trim_start().starts_with("data:") {
             return OpenAiChat::decode_str(input);
         }

@@ -8,14 +8,14 @@ use crate::Format;
 use crate::common::extras::stash;
 use crate::common::json::{child, describe, item};
 use crate::common::usage::{self, Keys};
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 /// Decodes a `chat.completion` object: one assistant message per choice, with usage, model and
 /// finish reason in the message metadata; other top-level keys are kept in `extra` under
 /// `x-openai-chat-response`, which only the `openai-chat-response` encoder writes back.
-pub fn decode_response(value: Value) -> Result<Conversation, DecodeError> {
+pub fn decode_response(value: Value) -> Result<Conversation, Problem> {
     let Value::Object(mut map) = value else {
-        return Err(DecodeError::new(
+        return Err(Problem::expected(
             "",
             "a chat.completion object",
             describe(&value),
@@ -23,8 +23,14 @@ pub fn decode_response(value: Value) -> Result<Conversation, DecodeError> {
     };
     let choices = match map.remove("choices") {
         Some(Value::Array(choices)) => choices,
-        Some(other) => return Err(DecodeError::new("/choices", "an array", describe(&other))),
-        None => return Err(DecodeError::new("/choices", "a field `choices`", "nothing")),
+        Some(other) => return Err(Problem::expected("/choices", "an array", describe(&other))),
+        None => {
+            return Err(Problem::expected(
+                "/choices",
+                "a field `choices`",
+                "nothing",
+            ));
+        }
     };
     let id = map.remove("id").and_then(|v| v.as_str().map(str::to_owned));
     let created = map.remove("created").and_then(|v| v.as_i64());
@@ -40,10 +46,10 @@ pub fn decode_response(value: Value) -> Result<Conversation, DecodeError> {
     for (i, choice) in choices.into_iter().enumerate() {
         let at = item("/choices", i);
         let Value::Object(mut choice) = choice else {
-            return Err(DecodeError::new(at, "a choice object", "something else"));
+            return Err(Problem::expected(at, "a choice object", "something else"));
         };
         let body = choice.remove("message").ok_or_else(|| {
-            DecodeError::new(child(&at, "message"), "a field `message`", "nothing")
+            Problem::expected(child(&at, "message"), "a field `message`", "nothing")
         })?;
         let mut m = message(body, &child(&at, "message"))?;
         m.id = id.as_ref().map(|id| {
@@ -110,12 +116,12 @@ impl StreamAccumulator {
     }
 
     /// Adds one chunk.
-    pub fn push(&mut self, chunk: &Value) -> Result<(), DecodeError> {
+    pub fn push(&mut self, chunk: &Value) -> Result<(), Problem> {
         let at = format!("/{}", self.chunks);
         self.chunks += 1;
         let map = chunk
             .as_object()
-            .ok_or_else(|| DecodeError::new(&at, "a chunk object", describe(chunk)))?;
+            .ok_or_else(|| Problem::expected(&at, "a chunk object", describe(chunk)))?;
         for key in ["id", "created", "model", "system_fingerprint"] {
             if let Some(v) = map.get(key).filter(|v| !v.is_null()) {
                 self.head.entry(key).or_insert_with(|| v.clone());
@@ -130,7 +136,7 @@ impl StreamAccumulator {
         for (n, choice) in choices.iter().enumerate() {
             let index = choice.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
             if index > 1024 {
-                return Err(DecodeError::new(
+                return Err(Problem::expected(
                     format!("{at}/choices/{n}/index"),
                     "a choice index below 1024",
                     index.to_string(),
@@ -151,7 +157,7 @@ impl StreamAccumulator {
     }
 
     /// Adds every `data:` line of server-sent events text; `[DONE]` ends the stream.
-    pub fn push_sse(&mut self, text: &str) -> Result<(), DecodeError> {
+    pub fn push_sse(&mut self, text: &str) -> Result<(), Problem> {
         for (line_no, line) in text.lines().enumerate() {
             let Some(data) = line.strip_prefix("data:").map(str::trim) else {
                 continue;
@@ -160,7 +166,7 @@ impl StreamAccumulator {
                 break;
             }
             let chunk: Value = serde_json::from_str(data).map_err(|e| {
-                DecodeError::new(
+                Problem::expected(
                     format!("line {}", line_no + 1),
                     "a JSON chunk after `data:`",
                     e.to_string(),
@@ -172,7 +178,7 @@ impl StreamAccumulator {
     }
 
     /// The streamed response as chorus messages.
-    pub fn finish(self) -> Result<Conversation, DecodeError> {
+    pub fn finish(self) -> Result<Conversation, Problem> {
         let mut response = self.head;
         let choices: Vec<Value> = self
             .choices
@@ -189,7 +195,7 @@ impl StreamAccumulator {
 }
 
 impl ChoiceState {
-    fn apply(&mut self, delta: &Value, at: &str) -> Result<(), DecodeError> {
+    fn apply(&mut self, delta: &Value, at: &str) -> Result<(), Problem> {
         if let Some(role) = delta.get("role").and_then(Value::as_str) {
             self.role = Some(role.to_owned());
         }
@@ -210,7 +216,7 @@ impl ChoiceState {
                 .and_then(Value::as_u64)
                 .unwrap_or(n as u64) as usize;
             if index > 1024 {
-                return Err(DecodeError::new(
+                return Err(Problem::expected(
                     format!("{at}/tool_calls/{n}/index"),
                     "a tool call index below 1024",
                     index.to_string(),

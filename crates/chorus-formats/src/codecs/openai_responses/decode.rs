@@ -15,12 +15,12 @@ use crate::common::origin::marked;
 use crate::common::params;
 use crate::common::roles;
 use crate::common::usage::{self, Keys};
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 const ME: Format = Format::OpenAiResponses;
 
 /// Decodes a request `{input, instructions?, tools?, ...}` or a response `{object: "response", output}`.
-pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
+pub fn conversation(value: &Value) -> Result<Conversation, Problem> {
     let map = object(value, "")?;
     let mut conversation = Conversation::default();
     if map.get("object").and_then(Value::as_str) == Some("response")
@@ -45,7 +45,7 @@ pub fn conversation(value: &Value) -> Result<Conversation, DecodeError> {
             .push(Message::new(Role::User, text.clone())),
         Some(other) => conversation.messages.extend(items(other, "/input")?),
         None => {
-            return Err(DecodeError::new(
+            return Err(Problem::expected(
                 "/input",
                 "an `input` string or array of items",
                 "nothing",
@@ -136,7 +136,7 @@ pub(super) fn stage(kind: &str) -> Option<u8> {
 }
 
 /// Decodes input or output items; an assistant turn's reasoning, message and calls are one message.
-pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> {
+pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, Problem> {
     let mut out: Vec<Message> = Vec::new();
     let mut turn_stage: Option<u8> = None;
     for (i, it) in array(value, pointer)?.iter().enumerate() {
@@ -146,14 +146,14 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
             Some(Value::String(t)) => t.as_str(),
             None if map.contains_key("role") => "message",
             Some(other) => {
-                return Err(DecodeError::new(
+                return Err(Problem::expected(
                     child(&at, "type"),
                     "an item type",
                     describe(other),
                 ));
             }
             None => {
-                return Err(DecodeError::new(
+                return Err(Problem::expected(
                     child(&at, "type"),
                     "an item type",
                     "nothing",
@@ -247,7 +247,7 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
                     Some(Value::String(s)) => Content::Text(s.clone()),
                     Some(other) => Content::Parts(parts::decode(other, &child(&at, "output"))?),
                     None => {
-                        return Err(DecodeError::new(
+                        return Err(Problem::expected(
                             child(&at, "output"),
                             "the tool output",
                             "nothing",
@@ -277,10 +277,10 @@ pub fn items(value: &Value, pointer: &str) -> Result<Vec<Message>, DecodeError> 
     Ok(out)
 }
 
-fn parse_role(role: &str, at: &str) -> Result<Role, DecodeError> {
+fn parse_role(role: &str, at: &str) -> Result<Role, Problem> {
     let allowed = [Role::System, Role::Developer, Role::User, Role::Assistant];
     roles::parse(role, &allowed).ok_or_else(|| {
-        DecodeError::new(
+        Problem::expected(
             child(at, "role"),
             "system, developer, user or assistant",
             format!("{role:?}"),
@@ -291,7 +291,7 @@ fn parse_role(role: &str, at: &str) -> Result<Role, DecodeError> {
 fn message_content(
     map: &Map<String, Value>,
     at: &str,
-) -> Result<(Option<String>, Option<Content>), DecodeError> {
+) -> Result<(Option<String>, Option<Content>), Problem> {
     let id = opt_string(map, "id", at)?.map(str::to_owned);
     let content = match map.get("content") {
         Some(Value::String(s)) => Some(Content::Text(s.clone())),

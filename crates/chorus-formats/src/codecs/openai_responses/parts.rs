@@ -9,13 +9,14 @@ use crate::common::extras::{drop_all, merge_into, part_extra, stash};
 use crate::common::json::{array, child, item, object, opt_string, string, typed, unknown_keys};
 use crate::common::media::{data_as_text, image, image_url};
 use crate::common::origin::{is_from, marked, unmarked};
-use crate::error::DecodeError;
+use chorus_core::Problem;
+
 use crate::loss::{Losses, Policy};
 
 const ME: Format = Format::OpenAiResponses;
 
 /// Content parts: input_text / output_text / input_image / input_file / input_audio.
-pub fn decode(value: &Value, pointer: &str) -> Result<Vec<ContentPart>, DecodeError> {
+pub fn decode(value: &Value, pointer: &str) -> Result<Vec<ContentPart>, Problem> {
     let mut out = Vec::new();
     for (i, p) in array(value, pointer)?.iter().enumerate() {
         let at = item(pointer, i);

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use super::{TOOLS_FOOTER, TOOLS_HEADER};
 use crate::common::call_ids;
 use crate::common::reasoning;
-use crate::error::DecodeError;
+use chorus_core::Problem;
 
 const START: &str = "<|im_start|>";
 const END: &str = "<|im_end|>";
@@ -16,7 +16,7 @@ const END: &str = "<|im_end|>";
 /// Parses rendered Qwen3 text. Tool calls are numbered `call_0`, `call_1`, … and tool results
 /// answer the calls before them in order. A final open assistant turn is parsed as a completion;
 /// an empty one (the generation prompt) is left out. Text without `<|im_start|>` is a completion.
-pub fn conversation(text: &str) -> Result<Conversation, DecodeError> {
+pub fn conversation(text: &str) -> Result<Conversation, Problem> {
     if text.is_empty() {
         return Ok(Conversation::default());
     }
@@ -32,7 +32,7 @@ pub fn conversation(text: &str) -> Result<Conversation, DecodeError> {
     let mut pending: Vec<String> = Vec::new();
     let mut offset = text.find(START).unwrap_or(0);
     if offset > 0 {
-        return Err(DecodeError::new(
+        return Err(Problem::expected(
             "1:1",
             "`<|im_start|>`",
             format!("{:?}", &text[..offset.min(20)]),
@@ -41,7 +41,7 @@ pub fn conversation(text: &str) -> Result<Conversation, DecodeError> {
     while offset < text.len() {
         let at = format!("byte {offset}");
         let rest = text[offset..].strip_prefix(START).ok_or_else(|| {
-            DecodeError::new(
+            Problem::expected(
                 &at,
                 "`<|im_start|>`",
                 format!("{:?}", head(&text[offset..])),
@@ -61,7 +61,7 @@ pub fn conversation(text: &str) -> Result<Conversation, DecodeError> {
             if text[offset..].starts_with('\n') {
                 offset += 1;
             } else if offset < text.len() {
-                return Err(DecodeError::new(
+                return Err(Problem::expected(
                     format!("byte {offset}"),
                     "a newline after `<|im_end|>`",
                     format!("{:?}", head(&text[offset..])),
@@ -98,7 +98,7 @@ pub fn conversation(text: &str) -> Result<Conversation, DecodeError> {
                 conversation.messages.push(m);
             }
             other => {
-                return Err(DecodeError::new(
+                return Err(Problem::expected(
                     &at,
                     "a role of system, user or assistant",
                     format!("{other:?}"),
@@ -115,7 +115,7 @@ fn head(text: &str) -> &str {
 }
 
 /// The first system block: the system prompt and, when present, the tool list.
-fn system(body: &str, at: &str, conversation: &mut Conversation) -> Result<(), DecodeError> {
+fn system(body: &str, at: &str, conversation: &mut Conversation) -> Result<(), Problem> {
     let Some(start) = body.find(TOOLS_HEADER) else {
         conversation.messages.push(Message::new(Role::System, body));
         return Ok(());
@@ -130,11 +130,11 @@ fn system(body: &str, at: &str, conversation: &mut Conversation) -> Result<(), D
     let footer = TOOLS_FOOTER.trim_end_matches("<|im_end|>\n");
     let listed = listed
         .strip_suffix(footer)
-        .ok_or_else(|| DecodeError::new(at, "the Qwen3 tool list footer", "something else"))?;
+        .ok_or_else(|| Problem::expected(at, "the Qwen3 tool list footer", "something else"))?;
     let mut tools = Vec::new();
     for line in listed.split('\n').filter(|l| !l.is_empty()) {
         let tool: ToolDefinition = serde_json::from_str(line).map_err(|e| {
-            DecodeError::new(
+            Problem::expected(
                 at,
                 "one JSON tool definition per line inside <tools>",
                 e.to_string(),

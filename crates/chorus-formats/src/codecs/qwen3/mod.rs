@@ -10,7 +10,9 @@ use chorus_core::{Conversation, Message};
 
 use crate::capability::Capabilities;
 use crate::codec::Codec;
-use crate::error::{DecodeError, Error};
+use chorus_core::Problem;
+
+use crate::error::Error;
 use crate::format::Format;
 use crate::loss::{Encoded, Losses};
 use crate::options::EncodeOptions;
@@ -24,7 +26,7 @@ impl Codec for Qwen3 {
     type Document = String;
 
     /// Parses rendered Qwen3 text (or a bare completion) into a conversation.
-    fn decode(document: String) -> Result<Conversation, DecodeError> {
+    fn decode(document: String) -> Result<Conversation, Problem> {
         decode::conversation(&document)
     }
 

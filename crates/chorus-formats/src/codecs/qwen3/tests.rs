@@ -102,5 +102,9 @@ fn generation_prompt_with_thinking_off_is_left_out_when_parsing() {
         conversation.messages
     );
     let err = Qwen3::decode_str("<|im_start|>wizard\nx<|im_end|>\n").unwrap_err();
-    assert!(err.expected.contains("role"), "{err}");
+    let expected = err.message.split(", found ").next().unwrap_or_default();
+    assert!(
+        expected.starts_with("expected ") && expected.contains("role"),
+        "{err}"
+    );
 }
