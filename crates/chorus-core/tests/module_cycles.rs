@@ -20,15 +20,12 @@
 //! Test modules count like any other code. Every strongly connected component of more than one
 //! module is a cycle; it is reported with each edge inside it and the lines that make the edge.
 //!
-//! `KNOWN` lists the cycles of chorus-server that existed when the check was written, as the
-//! edges inside their components. That crate may keep those edges and no others; every other
-//! crate must have no cycle at all (chorus-formats had cycles too, and has none since issue 14).
-//! The list must only shrink, down to empty: an entry that no longer occurs is reported (not
-//! failed) so it can be deleted.
+//! No crate has an exception: chorus-formats and chorus-server had cycles and have none since
+//! issue 14.
 //!
 //! The components are computed with `petgraph`'s Tarjan. Run with
 //! `cargo test -p chorus-core --test module_cycles -- --nocapture` to see them (all of them are
-//! printed, the known ones too).
+//! printed).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -39,32 +36,6 @@ use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::visit::Visit;
-
-/// Edges (`crate`, `from`, `to`) inside the cycles known when this check was written.
-/// Shrink only; remove an entry once its edge is gone.
-const KNOWN: &[(&str, &str, &str)] = &[
-    ("chorus-server", "api", "auth"),
-    ("chorus-server", "api", "blobs"),
-    ("chorus-server", "api", "config"),
-    ("chorus-server", "api", "policy"),
-    ("chorus-server", "api", "state"),
-    ("chorus-server", "api", "ui"),
-    ("chorus-server", "auth", "config"),
-    ("chorus-server", "auth", "state"),
-    ("chorus-server", "blobs", "api"),
-    ("chorus-server", "blobs", "auth"),
-    ("chorus-server", "blobs", "state"),
-    ("chorus-server", "config", "blobs"),
-    ("chorus-server", "policy", "auth"),
-    ("chorus-server", "policy", "config"),
-    ("chorus-server", "state", "auth"),
-    ("chorus-server", "state", "blobs"),
-    ("chorus-server", "state", "policy"),
-    ("chorus-server", "ui", "state"),
-];
-
-/// Crates that may keep the `KNOWN` cycles (their cycles are being broken elsewhere).
-const ALLOWED_CRATES: &[&str] = &["chorus-server"];
 
 /// A module path under its crate root (empty for the root).
 type ModPath = Vec<String>;
@@ -664,44 +635,17 @@ fn describe(krate: &str, cycles: &[Cycle]) -> String {
 }
 
 #[test]
-fn no_module_cycles_beyond_the_known_ones() {
+fn no_module_cycles() {
     let mut failures = String::new();
-    let mut seen_known: BTreeSet<(&str, &str, &str)> = BTreeSet::new();
     let mut total = 0;
     for (name, root) in crate_roots(&workspace_crates()) {
         let cycles = parse_crate(&root).cycles();
         let report = describe(&name, &cycles);
         eprint!("{report}");
         total += cycles.len();
-        if !ALLOWED_CRATES.contains(&name.as_str()) {
-            if !cycles.is_empty() {
-                failures.push_str(&report);
-            }
-            continue;
-        }
-        for cycle in &cycles {
-            for ((from, to), evidence) in &cycle.edges {
-                match KNOWN
-                    .iter()
-                    .find(|k| (k.0, k.1, k.2) == (name.as_str(), from.as_str(), to.as_str()))
-                {
-                    Some(known) => {
-                        seen_known.insert(*known);
-                    }
-                    None => {
-                        writeln!(failures, "{name}: new edge in a cycle: {from} -> {to}").unwrap();
-                        for line in &evidence.lines {
-                            writeln!(failures, "    {line}").unwrap();
-                        }
-                    }
-                }
-            }
-        }
+        failures.push_str(&report);
     }
     eprintln!("{total} cycles in all");
-    for known in KNOWN.iter().filter(|k| !seen_known.contains(*k)) {
-        eprintln!("KNOWN entry no longer in a cycle, delete it: {:?}", known);
-    }
     assert!(
         failures.is_empty(),
         "import cycles between modules (see the rule in tests/module_cycles.rs):\n{failures}"

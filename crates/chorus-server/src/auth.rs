@@ -1,16 +1,14 @@
-//! Bearer tokens: hashed at rest, resolved to the calling agent or the admin.
+//! Bearer tokens: hashed at rest, resolved to the calling agent or the admin (the extractors
+//! that read them from a request are in `api::extract`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use sha2::{Digest, Sha256};
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// Who made a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,16 +17,6 @@ pub enum Caller {
     Agent(String),
     /// The holder of the admin token.
     Admin,
-}
-
-impl Caller {
-    /// Refuses (403) anyone but the admin; `what` names what is protected.
-    pub fn require_admin(&self, what: &str) -> Result<(), ApiError> {
-        match self {
-            Caller::Admin => Ok(()),
-            Caller::Agent(_) => Err(ApiError::forbidden(format!("{what} need the admin token"))),
-        }
-    }
 }
 
 /// SHA-256 of a token, as 64 lower-case hex digits (the form kept in the config).
@@ -79,18 +67,6 @@ impl Tokens {
             .get(&hash_token(token.trim()))
             .cloned()
             .ok_or_else(|| unauthorized("unknown token"))
-    }
-}
-
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .map(|v| v.to_str().unwrap_or(""));
-        state.tokens.caller(header)
     }
 }
 

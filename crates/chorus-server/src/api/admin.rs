@@ -9,10 +9,10 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::api::bodies::{DeadLetterBody, stored};
+use crate::api::extract::Admin;
 use crate::api::extract::{ApiPath, ApiQuery};
 use crate::api::pages::{DeadLetterPage, MessagePage, PageQuery, limit, listing_error};
 use crate::api::publish::PublishReceipt;
-use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
 use crate::state::AppState;
@@ -45,10 +45,9 @@ pub struct After {
 )]
 pub async fn dead_letters(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> Result<Json<DeadLetterPage>, ApiError> {
-    caller.require_admin("dead letters")?;
     let letters = app
         .bus
         .dead_letters_page(page.after(), page.limit())
@@ -75,10 +74,9 @@ pub async fn dead_letters(
 )]
 pub async fn replay(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<PublishReceipt>, ApiError> {
-    caller.require_admin("dead letters")?;
     check_id("the dead letter id", &id)?;
     let receipt = app.bus.replay(&id).await.map_err(|e| match e {
         BusError::UnknownDeadLetter(_) => {
@@ -108,10 +106,9 @@ pub async fn replay(
 )]
 pub async fn delete_dead_letter(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin("dead letters")?;
     check_id("the dead letter id", &id)?;
     match app.bus.remove_dead_letter(&id).await {
         Ok(()) => Ok(StatusCode::NO_CONTENT),
@@ -140,11 +137,10 @@ pub async fn delete_dead_letter(
 )]
 pub async fn task(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiPath(task_id): ApiPath<String>,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> Result<Json<MessagePage>, ApiError> {
-    caller.require_admin("timelines")?;
     check_id("the task id", &task_id)?;
     let read = app
         .bus
@@ -175,11 +171,10 @@ pub async fn task(
 )]
 pub async fn conversation(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiPath(conversation_id): ApiPath<String>,
     ApiQuery(page): ApiQuery<After>,
 ) -> Result<Json<MessagePage>, ApiError> {
-    caller.require_admin("timelines")?;
     check_id("the conversation id", &conversation_id)?;
     let limit = limit(page.limit);
     let mut entries = app

@@ -2,9 +2,9 @@
 //! page at a time.
 
 use crate::api::bodies::Track;
+use crate::api::extract::Admin;
 use crate::api::extract::ApiQuery;
 use crate::api::pages::{PageQuery, TrackPage, listing_error};
-use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 use axum::Json;
@@ -26,10 +26,9 @@ use axum::extract::State;
 )]
 pub async fn tasks(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> Result<Json<TrackPage>, ApiError> {
-    caller.require_admin("listings")?;
     let tasks = app
         .bus
         .tasks_page(page.after(), page.limit())
@@ -55,10 +54,9 @@ pub async fn tasks(
 )]
 pub async fn conversations(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> Result<Json<TrackPage>, ApiError> {
-    caller.require_admin("listings")?;
     let conversations = app
         .bus
         .conversations_page(page.after(), page.limit())

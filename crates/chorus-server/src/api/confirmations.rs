@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::extract::{ApiPath, ApiQuery};
+use crate::api::extract::{Admin, ApiPath, ApiQuery};
 use crate::api::pages::{ConfirmationPage, limit};
 use crate::api::publish::body_error;
 use crate::auth::Caller;
@@ -209,10 +209,9 @@ pub async fn request(
 )]
 pub async fn list(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiQuery(filter): ApiQuery<StateFilter>,
 ) -> Result<Json<ConfirmationPage>, ApiError> {
-    caller.require_admin("confirmations")?;
     let state = match filter.state.as_deref() {
         None => None,
         Some(s) => Some(ConfirmationState::parse(s).ok_or_else(|| {
@@ -256,12 +255,11 @@ pub async fn get(
 
 async fn decide(
     app: AppState,
-    caller: Caller,
+    _admin: Admin,
     id: String,
     body: Result<Bytes, BytesRejection>,
     approve: bool,
 ) -> Result<Json<Confirmation>, ApiError> {
-    caller.require_admin("decisions on confirmations")?;
     check_id("the confirmation id", &id)?;
     let b: DecisionBody = read(&app, body, Some(DecisionBody::default()))?;
     let c = app
@@ -291,11 +289,11 @@ async fn decide(
 )]
 pub async fn approve(
     State(app): State<AppState>,
-    caller: Caller,
+    admin: Admin,
     ApiPath(id): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Confirmation>, ApiError> {
-    decide(app, caller, id, body, true).await
+    decide(app, admin, id, body, true).await
 }
 
 /// Rejects a pending confirmation (admin token); the call never runs.
@@ -316,11 +314,11 @@ pub async fn approve(
 )]
 pub async fn reject(
     State(app): State<AppState>,
-    caller: Caller,
+    admin: Admin,
     ApiPath(id): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Confirmation>, ApiError> {
-    decide(app, caller, id, body, false).await
+    decide(app, admin, id, body, false).await
 }
 
 /// Uses an approval for the call with exactly these arguments (the owning agent's token);

@@ -18,7 +18,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use utoipa::ToSchema;
 
-use crate::auth::Caller;
+use crate::api::extract::Admin;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -151,9 +151,8 @@ fn dead_letter_watch(app: AppState, seen: u64) -> impl futures::Stream<Item = Ch
 pub async fn events(
     State(app): State<AppState>,
     Extension(live): Extension<Arc<Live>>,
-    caller: Caller,
+    _admin: Admin,
 ) -> Result<impl IntoResponse, ApiError> {
-    caller.require_admin("live events")?;
     let rx = live.tx.subscribe();
     let changes = stream::unfold(rx, |mut rx| async move {
         let event = match rx.recv().await {

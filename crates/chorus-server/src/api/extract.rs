@@ -1,10 +1,50 @@
-//! Path and query extractors whose refusals are JSON like every other refusal.
+//! Extractors whose refusals are JSON like every other refusal: the caller (from its bearer
+//! token), the admin, path and query parameters.
 
-use axum::extract::{FromRequestParts, Path, Query};
+use axum::extract::{FromRequestParts, MatchedPath, Path, Query};
+use axum::http::header;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
+use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::state::AppState;
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    /// The holder of the bearer token, or 401.
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .map(|v| v.to_str().unwrap_or(""));
+        state.tokens.caller(header)
+    }
+}
+
+/// A request made with the admin token: 401 without a known token, 403 with an agent's.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Admin, ApiError> {
+        match Caller::from_request_parts(parts, state).await? {
+            Caller::Admin => Ok(Admin),
+            Caller::Agent(_) => {
+                let route = parts
+                    .extensions
+                    .get::<MatchedPath>()
+                    .map_or(parts.uri.path(), MatchedPath::as_str);
+                Err(ApiError::forbidden(format!(
+                    "{} {route} needs the admin token",
+                    parts.method
+                )))
+            }
+        }
+    }
+}
 
 /// Path parameters; a bad one is a 400 with a JSON body.
 pub struct ApiPath<T>(pub T);

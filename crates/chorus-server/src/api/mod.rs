@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod batch;
+pub mod blobs;
 mod bodies;
 pub mod catalog;
 pub mod confirmations;
@@ -136,7 +137,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(confirmations::approve))
         .routes(routes!(confirmations::reject))
         .routes(routes!(confirmations::consume))
-        .routes(routes!(crate::blobs::api::blob))
+        .routes(routes!(blobs::blob))
         .split_for_parts();
     let mut openapi = openapi;
     document_bad_requests(&mut openapi);

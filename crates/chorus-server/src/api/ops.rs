@@ -7,7 +7,7 @@ use axum::response::IntoResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::auth::Caller;
+use crate::api::extract::Admin;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -65,9 +65,8 @@ pub async fn healthz(State(app): State<AppState>) -> Result<Json<Health>, ApiErr
 )]
 pub async fn metrics(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
 ) -> Result<impl IntoResponse, ApiError> {
-    caller.require_admin("metrics")?;
     app.metrics.refresh_backlog(app.bus.as_ref()).await?;
     let letters = app.bus.dead_letter_count().await?;
     app.metrics

@@ -1,7 +1,6 @@
 //! Media that lasts: images and audio taken out of messages into a content-addressed store
 //! beside the database, served at `/v1/blobs/sha256-<hex>.<ext>`.
 
-pub mod api;
 mod media;
 mod prune;
 mod rewrite;
