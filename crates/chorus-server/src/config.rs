@@ -8,11 +8,12 @@ use std::time::Duration;
 use chorus_bus::QueueSettings;
 use serde::Deserialize;
 
-use crate::blobs::MediaConfig;
+pub use crate::blobs::MediaConfig;
 use crate::ids::id_problem;
-use crate::redact::{RedactConfig, Redactor};
-use crate::retention::RetentionConfig;
-use crate::routes::{RouteEntry, Subscription};
+pub use crate::redact::RedactConfig;
+use crate::redact::Redactor;
+pub use crate::retention::RetentionConfig;
+pub use crate::routes::{RouteEntry, Subscription};
 
 /// Settings read from `chorus.toml`; every field has a default.
 #[derive(Debug, Clone, Deserialize)]

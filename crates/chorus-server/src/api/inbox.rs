@@ -311,6 +311,10 @@ pub struct Delivered {
 
 /// Why a settle is refused; every settle route answers these.
 #[derive(IntoResponses)]
+#[allow(
+    dead_code,
+    reason = "it only describes the responses in the OpenAPI document"
+)]
 pub enum SettleRefusals {
     /// An unsafe id, a bad query or a malformed body.
     #[response(status = 400)]

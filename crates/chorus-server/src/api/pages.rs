@@ -70,6 +70,10 @@ macro_rules! page_body {
 
         impl $name {
             /// The body of a store's page, its entries converted.
+            #[allow(
+                dead_code,
+                reason = "a message page is built by hand: its entries' trace contexts are awaited"
+            )]
             pub fn of<T>(page: Page<T>, each: impl FnMut(T) -> $item) -> $name {
                 $name {
                     items: page.items.into_iter().map(each).collect(),

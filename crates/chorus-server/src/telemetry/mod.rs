@@ -17,13 +17,13 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// `messaging.system` of every chorus span.
-pub const SYSTEM: &str = "chorus";
+pub(crate) const SYSTEM: &str = "chorus";
 
 /// Writes `traceparent` into a chorus message's metadata (`metadata.traceparent`, and
 /// `metadata.trace_id` when the message has none); true when the document changed.
 ///
 /// Handoff packets are left alone: their schema allows no other metadata keys.
-pub fn stamp(document: &mut Value, traceparent: &str) -> bool {
+pub(crate) fn stamp(document: &mut Value, traceparent: &str) -> bool {
     let Some(doc) = document.as_object_mut() else {
         return false;
     };
@@ -63,7 +63,7 @@ struct CarrierMeta {
 }
 
 /// The `metadata.traceparent` of a stored document, when it has a well-formed one.
-pub fn traceparent_in(bytes: &[u8]) -> Option<String> {
+pub(crate) fn traceparent_in(bytes: &[u8]) -> Option<String> {
     let carrier: Carrier = serde_json::from_slice(bytes).ok()?;
     carrier.metadata?.traceparent.filter(|t| is_traceparent(t))
 }
@@ -72,7 +72,11 @@ pub fn traceparent_in(bytes: &[u8]) -> Option<String> {
 /// `metadata.traceparent`, else the latest trace kept for its `metadata.correlation_id`.
 ///
 /// Known before the publish span is made, so that the span is born into that trace.
-pub async fn joined(traces: &Traces, header: Option<String>, document: &Value) -> Option<String> {
+pub(crate) async fn joined(
+    traces: &Traces,
+    header: Option<String>,
+    document: &Value,
+) -> Option<String> {
     if header.is_some() {
         return header;
     }
@@ -90,7 +94,7 @@ pub async fn joined(traces: &Traces, header: Option<String>, document: &Value) -
 }
 
 /// True when `value` has the W3C form `00-<32 hex>-<16 hex>-<2 hex>`.
-pub fn is_traceparent(value: &str) -> bool {
+pub(crate) fn is_traceparent(value: &str) -> bool {
     let parts: Vec<&str> = value.split('-').collect();
     let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
     parts.len() == 4
@@ -101,7 +105,7 @@ pub fn is_traceparent(value: &str) -> bool {
 }
 
 /// Makes `span` a child of the remote span in `traceparent` (with the `otlp` feature).
-pub fn link(span: &Span, traceparent: Option<&str>) {
+pub(crate) fn link(span: &Span, traceparent: Option<&str>) {
     #[cfg(feature = "otlp")]
     if let Some(tp) = traceparent {
         otlp::set_parent(span, tp);
@@ -112,7 +116,7 @@ pub fn link(span: &Span, traceparent: Option<&str>) {
 
 /// The trace context to store with a message published under `span`: the span's own context
 /// when spans are exported (feature `otlp`), else the caller's `traceparent`.
-pub fn outgoing(span: &Span, incoming: Option<String>) -> Option<String> {
+pub(crate) fn outgoing(span: &Span, incoming: Option<String>) -> Option<String> {
     #[cfg(feature = "otlp")]
     if let Some(own) = otlp::traceparent_of(span) {
         return Some(own);
@@ -124,7 +128,7 @@ pub fn outgoing(span: &Span, incoming: Option<String>) -> Option<String> {
 
 /// The trace contexts of `deliveries`, in their order (see [`of_stored`]): those kept in
 /// `traces` are looked up together.
-pub async fn of_deliveries(traces: &Traces, deliveries: &[Delivery]) -> Vec<Option<String>> {
+pub(crate) async fn of_deliveries(traces: &Traces, deliveries: &[Delivery]) -> Vec<Option<String>> {
     let mut found: Vec<Option<String>> = deliveries
         .iter()
         .map(|d| traceparent_in(&d.envelope.bytes))
@@ -150,7 +154,7 @@ pub async fn of_deliveries(traces: &Traces, deliveries: &[Delivery]) -> Vec<Opti
 
 /// The trace context of stored message `id`: the `traceparent` in its metadata (`bytes`), else
 /// the one kept for its id in `traces` (a handoff's).
-pub async fn of_stored(traces: &Traces, id: &str, bytes: &[u8]) -> Option<String> {
+pub(crate) async fn of_stored(traces: &Traces, id: &str, bytes: &[u8]) -> Option<String> {
     if let Some(tp) = traceparent_in(bytes) {
         return Some(tp);
     }
@@ -163,7 +167,7 @@ pub async fn of_stored(traces: &Traces, id: &str, bytes: &[u8]) -> Option<String
 /// A span for handing out (`deliver`, operation `receive`) or settling (`settle`, operation
 /// `ack` or `nack`) delivery `d` of `agent`'s inbox, child of `traceparent` (see
 /// [`of_delivery`]).
-pub fn span_for(
+pub(crate) fn span_for(
     name: &'static str,
     operation: &'static str,
     agent: &str,
