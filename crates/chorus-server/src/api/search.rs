@@ -7,9 +7,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::bodies::DeadLetterBody;
-use crate::api::extract::ApiQuery;
+use crate::api::extract::{Admin, ApiQuery};
 use crate::api::pages::{MAX_LIMIT, listing_error};
-use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::id_problem;
 use crate::state::AppState;
@@ -89,10 +88,9 @@ pub struct SearchResults {
 )]
 pub async fn search(
     State(app): State<AppState>,
-    caller: Caller,
+    _admin: Admin,
     ApiQuery(query): ApiQuery<SearchQuery>,
 ) -> Result<Json<SearchResults>, ApiError> {
-    caller.require_admin("search")?;
     let q = query.q.trim().to_owned();
     if let Some(problem) = id_problem(&q) {
         return Err(ApiError::bad_request(
