@@ -6,12 +6,19 @@
 /** The data schemas of the standard handoff types, by type (`/ui/handoff-data.json`). */
 let dataSchemas = {};
 
-/** Loads the data schemas once; without them, labels come from the keys alone. */
+/** The server's setup the page uses: `trace_url`, a trace viewer's address with `{trace_id}`. */
+let settings = {};
+
+/** Loads the data schemas and the settings once; without them, labels come from the keys alone
+ * and trace ids are not links. */
 async function loadDataSchemas() {
-  try {
-    const r = await fetch("/ui/handoff-data.json");
-    if (r.ok) dataSchemas = await r.json();
-  } catch (_) { /* labels from the keys */ }
+  const load = async (path) => {
+    try {
+      const r = await fetch(path);
+      return r.ok ? await r.json() : {};
+    } catch (_) { return {}; }
+  };
+  [dataSchemas, settings] = await Promise.all([load("/ui/handoff-data.json"), load("/ui/settings.json")]);
 }
 
 /** Text longer than this is folded behind its beginning. */
@@ -149,7 +156,9 @@ function rawView(m) {
   const trace = m.traceparent && m.traceparent.split("-")[1];
   return el("p", { class: "links" },
     el("details", { class: "raw" }, el("summary", {}, "raw JSON"), el("pre", { class: "arguments" }, JSON.stringify(m.message, null, 2))),
-    trace ? el("span", { class: "trace", title: m.traceparent }, `trace ${trace}`) : "");
+    trace && settings.trace_url
+      ? el("a", { class: "trace", title: m.traceparent, href: settings.trace_url.replace("{trace_id}", trace), target: "_blank", rel: "noopener noreferrer" }, `trace ${trace}`)
+      : trace ? el("span", { class: "trace", title: m.traceparent }, `trace ${trace}`) : "");
 }
 
 /** A dead letter of the task that never reached the timeline (refused on publish). */

@@ -86,6 +86,13 @@ async fn the_page_and_its_files_load_without_a_token_under_a_strict_policy() {
         ]
     );
     assert_eq!(schemas.as_object().unwrap().len(), 7);
+    // No trace viewer configured: trace ids are not links.
+    let settings: Value = get(&server, "/ui/settings.json", None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(settings, json!({"trace_url": null}));
     server.stop().await;
 }
 

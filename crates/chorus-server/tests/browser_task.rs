@@ -9,6 +9,7 @@ mod webdriver;
 
 use std::time::Duration;
 
+use chorus_server::ui::TRACE_URL_VAR;
 use chorus_server::{AgentEntry, hash_token};
 use common::*;
 use serde_json::{Value, json};
@@ -19,6 +20,8 @@ const CS_ID: &str = "customer_service_agent_001";
 const TS_ID: &str = "technical_support_agent_001";
 const POOL: &str = "technical_support_agent_pool";
 const TASK: &str = "task-abc-456";
+/// The W3C trace context the escalation is published in.
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// The escalation, acknowledged.
 const ESC: &str = "00000000-0000-4000-8000-00000000e5c1";
 /// The request for information, waiting.
@@ -90,6 +93,9 @@ async fn read_for(server: &TestServer, agent: &str, token: &str, wait: Duration)
 
 #[tokio::test]
 async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
+    // Trace ids become links to this viewer (read by the server at each request; the only test
+    // of this binary, set before its server starts).
+    unsafe { std::env::set_var(TRACE_URL_VAR, "http://127.0.0.1:16686/trace/{trace_id}") };
     let Some(browser) = webdriver::Browser::launch().await else {
         return;
     };
@@ -100,8 +106,16 @@ async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
         assert_eq!(status, 201, "{}", r.text().await.unwrap_or_default());
     };
 
-    // The escalation, received and acknowledged by technical support.
-    ok(publish(&server, CS, &escalation(ESC)).await).await;
+    // The escalation, in a trace, received and acknowledged by technical support.
+    let traced = client()
+        .post(server.url("/v1/messages"))
+        .bearer_auth(CS)
+        .header("traceparent", TRACEPARENT)
+        .json(&escalation(ESC))
+        .send()
+        .await
+        .expect("publish");
+    ok(traced).await;
     let mut pool = SseReader::open(&server, POOL, TS, None).await;
     assert_eq!(delivered(&pool.next().await).0, ESC);
     assert_eq!(settle(&server, POOL, TS, ESC, "ack").await, 204);
@@ -186,6 +200,20 @@ async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
             "the escalation lacks {seen:?}: {escalation_card}"
         );
     }
+    let trace = browser
+        .run(&format!(
+            "const a = document.querySelector('{} a.trace'); return a && [a.textContent, a.href, a.title]",
+            card(ESC)
+        ))
+        .await;
+    assert_eq!(
+        trace,
+        json!([
+            "trace 4bf92f3577b34da6a3ce929d0e0e4736",
+            "http://127.0.0.1:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736",
+            TRACEPARENT
+        ])
+    );
     let css = format!("{} section.payload > dl > dt", card(ESC));
     let labels = browser
         .run(&format!(

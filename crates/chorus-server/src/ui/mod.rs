@@ -49,6 +49,23 @@ fn handoff_data() -> Response {
     )
 }
 
+/// The environment variable naming a trace viewer's address for a trace id, e.g.
+/// `http://127.0.0.1:16686/trace/{trace_id}` (Jaeger): the task page links each entry's trace
+/// there.
+pub const TRACE_URL_VAR: &str = "CHORUS_TRACE_URL";
+
+/// What the page may know of the server's setup (no data, no token): the trace viewer's address
+/// template, or null.
+fn settings() -> Response {
+    let trace_url = std::env::var(TRACE_URL_VAR).ok().filter(|t| {
+        t.contains("{trace_id}") && (t.starts_with("http://") || t.starts_with("https://"))
+    });
+    file(
+        serde_json::json!({ "trace_url": trace_url }).to_string(),
+        "application/json",
+    )
+}
+
 /// The routes of the UI's files (they need no token).
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -89,6 +106,7 @@ pub fn routes() -> Router<AppState> {
             }),
         )
         .route("/ui/handoff-data.json", get(|| async { handoff_data() }))
+        .route("/ui/settings.json", get(|| async { settings() }))
         .route(
             "/ui/app.css",
             get(|| async {
