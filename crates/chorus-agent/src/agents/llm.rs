@@ -281,6 +281,7 @@ impl LlmAgent {
             );
             draft.correlation_id = h.metadata.correlation_id.clone();
             draft.summary = Some(text);
+            draft.carry_actions(h);
             return draft
                 .build()
                 .map(|p| Some(Item::Handoff(p)))
@@ -369,6 +370,10 @@ impl LlmAgent {
                         &call.function.arguments,
                         task_id,
                         correlation,
+                        match input {
+                            Item::Handoff(h) => Some(h),
+                            Item::Message(_) => None,
+                        },
                     ) {
                         Ok(packet) => {
                             let id = packet.metadata.message_id.clone();

@@ -87,12 +87,9 @@ impl PacketDraft {
     }
 
     /// Carries the story of `earlier` (the handoff this one follows) on: its previous actions
-    /// come before this step's, in time order, and its history summary before this step's.
+    /// ([`PacketDraft::carry_actions`]) and its history summary before this step's.
     pub fn continuing(&mut self, earlier: &HandoffMessage) {
-        let mut actions = earlier.context.previous_actions.clone();
-        // Stable: actions with the same time (or an unreadable one) keep their order.
-        actions.sort_by_key(|a| chrono::DateTime::parse_from_rfc3339(&a.timestamp).ok());
-        self.earlier_actions = actions;
+        self.carry_actions(earlier);
         let before = earlier
             .context
             .historical_data_summary
@@ -104,6 +101,15 @@ impl PacketDraft {
             (Some(before), None) => Some(before.to_owned()),
             (None, now) => now,
         };
+    }
+
+    /// Carries the previous actions of `earlier` on: they come before this step's, in time order,
+    /// with their own times.
+    pub fn carry_actions(&mut self, earlier: &HandoffMessage) {
+        let mut actions = earlier.context.previous_actions.clone();
+        // Stable: actions with the same time (or an unreadable one) keep their order.
+        actions.sort_by_key(|a| chrono::DateTime::parse_from_rfc3339(&a.timestamp).ok());
+        self.earlier_actions = actions;
     }
 
     /// The handoff message, validated with chorus-core's schemas and checks.
@@ -166,4 +172,77 @@ pub fn validate(message: &HandoffMessage) -> Result<(), PacketError> {
         handoff_type: message.payload.handoff_type.to_string(),
         problems: report.errors().cloned().collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seed 003's escalation with its previous actions listed newest first.
+    fn earlier() -> HandoffMessage {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/seeds/003-escalation.json"
+        );
+        let mut value: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        value["context"]["previous_actions"]
+            .as_array_mut()
+            .unwrap()
+            .reverse();
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn draft() -> PacketDraft {
+        let data = serde_json::json!({"status": "IN_PROGRESS"});
+        let Value::Object(data) = data else {
+            unreachable!()
+        };
+        let mut d = PacketDraft::new("tech", "front", HandoffType::StatusUpdate, data, "task-1");
+        d.previous_actions = vec![("LOG_REVIEW".into(), "Read the logs.".into())];
+        d.summary = Some("Logs read.".into());
+        d
+    }
+
+    fn kinds(m: &HandoffMessage) -> Vec<&str> {
+        m.context
+            .previous_actions
+            .iter()
+            .map(|a| a.action_type.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn continuing_carries_earlier_actions_in_time_order_and_adds_to_the_summary() {
+        let earlier = earlier();
+        let mut d = draft();
+        d.continuing(&earlier);
+        let m = d.build().unwrap();
+        assert_eq!(
+            kinds(&m),
+            ["INITIAL_GREETING", "DIAGNOSTIC_ATTEMPT", "LOG_REVIEW"]
+        );
+        assert_eq!(
+            m.context.previous_actions[0].timestamp,
+            "2023-10-27T10:20:05.000Z"
+        );
+        let summary = m.context.historical_data_summary.unwrap();
+        assert!(summary.starts_with("User 'John Doe' reported"), "{summary}");
+        assert!(summary.ends_with("ISP details. Logs read."), "{summary}");
+    }
+
+    #[test]
+    fn carry_actions_leaves_the_summary_to_its_writer() {
+        let mut d = draft();
+        d.carry_actions(&earlier());
+        let m = d.build().unwrap();
+        assert_eq!(
+            kinds(&m),
+            ["INITIAL_GREETING", "DIAGNOSTIC_ATTEMPT", "LOG_REVIEW"]
+        );
+        assert_eq!(
+            m.context.historical_data_summary.as_deref(),
+            Some("Logs read.")
+        );
+    }
 }

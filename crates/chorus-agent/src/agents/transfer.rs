@@ -89,6 +89,7 @@ pub(crate) fn packet_from_call(
     arguments: &str,
     task_id: &str,
     correlation_id: Option<String>,
+    earlier: Option<&HandoffMessage>,
 ) -> Result<HandoffMessage, String> {
     let args: TransferArgs = serde_json::from_str(arguments).map_err(|e| {
         format!("The handoff arguments are not valid: {e}. Hint: give handoff_type, summary and data as a JSON object.")
@@ -148,6 +149,11 @@ pub(crate) fn packet_from_call(
         }))
         .collect();
     draft.instructions = instructions;
+    // The model writes the whole history summary itself (it reads the handoff it answers); the
+    // earlier previous actions are carried as they were.
+    if let Some(earlier) = earlier {
+        draft.carry_actions(earlier);
+    }
     draft.build().map_err(|e: PacketError| {
         let problems: Vec<String> = e.problems.iter().map(ToString::to_string).collect();
         format!(
