@@ -44,8 +44,8 @@ pub trait Bus: Send + Sync {
     ///
     /// When `dedupe` is set and the id was stored within the window, nothing is stored: it
     /// returns false for the same content (a duplicate) and [`BusError::Conflict`] for other
-    /// content (see [`crate::content`]). Without `dedupe` it always stores, and the id's window
-    /// starts again with this content.
+    /// content (see [`ContentDigest`](crate::ContentDigest)). Without `dedupe` it always
+    /// stores, and the id's window starts again with this content.
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool>;
 
     /// Like [`Bus::store`], taking the envelope by value, so that a backend keeping it in

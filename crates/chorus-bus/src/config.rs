@@ -4,10 +4,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core::CoreValidator;
+use crate::check::PublishCheck;
+use crate::documents::CoreValidator;
 use crate::fair::DEFAULT_WEIGHTS;
 use crate::routing::RoutingRule;
-pub use crate::validator::Validator;
 
 /// How long a published id is remembered by default: 7 days, the retention of the message log,
 /// so that a retry is recognised as long as the message it repeats can be read back.
@@ -34,7 +34,7 @@ pub struct BusConfig {
     /// Rules that redirect messages by payload fields, tried in order.
     pub rules: Vec<RoutingRule>,
     /// Validation on publish; by default chorus-core's schemas and checks.
-    pub validator: Option<Arc<dyn Validator>>,
+    pub validator: Option<Arc<dyn PublishCheck>>,
     /// How often a waiting `receive` looks again for messages from other processes.
     pub poll_interval: Duration,
 }

@@ -9,7 +9,7 @@ use chorus_core::Problem;
 pub use chorus_core::Priority;
 
 /// The bus's storage key for a [`Priority`]: a small integer, 0 (LOW) to 3 (CRITICAL).
-pub trait Rank: Sized {
+pub(crate) trait Rank: Sized {
     /// The rank of the priority, used as a storage key and an index.
     fn rank(self) -> u8;
     /// The priority of a rank; `None` above 3.

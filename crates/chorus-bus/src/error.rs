@@ -25,7 +25,7 @@ pub enum BusError {
         dead_letter_id: String,
     },
     /// The id was already stored, within the dedupe window, with other content (see
-    /// [`crate::content`]); nothing was stored.
+    /// [`ContentDigest`]); nothing was stored.
     #[error(
         "message id {id:?} was already stored with other content (stored: sha256 {stored}, this one: sha256 {found}); nothing was stored (hint: a retry must send the same document again; a new message needs a new id)"
     )]

@@ -1,47 +1,72 @@
 //! Hub, pipelines, routing and durable delivery of chorus messages and handoffs.
 //!
-//! One [`Bus`] trait with the same guarantees on every backend: [`memory`] (in-process),
-//! [`sqlite`] (the embedded durable default), `nats` (JetStream, feature `nats`) and `redis`
-//! (Streams, feature `redis`). [`hub`] and [`pipeline`] orchestrate [`Agent`]s in process.
+//! One [`Bus`] trait with the same guarantees on every backend: [`MemoryBus`] (in-process),
+//! [`SqliteBus`] (the embedded durable default), `NatsBus` (JetStream, feature `nats`) and
+//! `RedisBus` (Streams, feature `redis`); [`StoreSpec`] opens one from a URL. A published
+//! document is validated, routed to its recipients' queues and delivered at least once until
+//! acknowledged; [`hub`] and [`pipeline`] orchestrate [`Agent`]s in process.
+//!
+//! ```
+//! use std::time::Duration;
+//! use chorus_bus::{Bus, BusConfig, MemoryBus};
+//!
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let bus = MemoryBus::new(BusConfig::default());
+//! let message = r#"{"id": "m-1", "role": "user", "name": "customer", "recipient": "support",
+//!     "content": "Is the router up?"}"#;
+//! let receipt = bus.publish(message.as_bytes().to_vec()).await?;
+//! assert_eq!(receipt.queues, ["support"]);
+//! let deliveries = bus.receive("support", 10, Duration::from_secs(1)).await?;
+//! assert_eq!(deliveries[0].envelope.id, "m-1");
+//! bus.ack(&deliveries[0]).await?;
+//! # Ok::<(), chorus_bus::BusError>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The namespaces: [`hub`] and [`pipeline`] (in-process orchestration), [`bench`] (the load
+//! behind `chorus bench` and the bus benches) and, with feature `redis`, `redis` (its
+//! persistence check).
 
-pub mod agent;
+mod agent;
 pub mod bench;
 mod binding_cache;
-pub mod bus;
-pub mod config;
-pub mod content;
-pub mod core;
-pub mod delivery;
-pub mod envelope;
-pub mod error;
-pub mod fair;
+mod bus;
+mod check;
+mod config;
+mod content;
+mod delivery;
+mod documents;
+mod envelope;
+mod error;
+mod fair;
 pub mod hub;
-pub mod memory;
+mod memory;
 #[cfg(feature = "nats")]
-pub mod nats;
-pub mod open;
-pub mod peek;
+mod nats;
+mod open;
+mod peek;
 pub mod pipeline;
 #[cfg(feature = "redis")]
 pub mod redis;
-pub mod retention;
-pub mod routing;
-pub mod sqlite;
+mod retention;
+mod routing;
+mod sqlite;
 #[cfg(any(feature = "nats", feature = "redis"))]
 mod stored;
-mod validator;
 
 pub use agent::{Agent, AgentError};
 pub use bus::{Bus, handle_once};
 pub use bytes::Bytes;
-pub use config::{BusConfig, DEFAULT_DEDUPE_WINDOW, QueueSettings, Validator, now_ms};
+pub use check::PublishCheck;
+pub use config::{BusConfig, DEFAULT_DEDUPE_WINDOW, QueueSettings, now_ms};
 pub use content::ContentDigest;
-pub use core::CoreValidator;
 pub use delivery::{
     DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
     TrackSummary,
 };
-pub use envelope::{Envelope, Priority, Rank};
+pub use documents::CoreValidator;
+pub use envelope::{Envelope, Priority};
 pub use error::{BusError, BusResult};
 pub use memory::MemoryBus;
 #[cfg(feature = "nats")]

@@ -1,4 +1,5 @@
-//! The bridge to chorus-core: envelopes from handoffs and messages, schema validation on publish.
+//! chorus-core documents on the bus: envelopes from handoffs and messages, and their schema
+//! validation on publish.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -8,8 +9,8 @@ use chorus_core::handoff::HandoffMessage;
 use chorus_core::schema::Kind;
 use chorus_core::validate::{Problem, detect_kind};
 
+use crate::check::PublishCheck;
 use crate::envelope::Envelope;
-use crate::validator::Validator;
 
 impl Envelope {
     /// The routing keys of a typed seed-003 handoff; `bytes` is its published JSON.
@@ -156,7 +157,7 @@ impl CoreValidator {
     }
 }
 
-impl Validator for CoreValidator {
+impl PublishCheck for CoreValidator {
     fn validate(&self, document: &Value) -> Vec<Problem> {
         chorus_core::Validator::standard()
             .validate_value(document, self.kind)
