@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chorus_bus::StoreSpec;
+use chorus_bus::StoreAddress;
 use chorus_bus::bench::{BenchOptions, BenchReport, Progress, run};
 use criterion::{Criterion, Throughput};
 
@@ -193,7 +193,7 @@ fn main() {
             ..base.clone()
         },
     );
-    let sqlite = |name: &str| StoreSpec::Sqlite(dir.path().join(name));
+    let sqlite = |name: &str| StoreAddress::Sqlite(dir.path().join(name));
     bench_backend(
         &mut c,
         &results,
@@ -222,7 +222,8 @@ fn main() {
             &results,
             "nats",
             BenchOptions {
-                backend: StoreSpec::parse(&url).expect("CHORUS_TEST_NATS_URL is a nats:// address"),
+                backend: StoreAddress::parse(&url)
+                    .expect("CHORUS_TEST_NATS_URL is a nats:// address"),
                 messages: 20_000,
                 ..base.clone()
             },
@@ -253,7 +254,7 @@ fn main() {
             &results,
             "redis",
             BenchOptions {
-                backend: StoreSpec::parse(&url)
+                backend: StoreAddress::parse(&url)
                     .expect("CHORUS_TEST_REDIS_URL is a redis:// address"),
                 messages: 20_000,
                 ..base.clone()

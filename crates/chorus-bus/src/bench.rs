@@ -14,13 +14,13 @@ use crate::bus::Bus;
 use crate::config::BusConfig;
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
-use crate::open::StoreSpec;
+use crate::open::StoreAddress;
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     /// The backend.
-    pub backend: StoreSpec,
+    pub backend: StoreAddress,
     /// Messages to publish in all.
     pub messages: usize,
     /// Publishing tasks.
@@ -40,7 +40,7 @@ pub struct BenchOptions {
 impl Default for BenchOptions {
     fn default() -> Self {
         BenchOptions {
-            backend: StoreSpec::Memory,
+            backend: StoreAddress::Memory,
             messages: 100_000,
             producers: 1,
             consumers: 4,

@@ -2,7 +2,7 @@
 //!
 //! One [`Bus`] trait with the same guarantees on every backend: [`MemoryBus`] (in-process),
 //! [`SqliteBus`] (the embedded durable default), `NatsBus` (JetStream, feature `nats`) and
-//! `RedisBus` (Streams, feature `redis`); [`StoreSpec`] opens one from a URL. A published
+//! `RedisBus` (Streams, feature `redis`); [`StoreAddress`] opens one from a URL. A published
 //! document is validated, routed to its recipients' queues and delivered at least once until
 //! acknowledged; [`hub`] and [`pipeline`] orchestrate [`Agent`]s in process.
 //!
@@ -71,7 +71,7 @@ pub use error::{BusError, BusResult};
 pub use memory::MemoryBus;
 #[cfg(feature = "nats")]
 pub use nats::NatsBus;
-pub use open::{DEFAULT_NAMESPACE, ServerStore, StoreSpec};
+pub use open::{DEFAULT_NAMESPACE, RemoteStore, StoreAddress};
 pub use peek::{PEEK_LIMIT, Queued, QueuedState};
 #[cfg(feature = "redis")]
 pub use redis::RedisBus;

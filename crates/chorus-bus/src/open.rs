@@ -19,49 +19,52 @@ const EXPECTED: &str = "memory, sqlite:PATH, nats://HOST:PORT or redis://HOST:PO
 
 /// A parsed store address.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreSpec {
+pub enum StoreAddress {
     /// The in-process bus, lost when the process stops.
     Memory,
     /// One SQLite file, created when missing.
     Sqlite(PathBuf),
     /// A NATS JetStream server (cargo feature `nats`).
-    Nats(ServerStore),
+    Nats(RemoteStore),
     /// A Redis server (cargo feature `redis`).
-    Redis(ServerStore),
+    Redis(RemoteStore),
 }
 
 /// The address of a store on a server, and the namespace its streams and keys live under.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerStore {
+pub struct RemoteStore {
     /// The URL given to the client, without the `namespace` parameter.
     pub url: String,
     /// Prefix of the streams or keys: letters, digits, `_` and `-`.
     pub namespace: String,
 }
 
-impl StoreSpec {
+impl StoreAddress {
     /// Parses `memory`, `sqlite:PATH`, `nats://HOST:PORT` or `redis://HOST:PORT`; a server address
     /// may end in `?namespace=NAME` (default [`DEFAULT_NAMESPACE`]).
-    pub fn parse(s: &str) -> BusResult<StoreSpec> {
+    pub fn parse(s: &str) -> BusResult<StoreAddress> {
         let bad = |detail: String| BusError::Config {
             what: "store".into(),
             detail: format!("{detail} (found {s:?}; expected {EXPECTED})"),
         };
         if s == "memory" {
-            return Ok(StoreSpec::Memory);
+            return Ok(StoreAddress::Memory);
         }
         if let Some(path) = s.strip_prefix("sqlite:") {
             return match path {
                 "" => Err(bad("the sqlite store needs a file path".into())),
-                p => Ok(StoreSpec::Sqlite(PathBuf::from(p))),
+                p => Ok(StoreAddress::Sqlite(PathBuf::from(p))),
             };
         }
         for (scheme, make) in [
-            ("nats://", StoreSpec::Nats as fn(ServerStore) -> StoreSpec),
-            ("redis://", StoreSpec::Redis),
+            (
+                "nats://",
+                StoreAddress::Nats as fn(RemoteStore) -> StoreAddress,
+            ),
+            ("redis://", StoreAddress::Redis),
         ] {
             if let Some(rest) = s.strip_prefix(scheme) {
-                return ServerStore::parse(scheme, rest).map(make).map_err(bad);
+                return RemoteStore::parse(scheme, rest).map(make).map_err(bad);
             }
         }
         Err(bad("unknown backend".into()))
@@ -79,12 +82,12 @@ impl StoreSpec {
         max_batch: usize,
     ) -> BusResult<Arc<dyn Bus>> {
         match self {
-            StoreSpec::Memory => Ok(Arc::new(MemoryBus::new(config))),
-            StoreSpec::Sqlite(path) => Ok(Arc::new(SqliteBus::open_with_batch(
+            StoreAddress::Memory => Ok(Arc::new(MemoryBus::new(config))),
+            StoreAddress::Sqlite(path) => Ok(Arc::new(SqliteBus::open_with_batch(
                 path, config, max_batch,
             )?)),
-            StoreSpec::Nats(server) => open_nats(server, config).await,
-            StoreSpec::Redis(server) => open_redis(server, config).await,
+            StoreAddress::Nats(server) => open_nats(server, config).await,
+            StoreAddress::Redis(server) => open_redis(server, config).await,
         }
     }
 
@@ -92,24 +95,24 @@ impl StoreSpec {
     /// SQLite stores are left as they are. For scratch namespaces such as the bench's own.
     pub async fn destroy_namespace(&self) -> BusResult<()> {
         match self {
-            StoreSpec::Memory | StoreSpec::Sqlite(_) => Ok(()),
-            StoreSpec::Nats(server) => destroy_nats(server).await,
-            StoreSpec::Redis(server) => destroy_redis(server).await,
+            StoreAddress::Memory | StoreAddress::Sqlite(_) => Ok(()),
+            StoreAddress::Nats(server) => destroy_nats(server).await,
+            StoreAddress::Redis(server) => destroy_redis(server).await,
         }
     }
 
     /// The same address with `namespace` when it is a server store.
-    pub fn with_namespace(mut self, namespace: &str) -> StoreSpec {
-        if let StoreSpec::Nats(server) | StoreSpec::Redis(server) = &mut self {
+    pub fn with_namespace(mut self, namespace: &str) -> StoreAddress {
+        if let StoreAddress::Nats(server) | StoreAddress::Redis(server) = &mut self {
             server.namespace = namespace.to_owned();
         }
         self
     }
 }
 
-impl ServerStore {
+impl RemoteStore {
     /// Splits `HOST:PORT[/…][?namespace=NAME&…]` (after `scheme`) into the URL and the namespace.
-    fn parse(scheme: &str, rest: &str) -> Result<ServerStore, String> {
+    fn parse(scheme: &str, rest: &str) -> Result<RemoteStore, String> {
         let (address, query) = rest.split_once('?').unwrap_or((rest, ""));
         let host = address.split('/').next().unwrap_or_default();
         if host.is_empty() {
@@ -136,16 +139,16 @@ impl ServerStore {
             true => format!("{scheme}{address}"),
             false => format!("{scheme}{address}?{}", kept.join("&")),
         };
-        Ok(ServerStore { url, namespace })
+        Ok(RemoteStore { url, namespace })
     }
 }
 
-impl fmt::Display for StoreSpec {
+impl fmt::Display for StoreAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreSpec::Memory => f.write_str("memory"),
-            StoreSpec::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
-            StoreSpec::Nats(s) | StoreSpec::Redis(s) => {
+            StoreAddress::Memory => f.write_str("memory"),
+            StoreAddress::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            StoreAddress::Nats(s) | StoreAddress::Redis(s) => {
                 let sep = if s.url.contains('?') { '&' } else { '?' };
                 write!(f, "{}{sep}namespace={}", s.url, s.namespace)
             }
@@ -166,13 +169,13 @@ fn not_built(backend: &str, feature: &str) -> BusError {
 }
 
 #[cfg(feature = "nats")]
-async fn open_nats(server: &ServerStore, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
+async fn open_nats(server: &RemoteStore, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
     let bus = crate::nats::NatsBus::connect(&server.url, &server.namespace, config).await?;
     Ok(Arc::new(bus))
 }
 
 #[cfg(feature = "nats")]
-async fn destroy_nats(server: &ServerStore) -> BusResult<()> {
+async fn destroy_nats(server: &RemoteStore) -> BusResult<()> {
     crate::nats::NatsBus::connect(&server.url, &server.namespace, BusConfig::default())
         .await?
         .destroy()
@@ -180,23 +183,23 @@ async fn destroy_nats(server: &ServerStore) -> BusResult<()> {
 }
 
 #[cfg(not(feature = "nats"))]
-async fn destroy_nats(_: &ServerStore) -> BusResult<()> {
+async fn destroy_nats(_: &RemoteStore) -> BusResult<()> {
     Err(not_built("NATS", "nats"))
 }
 
 #[cfg(not(feature = "nats"))]
-async fn open_nats(_: &ServerStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
+async fn open_nats(_: &RemoteStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
     Err(not_built("NATS", "nats"))
 }
 
 #[cfg(feature = "redis")]
-async fn open_redis(server: &ServerStore, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
+async fn open_redis(server: &RemoteStore, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
     let bus = crate::redis::RedisBus::connect(&server.url, &server.namespace, config).await?;
     Ok(Arc::new(bus))
 }
 
 #[cfg(feature = "redis")]
-async fn destroy_redis(server: &ServerStore) -> BusResult<()> {
+async fn destroy_redis(server: &RemoteStore) -> BusResult<()> {
     crate::redis::RedisBus::connect(&server.url, &server.namespace, BusConfig::default())
         .await?
         .destroy()
@@ -204,12 +207,12 @@ async fn destroy_redis(server: &ServerStore) -> BusResult<()> {
 }
 
 #[cfg(not(feature = "redis"))]
-async fn destroy_redis(_: &ServerStore) -> BusResult<()> {
+async fn destroy_redis(_: &RemoteStore) -> BusResult<()> {
     Err(not_built("Redis", "redis"))
 }
 
 #[cfg(not(feature = "redis"))]
-async fn open_redis(_: &ServerStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
+async fn open_redis(_: &RemoteStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
     Err(not_built("Redis", "redis"))
 }
 
@@ -217,8 +220,8 @@ async fn open_redis(_: &ServerStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
 mod tests {
     use super::*;
 
-    fn server(url: &str, namespace: &str) -> ServerStore {
-        ServerStore {
+    fn server(url: &str, namespace: &str) -> RemoteStore {
+        RemoteStore {
             url: url.into(),
             namespace: namespace.into(),
         }
@@ -226,18 +229,18 @@ mod tests {
 
     #[test]
     fn addresses_parse() {
-        assert_eq!(StoreSpec::parse("memory").unwrap(), StoreSpec::Memory);
+        assert_eq!(StoreAddress::parse("memory").unwrap(), StoreAddress::Memory);
         assert_eq!(
-            StoreSpec::parse("sqlite:/tmp/x.db").unwrap(),
-            StoreSpec::Sqlite("/tmp/x.db".into())
+            StoreAddress::parse("sqlite:/tmp/x.db").unwrap(),
+            StoreAddress::Sqlite("/tmp/x.db".into())
         );
         assert_eq!(
-            StoreSpec::parse("nats://127.0.0.1:4222").unwrap(),
-            StoreSpec::Nats(server("nats://127.0.0.1:4222", "chorus"))
+            StoreAddress::parse("nats://127.0.0.1:4222").unwrap(),
+            StoreAddress::Nats(server("nats://127.0.0.1:4222", "chorus"))
         );
         assert_eq!(
-            StoreSpec::parse("redis://127.0.0.1:6379/2?namespace=hub-1&protocol=resp3").unwrap(),
-            StoreSpec::Redis(server("redis://127.0.0.1:6379/2?protocol=resp3", "hub-1"))
+            StoreAddress::parse("redis://127.0.0.1:6379/2?namespace=hub-1&protocol=resp3").unwrap(),
+            StoreAddress::Redis(server("redis://127.0.0.1:6379/2?protocol=resp3", "hub-1"))
         );
     }
 
@@ -249,22 +252,22 @@ mod tests {
             "nats://127.0.0.1:4222?namespace=chorus",
             "redis://127.0.0.1:6379/2?protocol=resp3&namespace=x_1",
         ] {
-            let spec = StoreSpec::parse(s).unwrap();
+            let spec = StoreAddress::parse(s).unwrap();
             assert_eq!(spec.to_string(), s);
-            assert_eq!(StoreSpec::parse(&spec.to_string()).unwrap(), spec);
+            assert_eq!(StoreAddress::parse(&spec.to_string()).unwrap(), spec);
         }
     }
 
     #[test]
     fn bad_addresses_are_explained() {
-        let err = StoreSpec::parse("kafka://x").unwrap_err().to_string();
+        let err = StoreAddress::parse("kafka://x").unwrap_err().to_string();
         assert!(err.contains("unknown backend"), "{err}");
         assert!(err.contains("expected memory, sqlite:PATH"), "{err}");
-        let err = StoreSpec::parse("sqlite:").unwrap_err().to_string();
+        let err = StoreAddress::parse("sqlite:").unwrap_err().to_string();
         assert!(err.contains("needs a file path"), "{err}");
-        let err = StoreSpec::parse("nats://").unwrap_err().to_string();
+        let err = StoreAddress::parse("nats://").unwrap_err().to_string();
         assert!(err.contains("needs a HOST:PORT"), "{err}");
-        let err = StoreSpec::parse("redis://h:1?namespace=a.b")
+        let err = StoreAddress::parse("redis://h:1?namespace=a.b")
             .unwrap_err()
             .to_string();
         assert!(err.contains("\"a.b\" must be non-empty letters"), "{err}");
@@ -272,15 +275,20 @@ mod tests {
 
     #[test]
     fn with_namespace_changes_only_server_stores() {
-        let nats = StoreSpec::parse("nats://h:1").unwrap().with_namespace("n2");
-        assert_eq!(nats, StoreSpec::Nats(server("nats://h:1", "n2")));
-        assert_eq!(StoreSpec::Memory.with_namespace("n2"), StoreSpec::Memory);
+        let nats = StoreAddress::parse("nats://h:1")
+            .unwrap()
+            .with_namespace("n2");
+        assert_eq!(nats, StoreAddress::Nats(server("nats://h:1", "n2")));
+        assert_eq!(
+            StoreAddress::Memory.with_namespace("n2"),
+            StoreAddress::Memory
+        );
     }
 
     #[cfg(not(feature = "nats"))]
     #[tokio::test]
     async fn a_store_left_out_of_the_build_names_its_feature() {
-        let spec = StoreSpec::parse("nats://127.0.0.1:4222").unwrap();
+        let spec = StoreAddress::parse("nats://127.0.0.1:4222").unwrap();
         let err = spec
             .open(BusConfig::default())
             .await
@@ -294,8 +302,8 @@ mod tests {
     async fn memory_and_sqlite_open() {
         let dir = tempfile::tempdir().unwrap();
         for spec in [
-            StoreSpec::Memory,
-            StoreSpec::Sqlite(dir.path().join("s.db")),
+            StoreAddress::Memory,
+            StoreAddress::Sqlite(dir.path().join("s.db")),
         ] {
             let bus = spec.open(BusConfig::default()).await.unwrap();
             assert_eq!(bus.depth("nobody").await.unwrap(), 0);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use chorus_bus::StoreSpec;
+use chorus_bus::StoreAddress;
 use chorus_bus::bench::{BenchOptions, Progress, run as run_bench};
 
 use crate::error::CliError;
@@ -61,7 +61,7 @@ impl BenchArgs {
 /// Runs `chorus bench …`.
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
     let BenchTarget::Bus(args) = args.target;
-    let backend = StoreSpec::parse(&args.backend).map_err(CliError::usage)?;
+    let backend = StoreAddress::parse(&args.backend).map_err(CliError::usage)?;
     let duration = match args.duration {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),

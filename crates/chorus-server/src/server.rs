@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use chorus_agent::confirm::{Confirmations, MemoryConfirmations, SqliteConfirmations};
-use chorus_bus::{Bus, BusConfig, BusError, StoreSpec};
+use chorus_bus::{Bus, BusConfig, BusError, StoreAddress};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -30,29 +30,29 @@ use crate::telemetry::Traces;
 /// Where messages are stored, and where the server keeps what lies beside them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Store {
-    spec: StoreSpec,
+    address: StoreAddress,
 }
 
 impl Store {
     /// Parses `memory`, `sqlite:PATH`, `nats://HOST:PORT` or `redis://HOST:PORT` (a server
     /// address may end in `?namespace=NAME`).
     pub fn parse(s: &str) -> Result<Store, BusError> {
-        StoreSpec::parse(s).map(Store::from)
+        StoreAddress::parse(s).map(Store::from)
     }
 
     /// In memory: lost when the server stops.
     pub fn memory() -> Store {
-        Store::from(StoreSpec::Memory)
+        Store::from(StoreAddress::Memory)
     }
 
     /// One SQLite file (created when missing).
     pub fn sqlite(path: impl Into<PathBuf>) -> Store {
-        Store::from(StoreSpec::Sqlite(path.into()))
+        Store::from(StoreAddress::Sqlite(path.into()))
     }
 
     /// The parsed address.
-    pub fn spec(&self) -> &StoreSpec {
-        &self.spec
+    pub fn address(&self) -> &StoreAddress {
+        &self.address
     }
 
     /// Opens the store with the delivery settings of `config` (connecting to a NATS or Redis
@@ -67,7 +67,7 @@ impl Store {
             ..BusConfig::default()
         };
         self.check_persistence(config).await?;
-        let bus = self.spec.open(bus_config).await?;
+        let bus = self.address.open(bus_config).await?;
         for (i, s) in config.subscriptions.iter().enumerate() {
             let binding = s
                 .binding(&format!("subscriptions[{i}]"))
@@ -84,7 +84,7 @@ impl Store {
     /// `accept_volatile_store`; warns when it may lose the last second, or cannot be asked.
     async fn check_persistence(&self, config: &ServerConfig) -> Result<(), BusError> {
         #[cfg(feature = "redis")]
-        if let StoreSpec::Redis(server) = &self.spec {
+        if let StoreAddress::Redis(server) = &self.address {
             use chorus_bus::redis::{Persistence, persistence, volatile_error};
             let found = persistence(&server.url).await?;
             match &found {
@@ -135,10 +135,10 @@ impl Store {
 
     /// Names a file beside the store (`DIR/NAME` + suffix); none for `memory`.
     fn beside(&self) -> Option<impl Fn(&str) -> PathBuf + use<>> {
-        let base = match &self.spec {
-            StoreSpec::Memory => return None,
-            StoreSpec::Sqlite(path) => path.clone(),
-            StoreSpec::Nats(server) | StoreSpec::Redis(server) => {
+        let base = match &self.address {
+            StoreAddress::Memory => return None,
+            StoreAddress::Sqlite(path) => path.clone(),
+            StoreAddress::Nats(server) | StoreAddress::Redis(server) => {
                 PathBuf::from(format!("{}.db", server.namespace))
             }
         };
@@ -151,15 +151,15 @@ impl Store {
     }
 }
 
-impl From<StoreSpec> for Store {
-    fn from(spec: StoreSpec) -> Store {
-        Store { spec }
+impl From<StoreAddress> for Store {
+    fn from(address: StoreAddress) -> Store {
+        Store { address }
     }
 }
 
 impl std::fmt::Display for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.spec.fmt(f)
+        self.address.fmt(f)
     }
 }
 

@@ -275,7 +275,7 @@ async fn every_store() {
         kill_three_times(name, &address, per_agent(800)).await;
         let store = Store::parse(&address).expect("a store address");
         store
-            .spec()
+            .address()
             .destroy_namespace()
             .await
             .expect("delete the test namespace");

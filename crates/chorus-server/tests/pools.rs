@@ -393,7 +393,7 @@ async fn on_store(backend: &str, var: &str) {
         }
         drop(bus);
         store
-            .spec()
+            .address()
             .destroy_namespace()
             .await
             .expect("delete the test namespace");

@@ -199,7 +199,7 @@ pub fn server_url(backend: &str, var: &str, example: &str) -> Option<String> {
 pub async fn run_bench_on(url: &str) {
     use chorus_bus::bench::{BenchOptions, Progress, run};
     let opts = BenchOptions {
-        backend: chorus_bus::StoreSpec::parse(url).unwrap(),
+        backend: chorus_bus::StoreAddress::parse(url).unwrap(),
         messages: 500,
         ..BenchOptions::default()
     };
