@@ -21,18 +21,9 @@ pub enum ContextError {
         /// The renderer's refusal (at the JSON pointer of the Harmony message).
         problem: chorus_core::Problem,
     },
-    /// A media part could not be measured.
-    #[error("{pointer}: {what}; found {found}{}", hint_suffix(.hint))]
-    Media {
-        /// JSON pointer of the part.
-        pointer: String,
-        /// What was expected.
-        what: String,
-        /// What was found instead.
-        found: String,
-        /// How to fix it, when a common mistake is known.
-        hint: Option<String>,
-    },
+    /// A media part could not be measured (at the JSON pointer of the part).
+    #[error("{0}")]
+    Media(chorus_core::Problem),
     /// A media cost table is malformed or names a missing entry.
     #[error("media cost table {pointer}: {message}")]
     CostTable {

@@ -145,10 +145,10 @@ fn broken_image_data_is_rejected_with_its_pointer() {
         .unwrap()
         .count_message(&message, 4)
         .unwrap_err();
-    let ContextError::Media { pointer, .. } = &err else {
+    let ContextError::Media(problem) = &err else {
         panic!("{err}")
     };
-    assert_eq!(pointer, "/messages/4/content/1/image_url/url");
+    assert_eq!(problem.pointer, "/messages/4/content/1/image_url/url");
 }
 
 fn wav_part(seconds: u32) -> ContentPart {

@@ -6,7 +6,7 @@ mod probe;
 mod table;
 
 use chorus_core::media::DataUrl;
-use chorus_core::{AudioPart, FilePart, ImagePart};
+use chorus_core::{AudioPart, FilePart, ImagePart, Problem};
 use serde_json::{Map, Value};
 
 use crate::error::{ContextError, Result};
@@ -50,16 +50,14 @@ impl MediaPricer {
 
     /// Tokens of an image part at JSON pointer `pointer`.
     pub fn image(&self, part: &ImagePart, pointer: &str) -> Result<u64> {
-        let size =
-            image_size(&part.image_url, self.read_files).map_err(|found| ContextError::Media {
-                pointer: format!("{pointer}/image_url/url"),
-                what: "expected an image (PNG, JPEG, WebP or GIF)".into(),
-                found,
-                hint: Some(
-                    "a `data:` URL must hold base64 image bytes, e.g. data:image/png;base64,…"
-                        .into(),
+        let size = image_size(&part.image_url, self.read_files).map_err(|found| {
+            let at = format!("{pointer}/image_url/url");
+            ContextError::Media(
+                Problem::expected(at, "an image (PNG, JPEG, WebP or GIF)", found).with_hint(
+                    "a `data:` URL must hold base64 image bytes, e.g. data:image/png;base64,…",
                 ),
-            })?;
+            )
+        })?;
         let size = size.map_or(self.remote_default, |(size, _)| size);
         let request = ImageRequest {
             detail: part.image_url.detail,
@@ -83,11 +81,15 @@ impl MediaPricer {
                 .or_else(|| part.file.extra.get(key))
                 .and_then(Value::as_f64)
         };
-        let seconds = number("duration_sec").ok_or_else(|| ContextError::Media {
-            pointer: pointer.to_owned(),
-            what: "a video whose duration is given".into(),
-            found: "a video file part without \"duration_sec\"".into(),
-            hint: Some("add \"duration_sec\" (seconds) to the part or its file".into()),
+        let seconds = number("duration_sec").ok_or_else(|| {
+            ContextError::Media(
+                Problem::expected(
+                    pointer,
+                    "a video whose duration is given",
+                    "a video file part without \"duration_sec\"",
+                )
+                .with_hint("add \"duration_sec\" (seconds) to the part or its file"),
+            )
         })?;
         let fps = number("fps").unwrap_or(default_fps);
         let level = resolution(&part.extra).or_else(|| resolution(&part.file.extra));
@@ -107,17 +109,25 @@ impl MediaPricer {
 
     /// Tokens of an audio part at JSON pointer `pointer`.
     pub fn audio(&self, part: &AudioPart, pointer: &str) -> Result<u64> {
-        let rate = self.audio_per_second.ok_or_else(|| ContextError::Media {
-            pointer: pointer.to_owned(),
-            what: format!("audio input, which model `{}` does not take", self.model),
-            found: "an input_audio part".into(),
-            hint: Some("transcribe the audio or choose an audio-capable model".into()),
+        let rate = self.audio_per_second.ok_or_else(|| {
+            ContextError::Media(
+                Problem::expected(
+                    pointer,
+                    format!("audio input, which model `{}` does not take", self.model),
+                    "an input_audio part",
+                )
+                .with_hint("transcribe the audio or choose an audio-capable model"),
+            )
         })?;
-        let seconds = audio_seconds(&part.input_audio).map_err(|found| ContextError::Media {
-            pointer: format!("{pointer}/input_audio"),
-            what: "audio whose duration can be read (wav, or pcm16 with sample_rate)".into(),
-            found,
-            hint: Some("add \"duration_sec\" to input_audio for compressed formats".into()),
+        let seconds = audio_seconds(&part.input_audio).map_err(|found| {
+            ContextError::Media(
+                Problem::expected(
+                    format!("{pointer}/input_audio"),
+                    "audio whose duration can be read (wav, or pcm16 with sample_rate)",
+                    found,
+                )
+                .with_hint("add \"duration_sec\" to input_audio for compressed formats"),
+            )
         })?;
         Ok((seconds * rate).ceil() as u64)
     }
