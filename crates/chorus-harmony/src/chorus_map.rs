@@ -20,7 +20,7 @@
 //! get ids `call_0`, `call_1`, ... (their order in the conversation) in [`from_harmony`].
 //! What Harmony cannot carry (images, audio, files, data parts, call ids, message ids and
 //! metadata, unanswered calls followed by answered calls to the same function) is reported as a
-//! [`Loss`].
+//! [`Omission`].
 //!
 //! Harmony → chorus ([`from_harmony`]): the system message is left out; developer instructions
 //! become one chorus `developer` message and its `functions` become the conversation's tools;
@@ -39,9 +39,10 @@ use crate::model::{
     Content, Conversation, DeveloperContent, Message, Role, SystemContent, ToolDescription,
 };
 
-/// Something a chorus message held that the Harmony conversation cannot carry.
+/// Something a chorus message held that the Harmony conversation cannot carry (named apart
+/// from chorus-formats' `Loss`, which also says what the encoder did instead).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Loss {
+pub struct Omission {
     /// JSON pointer into the chorus conversation (`/messages/2/content/1`).
     pub pointer: String,
     /// What was left out.
@@ -54,7 +55,7 @@ pub struct ToHarmony {
     /// The Harmony conversation.
     pub conversation: Conversation,
     /// What could not be carried.
-    pub losses: Vec<Loss>,
+    pub losses: Vec<Omission>,
 }
 
 const FUNCTIONS: &str = "functions.";
@@ -155,7 +156,7 @@ fn assistant_to_harmony(
     index: usize,
     message: &chorus_core::Message,
     turn: &mut Vec<Message>,
-    losses: &mut Vec<Loss>,
+    losses: &mut Vec<Omission>,
 ) {
     let mut text = String::new();
     for (part_index, part) in message.parts().iter().enumerate() {
@@ -195,7 +196,7 @@ fn assistant_to_harmony(
     }
 }
 
-fn text_of(index: usize, message: &chorus_core::Message, losses: &mut Vec<Loss>) -> String {
+fn text_of(index: usize, message: &chorus_core::Message, losses: &mut Vec<Omission>) -> String {
     let mut text = String::new();
     for (part_index, part) in message.parts().iter().enumerate() {
         match part.as_text() {
@@ -210,8 +211,8 @@ fn text_of(index: usize, message: &chorus_core::Message, losses: &mut Vec<Loss>)
     text
 }
 
-fn loss(index: usize, field: &str, what: &str) -> Loss {
-    Loss {
+fn loss(index: usize, field: &str, what: &str) -> Omission {
+    Omission {
         pointer: format!("/messages/{index}{field}"),
         what: what.to_string(),
     }
@@ -230,7 +231,7 @@ fn tool_description(tool: &ToolDefinition) -> ToolDescription {
 fn report_ambiguous_pairings(
     messages: &[chorus_core::Message],
     calls: &HashMap<&str, (usize, String)>,
-    losses: &mut Vec<Loss>,
+    losses: &mut Vec<Omission>,
 ) {
     let answered: Vec<&str> = messages
         .iter()
