@@ -51,3 +51,4 @@ mod ui;
 pub use auth::hash_token;
 pub use config::{AgentEntry, ServerConfig};
 pub use server::{Server, SideStores, Store, bind, shutdown_signal};
+pub use ui::TRACE_URL_VAR;

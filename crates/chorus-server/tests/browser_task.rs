@@ -9,7 +9,7 @@ mod webdriver;
 
 use std::time::Duration;
 
-use chorus_server::ui::TRACE_URL_VAR;
+use chorus_server::TRACE_URL_VAR;
 use chorus_server::{AgentEntry, hash_token};
 use common::*;
 use serde_json::{Value, json};
