@@ -29,12 +29,12 @@ impl Severity {
 /// One problem in a document.
 ///
 /// Its JSON is `{"pointer", "message", "hint"}`, plus `"severity": "warning"` for a warning.
-/// Displayed as `POINTER: MESSAGE (hint: HINT)`; the whole document is `(root)`, and a place that
-/// is not a JSON pointer (a text position such as `1:15`, a token index) is quoted in backticks.
+/// Displayed as `POINTER: MESSAGE (hint: HINT)`; the whole document is `(root)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
     /// JSON pointer of the offending value (`""` is the whole document), or for input that is
-    /// not a JSON document, the position in it (`line:column`, `token N`).
+    /// not JSON, the place in it (`token N`, `byte N`). A JSON syntax error is at the
+    /// pointer where it was noticed, its line and column in the message.
     pub pointer: String,
     /// What was expected and what was found.
     pub message: String,
@@ -84,8 +84,7 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.pointer.as_str() {
             "" => write!(f, "(root): ")?,
-            pointer if pointer.starts_with('/') => write!(f, "{pointer}: ")?,
-            position => write!(f, "`{position}`: ")?,
+            pointer => write!(f, "{pointer}: ")?,
         }
         if self.severity == Severity::Warning {
             write!(f, "warning: ")?;
@@ -117,8 +116,8 @@ mod tests {
             "/x: warning: odd"
         );
         assert_eq!(
-            Problem::expected("1:15", "valid JSON", "the end").to_string(),
-            "`1:15`: expected valid JSON, found the end"
+            Problem::expected("token 3", "<|message|>", "the end").to_string(),
+            "token 3: expected <|message|>, found the end"
         );
     }
 

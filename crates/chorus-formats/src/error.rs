@@ -8,8 +8,8 @@ use crate::loss::{Encoded, Loss};
 /// Any failure of a conversion.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The input is not valid in the source format: where (a JSON pointer, or `line:column` of
-    /// a JSON syntax error, or `token N` in Harmony text), what was expected and found, a hint.
+    /// The input is not valid in the source format: where (a JSON pointer, or `token N` in
+    /// Harmony text), what was expected and found, and a hint when one is known.
     #[error("at {0}")]
     Decode(#[from] Problem),
     /// Strict mode: the target cannot carry everything.

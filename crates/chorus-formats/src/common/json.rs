@@ -6,14 +6,14 @@ use chorus_core::Problem;
 
 use crate::loss::pointer_segment;
 
-/// Parses JSON text, with the position of a syntax error.
+/// Parses JSON text; a syntax error is a problem of the whole document that names its
+/// `line:column`.
 pub fn parse(input: &str) -> Result<Value, Problem> {
     serde_json::from_str(input).map_err(|e| {
-        Problem::expected(
-            format!("{}:{}", e.line(), e.column()),
-            "valid JSON",
-            e.to_string(),
-        )
+        let text = e.to_string();
+        let reason = text.split(" at line ").next().unwrap_or(&text);
+        let found = format!("{reason} at `{}:{}`", e.line(), e.column());
+        Problem::expected("", "valid JSON", found)
     })
 }
 
