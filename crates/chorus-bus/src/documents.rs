@@ -5,9 +5,10 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use chorus_core::Message;
+use chorus_core::Problem;
 use chorus_core::handoff::HandoffMessage;
 use chorus_core::schema::Kind;
-use chorus_core::validate::{Problem, detect_kind};
+use chorus_core::validate::detect_kind;
 
 use crate::check::PublishCheck;
 use crate::envelope::Envelope;

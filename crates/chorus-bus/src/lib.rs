@@ -24,7 +24,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The namespaces: [`hub`] and [`pipeline`] (in-process orchestration), [`bench`] (the load
+//! The namespaces: [`hub`] and [`pipeline`] (in-process orchestration), [`bench`](mod@bench) (the load
 //! behind `chorus bench` and the bus benches) and, with feature `redis`, `redis` (its
 //! persistence check).
 

@@ -19,7 +19,7 @@ use jsonschema::{Draft, ValidationOptions};
 use serde_json::Value;
 use thiserror::Error;
 
-pub use crate::problem::{Problem, Severity};
+use crate::problem::{Problem, Severity};
 pub use checks::routing_id_problem;
 pub use describe::json_type;
 pub use detect::detect_kind;
