@@ -33,16 +33,13 @@ pub enum ContextError {
         message: String,
     },
     /// A `†kind.path` variable or an `_outputPath` could not be resolved.
-    #[error("{pointer}: variable `{variable}` cannot be resolved: {reason}{}", hint_suffix(.hint))]
+    #[error("{problem}")]
     Variable {
-        /// JSON pointer of the string holding the variable.
-        pointer: String,
         /// The variable as written.
         variable: String,
-        /// Why it failed.
-        reason: String,
-        /// Keys that exist at the failing level, or another hint.
-        hint: Option<String>,
+        /// At the JSON pointer of the string holding the variable: why it cannot be resolved,
+        /// with the keys that exist at the failing level (or another hint).
+        problem: chorus_core::Problem,
     },
     /// Tool-call arguments are not a JSON document.
     #[error("{pointer}: expected tool-call arguments as a JSON string; found {found}")]
@@ -75,10 +72,21 @@ pub enum ContextError {
     },
 }
 
-fn hint_suffix(hint: &Option<String>) -> String {
-    hint.as_ref()
-        .map(|h| format!(" (hint: {h})"))
-        .unwrap_or_default()
+impl ContextError {
+    /// The variable `variable` at `pointer` cannot be resolved, for `reason`.
+    pub(crate) fn variable(
+        pointer: &str,
+        variable: String,
+        reason: impl std::fmt::Display,
+        hint: Option<String>,
+    ) -> ContextError {
+        let mut problem = chorus_core::Problem::error(
+            pointer,
+            format!("variable `{variable}` cannot be resolved: {reason}"),
+        );
+        problem.hint = hint;
+        ContextError::Variable { variable, problem }
+    }
 }
 
 /// Result with [`ContextError`].

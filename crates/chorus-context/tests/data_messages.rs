@@ -92,21 +92,15 @@ fn variables_resolve_whole_values_and_inside_text() {
 fn a_missing_path_names_the_pointer_and_the_keys_there() {
     let call = ToolCall::function("c1", "weather", &json!({"q": {"city": "†input.town"}}));
     let err = resolve_call(&call, &history_with_state(), "/messages/1/tool_calls/0").unwrap_err();
-    let ContextError::Variable {
-        pointer,
-        variable,
-        hint,
-        ..
-    } = &err
-    else {
+    let ContextError::Variable { variable, problem } = &err else {
         panic!("{err}")
     };
     assert_eq!(
-        pointer,
+        problem.pointer,
         "/messages/1/tool_calls/0/function/arguments/q/city"
     );
     assert_eq!(variable, "†input.town");
-    assert_eq!(hint.as_deref(), Some("keys of input: [city, days]"));
+    assert_eq!(problem.hint.as_deref(), Some("keys of input: [city, days]"));
     let unknown_kind = ToolCall::function("c2", "f", &json!({"a": "†nope.x"}));
     let err = resolve_call(&unknown_kind, &history_with_state(), "/m").unwrap_err();
     assert!(

@@ -27,22 +27,22 @@ pub fn output_data(call: &ToolCall, result: &Message, pointer: &str) -> Result<O
         (None, None) => return Ok(None),
     };
     let Value::String(path) = path else {
-        return Err(ContextError::Variable {
-            pointer: at,
-            variable: path.to_string(),
-            reason: format!("expected a string like \"state.result\"; found {path}"),
-            hint: None,
-        });
+        return Err(ContextError::variable(
+            &at,
+            path.to_string(),
+            format!("expected a string like \"state.result\"; found {path}"),
+            None,
+        ));
     };
     let trimmed = path.trim_start_matches(SIGIL);
     let segments: Vec<&str> = trimmed.split('.').collect();
     if segments.iter().any(|s| s.is_empty()) {
-        return Err(ContextError::Variable {
-            pointer: at,
-            variable: path.clone(),
-            reason: "expected dot-separated non-empty names like \"state.result\"".into(),
-            hint: None,
-        });
+        return Err(ContextError::variable(
+            &at,
+            path.clone(),
+            "expected dot-separated non-empty names like \"state.result\"",
+            None,
+        ));
     }
     let (kind, keys) = if segments.len() == 1 {
         ("state", segments.as_slice())

@@ -101,11 +101,8 @@ fn resolve_string(text: &str, messages: &[Message], pointer: &str) -> Result<Val
 pub fn lookup(variable: &str, messages: &[Message], pointer: &str) -> Result<Value> {
     let mut segments = variable.split('.');
     let kind = segments.next().unwrap_or_default();
-    let fail = |reason: String, hint: Option<String>| ContextError::Variable {
-        pointer: pointer.to_owned(),
-        variable: format!("{SIGIL}{variable}"),
-        reason,
-        hint,
+    let fail = |reason: String, hint: Option<String>| {
+        ContextError::variable(pointer, format!("{SIGIL}{variable}"), reason, hint)
     };
     let Some(data) = current(messages, kind, None) else {
         let mut kinds: Vec<String> = data_parts(messages)
