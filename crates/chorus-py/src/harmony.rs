@@ -253,6 +253,30 @@ fn tool_namespace(name: &str) -> PyResult<String> {
     serde_json::to_string(&namespace).map_err(error)
 }
 
+/// Maps a chorus conversation (JSON) to a Harmony one under the default system message: the
+/// Harmony conversation's JSON and what it could not carry (pointer, what).
+#[pyfunction]
+fn from_chorus(chorus_json: &str) -> PyResult<(String, Vec<(String, String)>)> {
+    let source: chorus_core::Conversation = serde_json::from_str(chorus_json).map_err(error)?;
+    let mapped = chorus_harmony::chorus_map::to_harmony(&source, SystemContent::default());
+    let losses = mapped
+        .losses
+        .into_iter()
+        .map(|loss| (loss.pointer, loss.what))
+        .collect();
+    Ok((
+        serde_json::to_string(&mapped.conversation).map_err(error)?,
+        losses,
+    ))
+}
+
+/// Maps a Harmony conversation (JSON) to a chorus one (JSON).
+#[pyfunction]
+fn to_chorus(harmony_json: &str) -> PyResult<String> {
+    let source: Conversation = reference_json::from_str(harmony_json).map_err(error)?;
+    serde_json::to_string(&chorus_harmony::chorus_map::from_harmony(&source)).map_err(error)
+}
+
 /// Writes the vocabulary as tiktoken's `o200k_base.tiktoken` file (for tools that load it).
 #[pyfunction]
 fn write_tiktoken_file(path: std::path::PathBuf) -> PyResult<()> {
@@ -443,5 +467,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(stop_tokens_for_assistant_actions, module)?)?;
     module.add_function(wrap_pyfunction!(tool_namespace, module)?)?;
     module.add_function(wrap_pyfunction!(write_tiktoken_file, module)?)?;
+    module.add_function(wrap_pyfunction!(from_chorus, module)?)?;
+    module.add_function(wrap_pyfunction!(to_chorus, module)?)?;
     Ok(())
 }

@@ -8,7 +8,9 @@ chorus's Rust implementation, token-exact with the reference. Beyond the referen
 * the vocabulary is embedded: :func:`load_harmony_encoding` never downloads anything;
 * ``strict=False`` parses leniently: real model output never raises, and
   :meth:`HarmonyEncoding.parse_messages_with_repairs` / :attr:`StreamableParser.repairs` say
-  what was repaired.
+  what was repaired;
+* :func:`from_chorus` and :func:`to_chorus` map chorus conversations (the superset of OpenAI
+  Chat that ``chorus.formats`` converts) to Harmony and back.
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ __all__ = [
     "TextContent",
     "ToolDescription",
     "ToolNamespaceConfig",
+    "from_chorus",
     "load_harmony_encoding",
+    "to_chorus",
 ]
 
 
@@ -670,3 +674,16 @@ class HarmonyEncodingName(str, Enum):
 def load_harmony_encoding(name: Union[str, HarmonyEncodingName]) -> HarmonyEncoding:
     """The encoding named ``name``; loads offline (the vocabulary is embedded)."""
     return HarmonyEncoding(str(name))
+
+
+def from_chorus(conversation: Dict[str, Any]) -> Tuple[Conversation, List[Tuple[str, str]]]:
+    """A chorus conversation (a dict) as a Harmony :class:`Conversation` under the default
+    system message, and what Harmony cannot carry: ``(JSON pointer, what)`` pairs."""
+    harmony_json, losses = _native.from_chorus(json.dumps(conversation))
+    return Conversation.from_json(harmony_json), list(losses)
+
+
+def to_chorus(conversation: Conversation) -> Dict[str, Any]:
+    """A Harmony :class:`Conversation` as a chorus conversation (a dict)."""
+    mapped: Dict[str, Any] = json.loads(_native.to_chorus(conversation.to_json()))
+    return mapped

@@ -261,3 +261,25 @@ def test_loads_offline_without_a_vocabulary_file(monkeypatch: Any) -> None:
         ours.load_harmony_encoding("NoSuchEncoding")
 
 
+
+
+def test_chorus_conversations_map_to_harmony_and_back() -> None:
+    from chorus import context
+
+    chat = {"messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Hi 👋, who are you?"},
+                         {"role": "assistant", "content": "A helper."},
+                         {"role": "user", "content": "Thanks"}]}
+    conversation, losses = ours.from_chorus(chat)
+    assert losses == []
+    tokens = encoding(ours).render_conversation_for_completion(conversation, ours.Role.ASSISTANT)
+    # chorus counts gpt-oss conversations as exactly this rendering.
+    assert context.count(chat, model="gpt-oss-120b")["total"] == len(tokens)
+    back = ours.to_chorus(conversation)
+    def text(content: Any) -> str:
+        if isinstance(content, str):
+            return content
+        return "".join(part["text"] for part in content if part.get("type") == "text")
+
+    texts = [text(m["content"]) for m in back["messages"] if m["role"] in ("user", "assistant")]
+    assert texts == ["Hi 👋, who are you?", "A helper.", "Thanks"]
