@@ -10,9 +10,11 @@ depend on the machine (see docs/performance.md for recorded ones).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,7 @@ from chorus import _native
 
 # Both oracles read the vocabulary chorus embeds, from files it writes (no download).
 VOCABULARY = tempfile.mkdtemp(prefix="chorus-bench-")
+atexit.register(shutil.rmtree, VOCABULARY, True)
 _native.write_tiktoken_file(os.path.join(VOCABULARY, "o200k_base.tiktoken"))
 URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 _native.write_tiktoken_file(os.path.join(VOCABULARY, hashlib.sha1(URL.encode()).hexdigest()))

@@ -8,8 +8,10 @@ reference installed the differential tests are skipped, unless ``CHORUS_TEST_PYT
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
+import shutil
 import tempfile
 from types import ModuleType
 
@@ -19,11 +21,10 @@ from chorus import _native
 
 
 def _vocabulary_folder() -> str:
-    folder = os.path.join(tempfile.gettempdir(), f"chorus-py-vocab-{os.getpid()}")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "o200k_base.tiktoken")
-    if not os.path.exists(path):
-        _native.write_tiktoken_file(path)
+    """A temporary folder with the vocabulary, removed when the run ends."""
+    folder = tempfile.mkdtemp(prefix="chorus-py-vocab-")
+    atexit.register(shutil.rmtree, folder, True)
+    _native.write_tiktoken_file(os.path.join(folder, "o200k_base.tiktoken"))
     return folder
 
 

@@ -9,7 +9,7 @@ import os
 import random
 import tempfile
 from types import ModuleType
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
@@ -20,13 +20,13 @@ from generate import WORDS
 
 
 @pytest.fixture(scope="module")
-def tiktoken() -> ModuleType:
+def tiktoken() -> Iterator[ModuleType]:
     """tiktoken, its o200k_base file written by chorus into its cache (no download)."""
-    folder = tempfile.mkdtemp(prefix="chorus-tiktoken-")
-    url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
-    _native.write_tiktoken_file(os.path.join(folder, hashlib.sha1(url.encode()).hexdigest()))
-    os.environ["TIKTOKEN_CACHE_DIR"] = folder
-    return oracle("tiktoken")
+    with tempfile.TemporaryDirectory(prefix="chorus-tiktoken-") as folder:
+        url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+        _native.write_tiktoken_file(os.path.join(folder, hashlib.sha1(url.encode()).hexdigest()))
+        os.environ["TIKTOKEN_CACHE_DIR"] = folder
+        yield oracle("tiktoken")
 
 
 def texts(seed: int, n: int) -> List[str]:
