@@ -1,7 +1,8 @@
 //! Token counting and trimming for `chorus.context` (chorus-context), JSON in and out.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use chorus_context::trim::trim_chorus;
 use chorus_context::{CostTable, HfTokenizer, TokenCounter};
@@ -31,11 +32,22 @@ fn counter(
     let table = CostTable::default();
     match tokenizer {
         None => TokenCounter::with_table(model, &table),
-        Some(path) => {
-            let file = HfTokenizer::from_file(Path::new(path))?;
-            TokenCounter::with_tokenizer(Arc::new(file), model, &table)
-        }
+        Some(path) => TokenCounter::with_tokenizer(loaded(path)?, model, &table),
     }
+}
+
+/// The tokenizer.json at `path`, read once per process (a large file takes a while to load).
+fn loaded(path: &str) -> Result<Arc<HfTokenizer>, chorus_context::ContextError> {
+    static LOADED: LazyLock<Mutex<HashMap<String, Arc<HfTokenizer>>>> =
+        LazyLock::new(Default::default);
+    if let Some(found) = LOADED.lock().ok().and_then(|map| map.get(path).cloned()) {
+        return Ok(found);
+    }
+    let tokenizer = Arc::new(HfTokenizer::from_file(Path::new(path))?);
+    if let Ok(mut map) = LOADED.lock() {
+        map.insert(path.to_string(), tokenizer.clone());
+    }
+    Ok(tokenizer)
 }
 
 fn read(input: &str, from_: &str) -> PyResult<Conversation> {
@@ -61,10 +73,11 @@ fn count(
     })
 }
 
-/// Counts one text.
+/// Counts one text (with a tokenizer.json when given).
 #[pyfunction]
-fn count_text(py: Python<'_>, text: &str, model: &str) -> PyResult<usize> {
-    let counter = counter(model, None).map_err(error)?;
+#[pyo3(signature = (text, model, tokenizer=None))]
+fn count_text(py: Python<'_>, text: &str, model: &str, tokenizer: Option<&str>) -> PyResult<usize> {
+    let counter = counter(model, tokenizer).map_err(error)?;
     Ok(py.detach(|| counter.count_text(text)))
 }
 

@@ -29,9 +29,9 @@ def count(
     return counted
 
 
-def count_text(text: str, *, model: str) -> int:
-    """The tokens of one text for ``model``."""
-    return _native.count_text(text, model)
+def count_text(text: str, *, model: str, tokenizer: Optional[str] = None) -> int:
+    """The tokens of one text for ``model`` (or by the tokenizer.json at ``tokenizer``)."""
+    return _native.count_text(text, model, tokenizer)
 
 
 def trim(

@@ -42,6 +42,21 @@ def test_count_text_equals_tiktoken_o200k(tiktoken: ModuleType) -> None:
             len(encoding.encode(text, disallowed_special=())), repr(text)
 
 
+def test_count_with_a_tokenizer_json_equals_python_tokenizers() -> None:
+    path = os.environ.get("CHORUS_TEST_QWEN3_TOKENIZER")
+    if not path:
+        pytest.skip("not run: CHORUS_TEST_QWEN3_TOKENIZER (Qwen3's tokenizer.json) is not set")
+    tokenizer = oracle("tokenizers").Tokenizer.from_file(path)
+    for text in texts(2, 200) + ["天" * 500, "a " * 300]:
+        expected = len(tokenizer.encode(text, add_special_tokens=False).ids)
+        assert context.count_text(text, model="qwen3-8b", tokenizer=path) == expected, repr(text)
+    counted = context.count({"messages": [{"role": "user", "content": "你好"}]},
+                            model="qwen3-8b", tokenizer=path)
+    assert counted["exact"] is True and counted["total"] > 0
+    with pytest.raises(context.ContextError):
+        context.count_text("x", model="qwen3-8b", tokenizer="/nonexistent/tokenizer.json")
+
+
 def test_count_has_a_breakdown_that_adds_up() -> None:
     conversation = {"messages": [{"role": "system", "content": "Be brief."},
                                  {"role": "user", "content": "Привет 🎉"}]}
