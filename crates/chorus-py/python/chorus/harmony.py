@@ -586,7 +586,13 @@ class StreamState(Enum):
 
 
 class StreamableParser:
-    """Parses completion tokens one at a time."""
+    """Parses completion tokens one at a time.
+
+    ``strict=False`` streams with chorus's lenient parser: it never raises and reports its
+    repairs (:attr:`repairs`), but unlike :meth:`HarmonyEncoding.parse_messages_from_completion_tokens`
+    (which reads strictly first) it may read an unusual valid header its own way: ``developer
+    code`` is a content type to it, a recipient to the reference.
+    """
 
     def __init__(
         self, encoding: HarmonyEncoding, role: Optional[Role], *, strict: bool = True
