@@ -82,6 +82,9 @@ pub struct DeadLetter {
     pub bytes: Vec<u8>,
     /// The routing keys, when the message had been accepted.
     pub envelope: Option<Envelope>,
+    /// When it became a dead letter, Unix ms (none for a letter a NATS or Redis store kept
+    /// before the time was recorded).
+    pub at_ms: Option<i64>,
 }
 
 /// What a `handle_once` handler did, committed together with the message id.

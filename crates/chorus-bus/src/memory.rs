@@ -597,6 +597,7 @@ impl Bus for MemoryBus {
             // Still under the queue lock: nobody sees the message neither queued nor dead.
             let mut dead = lock(&self.dead);
             dead.next += 1;
+            let now = now_ms();
             let letter = DeadLetter {
                 id: dead.next.to_string(),
                 message_id: Some(d.envelope.id.clone()),
@@ -604,8 +605,9 @@ impl Bus for MemoryBus {
                 reason,
                 bytes: d.envelope.bytes.to_vec(),
                 envelope: Some((*d.envelope).clone()),
+                at_ms: Some(now),
             };
-            dead.letters.push_back((now_ms(), letter));
+            dead.letters.push_back((now, letter));
         })?;
         Ok(())
     }
@@ -619,6 +621,7 @@ impl Bus for MemoryBus {
         let mut dead = lock(&self.dead);
         dead.next += 1;
         let id = dead.next.to_string();
+        let now = now_ms();
         let letter = DeadLetter {
             id: id.clone(),
             message_id: message_id.map(str::to_owned),
@@ -626,8 +629,9 @@ impl Bus for MemoryBus {
             reason,
             bytes: bytes.to_vec(),
             envelope: None,
+            at_ms: Some(now),
         };
-        dead.letters.push_back((now_ms(), letter));
+        dead.letters.push_back((now, letter));
         Ok(id)
     }
 

@@ -3,7 +3,8 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::DeadReason;
+use crate::config::now_ms;
+use crate::delivery::{DeadReason, Delivery};
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
 
@@ -14,6 +15,38 @@ pub(crate) struct DeadInfo {
     pub queue: Option<String>,
     pub reason: DeadReason,
     pub envelope: Option<Envelope>,
+    /// When it became a dead letter, Unix ms (absent in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<i64>,
+}
+
+impl DeadInfo {
+    /// The record of a delivery dead-lettered now for `reason` (its envelope without the
+    /// bytes, which are kept beside it).
+    pub(crate) fn of_delivery(d: &Delivery, reason: DeadReason) -> DeadInfo {
+        let env = (*d.envelope).clone();
+        DeadInfo {
+            message_id: Some(env.id.clone()),
+            queue: Some(d.queue.to_string()),
+            reason,
+            envelope: Some(Envelope {
+                bytes: Bytes::new(),
+                ..env
+            }),
+            at_ms: Some(now_ms()),
+        }
+    }
+
+    /// The record of a document refused on publish now for `reason`.
+    pub(crate) fn rejected(message_id: Option<&str>, reason: DeadReason) -> DeadInfo {
+        DeadInfo {
+            message_id: message_id.map(str::to_owned),
+            queue: None,
+            reason,
+            envelope: None,
+            at_ms: Some(now_ms()),
+        }
+    }
 }
 
 /// What `commit_once` keeps per (handler, message id): the effect and its outgoing messages.

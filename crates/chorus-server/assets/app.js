@@ -109,7 +109,14 @@ function confirmations(page) {
     }) : el("p", { class: "empty" }, "Nothing waits for a person."));
 }
 
-/** One dead letter: the message, its time, sender → recipient, why, and Replay and Delete. */
+/** When a dead letter became one, as a `time` element (nothing when the store did not say). */
+function deadAt(ms) {
+  if (typeof ms !== "number") return "";
+  const iso = new Date(ms).toISOString();
+  return el("time", { class: "dead-at", datetime: iso, title: "when it became a dead letter" }, `dead-lettered ${when(iso)}`);
+}
+
+/** One dead letter: the message, its time, when it died, sender → recipient, why, and Replay and Delete. */
 function deadLetter(d) {
   const doc = d.message && typeof d.message === "object" ? d.message : {};
   const md = (doc.metadata && typeof doc.metadata === "object" && doc.metadata) || {};
@@ -124,7 +131,8 @@ function deadLetter(d) {
   const id = encodeURIComponent(d.id);
   return el("article", { class: "dead-letter", "data-id": d.id },
     el("header", {}, el("strong", {}, d.message_id || "(no message id)"), type ? el("span", { class: "handoff-type" }, type) : "",
-      md.timestamp ? el("time", { datetime: md.timestamp, title: "the message's own time" }, when(md.timestamp)) : ""),
+      md.timestamp ? el("time", { datetime: md.timestamp, title: "the message's own time" }, when(md.timestamp)) : "",
+      deadAt(d.dead_at_ms)),
     el("p", {}, sender || recipient ? `${sender || "?"} → ${recipient || "?"}` : "",
       d.queue ? ` · taken from inbox ${d.queue}` : " · refused on publish",
       md.task_id ? el("a", { class: "task-link", href: `#/task/${encodeURIComponent(md.task_id)}` }, ` · task ${md.task_id}`) : ""),

@@ -82,6 +82,8 @@ async fn search_finds_tasks_correlations_inboxes_and_dead_letters() {
         .await;
     assert!(letter.contains("invalid: /recipient"), "{letter}");
     assert!(letter.contains("refused on publish"), "{letter}");
+    // When it became a dead letter, as the store recorded it (this century, in UTC).
+    assert!(letter.contains("dead-lettered 20"), "{letter}");
     browser
         .click("#found-dead-letters article.dead-letter button.delete")
         .await;

@@ -135,6 +135,7 @@ fn dead_from(
             ..e
         }),
         bytes,
+        at_ms: info.at_ms,
     })
 }
 
@@ -704,16 +705,7 @@ impl Bus for NatsBus {
     }
 
     async fn dead_letter(&self, d: &Delivery, reason: DeadReason) -> BusResult<()> {
-        let env = (*d.envelope).clone();
-        let info = DeadInfo {
-            message_id: Some(env.id.clone()),
-            queue: Some(d.queue.to_string()),
-            reason,
-            envelope: Some(Envelope {
-                bytes: bytes::Bytes::new(),
-                ..env
-            }),
-        };
+        let info = DeadInfo::of_delivery(d, reason);
         self.add_dead(info, &d.envelope.bytes).await?;
         self.settle(d, "+TERM".into(), true).await
     }
@@ -724,12 +716,7 @@ impl Bus for NatsBus {
         message_id: Option<&str>,
         reason: DeadReason,
     ) -> BusResult<String> {
-        let info = DeadInfo {
-            message_id: message_id.map(str::to_owned),
-            queue: None,
-            reason,
-            envelope: None,
-        };
+        let info = DeadInfo::rejected(message_id, reason);
         self.add_dead(info, bytes).await
     }
 

@@ -433,16 +433,7 @@ impl Bus for RedisBus {
     }
 
     async fn dead_letter(&self, d: &Delivery, reason: DeadReason) -> BusResult<()> {
-        let env = (*d.envelope).clone();
-        let info = DeadInfo {
-            message_id: Some(env.id.clone()),
-            queue: Some(d.queue.to_string()),
-            reason,
-            envelope: Some(Envelope {
-                bytes: bytes::Bytes::new(),
-                ..env
-            }),
-        };
+        let info = DeadInfo::of_delivery(d, reason);
         self.add_dead(&info, &d.envelope.bytes, Some(self.parts(d)?))
             .await?;
         Ok(())
@@ -454,12 +445,7 @@ impl Bus for RedisBus {
         message_id: Option<&str>,
         reason: DeadReason,
     ) -> BusResult<String> {
-        let info = DeadInfo {
-            message_id: message_id.map(str::to_owned),
-            queue: None,
-            reason,
-            envelope: None,
-        };
+        let info = DeadInfo::rejected(message_id, reason);
         self.add_dead(&info, bytes, None).await
     }
 

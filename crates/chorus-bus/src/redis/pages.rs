@@ -29,6 +29,7 @@ pub(super) fn dead_letter(id: &str, value: &[u8]) -> BusResult<DeadLetter> {
             ..e
         }),
         bytes,
+        at_ms: info.at_ms,
     })
 }
 

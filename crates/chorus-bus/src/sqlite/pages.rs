@@ -8,7 +8,7 @@ use crate::envelope::Envelope;
 use crate::error::BusResult;
 use crate::retention::{Page, TrackCursor, number_cursor};
 
-const DEAD_COLS: &str = "id, message_id, queue, reason, bytes, envelope";
+const DEAD_COLS: &str = "id, message_id, queue, reason, bytes, envelope, at_ms";
 
 /// SQLite's integer for a count or a limit (saturating).
 fn int(n: impl TryInto<i64>) -> i64 {
@@ -23,6 +23,7 @@ type DeadRow = (
     String,
     Vec<u8>,
     Option<String>,
+    i64,
 );
 
 fn dead_row(r: &Row<'_>) -> rusqlite::Result<DeadRow> {
@@ -33,11 +34,14 @@ fn dead_row(r: &Row<'_>) -> rusqlite::Result<DeadRow> {
         r.get(3)?,
         r.get(4)?,
         r.get(5)?,
+        r.get(6)?,
     ))
 }
 
 /// A dead letter from its row (the JSON columns parsed).
-fn dead_letter((id, message_id, queue, reason, bytes, envelope): DeadRow) -> BusResult<DeadLetter> {
+fn dead_letter(
+    (id, message_id, queue, reason, bytes, envelope, at_ms): DeadRow,
+) -> BusResult<DeadLetter> {
     let envelope = envelope
         .map(|e| serde_json::from_str::<Envelope>(&e))
         .transpose()
@@ -53,6 +57,7 @@ fn dead_letter((id, message_id, queue, reason, bytes, envelope): DeadRow) -> Bus
         reason: serde_json::from_str(&reason).map_err(json_error)?,
         bytes,
         envelope,
+        at_ms: Some(at_ms),
     })
 }
 

@@ -285,8 +285,32 @@ async fn one(bus: &Arc<dyn Bus>, queue: &str, wait: Duration) -> Option<chorus_b
     got.pop()
 }
 
+/// Unix milliseconds now, by the test's own clock.
+fn wall_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970");
+    i64::try_from(since.as_millis()).expect("milliseconds fit")
+}
+
+/// Each letter says when it became one, between `before` and now.
+fn dead_between(letters: &[chorus_bus::DeadLetter], before: i64) {
+    let after = wall_ms();
+    for l in letters {
+        let at = l
+            .at_ms
+            .unwrap_or_else(|| panic!("dead letter {} has no time", l.id));
+        assert!(
+            (before..=after).contains(&at),
+            "dead letter {} at {at}, not within {before}..={after}",
+            l.id
+        );
+    }
+}
+
 pub async fn invalid_is_refused_and_dead_lettered(f: &Fixture) {
     let bus = (f.open)(quick()).await;
+    let before = wall_ms();
     let mut bad = packet(&mid(), json!("agent"), "high", "ESCALATION");
     bad["metadata"].as_object_mut().unwrap().remove("task_id");
     let raw = bytes(&bad);
@@ -309,6 +333,7 @@ pub async fn invalid_is_refused_and_dead_lettered(f: &Fixture) {
     assert!(err.to_string().contains("invalid JSON at line 1"), "{err}");
     let letters = bus.dead_letters().await.unwrap();
     assert_eq!(letters.len(), 2);
+    dead_between(&letters, before);
     assert_eq!(letters[0].id, dead_letter_id);
     assert_eq!(letters[0].bytes, raw, "original bytes kept");
     assert_eq!(letters[0].reason, DeadReason::Invalid { issues });
@@ -570,6 +595,7 @@ pub async fn redelivery_after_ack_deadline(f: &Fixture) {
 
 pub async fn max_deliver_dead_letters(f: &Fixture) {
     let bus = (f.open)(quick()).await;
+    let before = wall_ms();
     let id = mid();
     publish(&bus, &packet(&id, json!("agent"), "LOW", "NOTIFICATION")).await;
     for attempt in 1..=3 {
@@ -590,6 +616,7 @@ pub async fn max_deliver_dead_letters(f: &Fixture) {
     assert_eq!(letters[0].message_id.as_deref(), Some(id.as_str()));
     assert_eq!(letters[0].reason, DeadReason::MaxDeliver { attempts: 3 });
     assert_eq!(letters[0].queue.as_deref(), Some("agent"));
+    dead_between(&letters, before);
 }
 
 pub async fn duplicate_ids_are_delivered_once(f: &Fixture) {

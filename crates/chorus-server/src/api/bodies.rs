@@ -50,6 +50,9 @@ pub struct DeadLetterBody {
     /// The document as published (a string when it was not JSON).
     #[schema(value_type = Object)]
     pub message: Value,
+    /// When it became a dead letter, Unix milliseconds (null for a letter a NATS or Redis
+    /// store kept before chorus recorded the time).
+    pub dead_at_ms: Option<i64>,
 }
 
 /// The answer for a stored message (`seq`: its place in a conversation's log).
@@ -74,6 +77,7 @@ impl From<DeadLetter> for DeadLetterBody {
             id: d.id,
             message_id: d.message_id,
             queue: d.queue,
+            dead_at_ms: d.at_ms,
         }
     }
 }
