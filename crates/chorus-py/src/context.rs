@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use chorus_context::data::{data_parts, merge_parts, render_all};
 use chorus_context::trim::trim_chorus;
 use chorus_context::{CostTable, HfTokenizer, TokenCounter};
 use chorus_core::{Conversation, Message};
@@ -118,11 +119,41 @@ fn trim(
     })
 }
 
-/// Adds `count`, `count_text`, `trim` and `ContextError` to the module.
+/// The data parts of a chorus conversation merged by identity (seed 004), as a JSON list of
+/// `{kind, instance, data, description, schema}`.
+#[pyfunction]
+fn merge_data(conversation: &str) -> PyResult<String> {
+    let conversation = read(conversation, "chorus")?;
+    let merged: Vec<serde_json::Value> = merge_parts(data_parts(&conversation.messages))
+        .into_iter()
+        .map(|m| {
+            serde_json::json!({
+                "kind": m.kind,
+                "instance": m.instance,
+                "data": m.data,
+                "description": m.description,
+                "schema": m.schema,
+            })
+        })
+        .collect();
+    serde_json::to_string(&merged).map_err(error)
+}
+
+/// The text a model is shown for the merged data parts of a chorus conversation.
+#[pyfunction]
+fn render_data(conversation: &str) -> PyResult<String> {
+    let conversation = read(conversation, "chorus")?;
+    Ok(render_all(&merge_parts(data_parts(&conversation.messages))))
+}
+
+/// Adds `count`, `count_text`, `trim`, `merge_data`, `render_data` and `ContextError` to the
+/// module.
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("ContextError", module.py().get_type::<ContextError>())?;
     module.add_function(wrap_pyfunction!(count, module)?)?;
     module.add_function(wrap_pyfunction!(count_text, module)?)?;
     module.add_function(wrap_pyfunction!(trim, module)?)?;
+    module.add_function(wrap_pyfunction!(merge_data, module)?)?;
+    module.add_function(wrap_pyfunction!(render_data, module)?)?;
     Ok(())
 }

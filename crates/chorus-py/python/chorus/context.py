@@ -1,16 +1,17 @@
-"""Token counting (per message, by category) and trimming of chorus conversations.
+"""Token counting (per message, by category) and trimming of chorus conversations; data
+parts (seed 004) merged by identity and rendered for a model.
 
 >>> count({"messages": [{"role": "user", "content": "hello"}]}, model="gpt-4o")["total"]
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _json, _native
 from ._native import ContextError
 
-__all__ = ["ContextError", "count", "count_text", "trim"]
+__all__ = ["ContextError", "count", "count_text", "merge_data", "render_data", "trim"]
 
 
 def count(
@@ -51,3 +52,18 @@ def trim(
     kept_conversation: Dict[str, Any] = _json.loads(kept)
     trim_report: Dict[str, Any] = _json.loads(report)
     return kept_conversation, trim_report
+
+
+def merge_data(conversation: Any) -> List[Dict[str, Any]]:
+    """The data parts of a chorus conversation merged by identity (``kind``, refined by
+    ``_instance``): objects merge deeply, later values win, arrays are replaced whole. One
+    ``{"kind", "instance", "data", "description", "schema"}`` per identity, in the order first
+    seen."""
+    merged: List[Dict[str, Any]] = _json.loads(_native.merge_data(_json.dumps(conversation)))
+    return merged
+
+
+def render_data(conversation: Any) -> str:
+    """The text a model is shown for the merged data parts of a chorus conversation (what
+    ``chorus`` puts in the context in place of the parts themselves)."""
+    return _native.render_data(_json.dumps(conversation))

@@ -5,6 +5,7 @@ there are some: token counts against ``tiktoken`` (o200k_base), validation again
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import tempfile
@@ -140,3 +141,63 @@ def test_check_raises_with_pointers() -> None:
     assert "message" in validate.kinds()
     with pytest.raises(ValueError):
         validate.validate({}, "no-such-kind")
+
+
+def _deep_merge(base: Any, later: Any) -> Any:
+    """Seed 004's merge, written from its text: objects key by key, anything else replaced."""
+    if isinstance(base, dict) and isinstance(later, dict):
+        out = dict(base)
+        for key, value in later.items():
+            out[key] = _deep_merge(out[key], value) if key in out else value
+        return out
+    return later
+
+
+def _random_value(rng: random.Random, depth: int) -> Any:
+    pick = rng.randrange(6 if depth < 3 else 4)
+    if pick == 0:
+        return rng.choice(WORDS)
+    if pick == 1:
+        return rng.choice([0, -7, 2.5, 2**40, True, None])
+    if pick == 2:
+        return [rng.choice(WORDS) for _ in range(rng.randrange(3))]
+    if pick == 3:
+        return rng.randrange(100)
+    return {rng.choice(["a", "b", "ключ", "名前"]): _random_value(rng, depth + 1)
+            for _ in range(rng.randrange(1, 4))}
+
+
+def test_data_parts_merge_by_identity_and_render_for_the_model() -> None:
+    rng = random.Random(20261125)
+    for case in range(200):
+        parts: List[Dict[str, Any]] = []
+        expected: Dict[Any, Dict[str, Any]] = {}
+        order: List[Any] = []
+        for _ in range(rng.randrange(1, 7)):
+            part: Dict[str, Any] = {"type": "data", "kind": rng.choice(["state", "user"]),
+                                    "data": _random_value(rng, 0)}
+            if rng.random() < 0.4:
+                part["_instance"] = rng.choice(["a", "b"])
+            if rng.random() < 0.3:
+                part["description"] = rng.choice(WORDS)
+            parts.append(part)
+            key = (part["kind"], part.get("_instance"))
+            if key not in expected:
+                order.append(key)
+                expected[key] = {"kind": part["kind"], "instance": part.get("_instance"),
+                                 "data": part["data"], "description": part.get("description"),
+                                 "schema": None}
+            else:
+                seen = expected[key]
+                seen["data"] = _deep_merge(seen["data"], part["data"])
+                if "description" in part:
+                    seen["description"] = part["description"]
+        conversation = {"messages": [{"role": "user", "content": [p]} for p in parts]}
+        merged = context.merge_data(conversation)
+        assert merged == [expected[k] for k in order], f"case {case}: {parts}"
+        text = context.render_data(conversation)
+        # One block per identity, in order, each with the merged data as indented JSON.
+        headings = [line for line in text.splitlines() if line.startswith("## Data: ")]
+        assert [h.split("¶")[1].split(" ")[0] for h in headings] == [k[0] for k in order]
+        for m in merged:
+            assert json.dumps(m["data"], indent=2, ensure_ascii=False) in text
