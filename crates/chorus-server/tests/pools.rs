@@ -182,10 +182,15 @@ async fn sqlite_server(ack_wait_secs: u64) -> (tempfile::TempDir, Arc<TestServer
     (dir, Arc::new(server))
 }
 
-/// Two servers on one store: what the last stream of the pool on `one` held and did not settle
-/// goes back to the store when it closes, and the stream on `other` gets it well before the ack
-/// wait (30 s) would have given it back.
-async fn hands_back_to_another_server(one: &TestServer, other: &TestServer, prefix: &str) {
+/// What a stream of the pool on `one` held and did not settle goes, when it closes, to a stream
+/// of the pool on `other` (the same server, or another on the same store) within `within`, well
+/// before the 30 s ack wait would have given it back, each message as its attempt `attempt`.
+async fn hands_back(
+    (one, other): (&TestServer, &TestServer),
+    prefix: &str,
+    within: Duration,
+    attempt: u64,
+) {
     publish_to_pool(one, prefix, 3).await;
     let mut first = SseReader::open_with(one, "pool", BOB, "max_in_flight=3").await;
     for _ in 0..3 {
@@ -197,7 +202,7 @@ async fn hands_back_to_another_server(one: &TestServer, other: &TestServer, pref
             .next_within(Duration::from_millis(300))
             .await
             .is_none(),
-        "held by the first server's stream"
+        "held by the first stream"
     );
     drop(first);
     let started = std::time::Instant::now();
@@ -206,14 +211,19 @@ async fn hands_back_to_another_server(one: &TestServer, other: &TestServer, pref
         got.push(delivered(&second.next().await));
     }
     assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "handed back through the store, not after the 30 s ack wait: {:?}",
+        started.elapsed() < within,
+        "handed back at once, not after the 30 s ack wait: {:?}",
         started.elapsed()
     );
     got.sort();
-    // Given back to the store, each comes again as its second attempt.
-    let want: Vec<(String, u64)> = (0..3).map(|i| (format!("{prefix}-{i}"), 2)).collect();
+    let want: Vec<(String, u64)> = (0..3).map(|i| (format!("{prefix}-{i}"), attempt)).collect();
     assert_eq!(got, want);
+}
+
+/// Two servers on one store: the last stream of the pool on `one` gives what it held back to
+/// the store when it closes, and the stream on `other` gets it, each as its second attempt.
+async fn hands_back_to_another_server(one: &TestServer, other: &TestServer, prefix: &str) {
+    hands_back((one, other), prefix, Duration::from_secs(10), 2).await;
 }
 
 #[tokio::test]
@@ -271,35 +281,8 @@ async fn a_stream_holds_at_most_max_in_flight() {
 #[tokio::test]
 async fn a_closed_stream_hands_its_messages_back_at_once() {
     let (_dir, server) = sqlite_server(30).await;
-    publish_to_pool(&server, "h", 3).await;
-    let mut first = SseReader::open_with(&server, "pool", BOB, "max_in_flight=3").await;
-    for _ in 0..3 {
-        first.next().await;
-    }
-    let mut second = SseReader::open_with(&server, "pool", BOB, "max_in_flight=3").await;
-    assert!(
-        second
-            .next_within(Duration::from_millis(300))
-            .await
-            .is_none(),
-        "held by the first stream"
-    );
-    drop(first);
-    let started = std::time::Instant::now();
-    let mut got = Vec::new();
-    for _ in 0..3 {
-        got.push(delivered(&second.next().await));
-    }
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "handed back at once, not after the 30 s ack wait: {:?}",
-        started.elapsed()
-    );
-    got.sort();
-    assert_eq!(
-        got,
-        vec![("h-0".into(), 1), ("h-1".into(), 1), ("h-2".into(), 1)]
-    );
+    // Another stream of the same server takes them as they were (the same attempt).
+    hands_back((&server, &server), "h", Duration::from_secs(5), 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
