@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull};
+use async_nats::jetstream::consumer::{self, AckPolicy, DeliverPolicy, PullConsumer, pull};
 use async_nats::jetstream::context::{Publish, PublishErrorKind};
 use async_nats::jetstream::stream::{self, LastRawMessageErrorKind, RetentionPolicy, StorageType};
 use async_nats::jetstream::{self, Context};
@@ -238,6 +238,12 @@ impl NatsBus {
                 .map_err(nats_error)?;
         }
         Ok(())
+    }
+
+    /// The server's current state of the durable consumer of `queue` at `rank`.
+    async fn consumer_info(&self, queue: &str, rank: u8) -> BusResult<consumer::Info> {
+        let mut c = self.consumer(queue, rank).await?;
+        c.info().await.map_err(nats_error).cloned()
     }
 
     async fn consumer(&self, queue: &str, rank: u8) -> BusResult<PullConsumer> {
@@ -887,13 +893,7 @@ impl Bus for NatsBus {
         }
         let mut depth = 0u64;
         for rank in 0..4u8 {
-            let info = self
-                .consumer(queue, rank)
-                .await?
-                .info()
-                .await
-                .map_err(nats_error)?
-                .clone();
+            let info = self.consumer_info(queue, rank).await?;
             depth += info.num_pending + info.num_ack_pending as u64;
         }
         Ok(depth)

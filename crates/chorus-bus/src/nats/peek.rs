@@ -43,13 +43,7 @@ impl NatsBus {
                 continue;
             }
             // Read after the messages: a message delivered meanwhile shows as delivered.
-            let info = self
-                .consumer(queue, rank)
-                .await?
-                .info()
-                .await
-                .map_err(nats_error)?
-                .clone();
+            let info = self.consumer_info(queue, rank).await?;
             let delivered_up_to = info.delivered.stream_sequence;
             let once = info.num_redelivered == 0;
             for m in stored {
