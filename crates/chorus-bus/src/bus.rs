@@ -1,4 +1,4 @@
-//! The `Bus` trait: the one API every backend implements with the same guarantees.
+//! The `Bus` trait: the delivery guarantees, written once above every [`Backend`].
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -7,84 +7,28 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde_json::Value;
 
-use crate::config::{BusConfig, now_ms};
-use crate::delivery::{
-    DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
-    TrackSummary,
-};
+use crate::backend::Backend;
+use crate::config::now_ms;
+use crate::delivery::{DeadLetter, DeadReason, Delivery, Effect, Handled, Receipt, TrackSummary};
 use crate::envelope::Envelope;
 use chorus_core::Problem;
 
 use crate::error::{BusError, BusResult};
-use crate::peek::Queued;
-use crate::retention::{Page, PruneBefore, Pruned};
-use crate::routing::{Binding, resolve};
+use crate::routing::resolve;
 
 /// The page size of the methods that read a whole listing a page at a time.
 const WHOLE_PAGE: usize = 1000;
 
-/// Durable, routed, at-least-once delivery of messages.
+/// Durable, routed, at-least-once delivery of messages, with the same guarantees on every
+/// [`Backend`].
 ///
-/// Backends implement the primitives; the provided methods (`publish`, `receive`, `replay`, …)
-/// add validation, routing, expiration and retry limits the same way for all of them.
+/// Every method here is provided, once, above the backend's primitives: validation and
+/// refusal into dead letters (`publish`), expiration at publish and at delivery, routing,
+/// the delivery limit (`receive`), replay of dead letters, and the whole listings read a page
+/// at a time. Implemented for every backend by a blanket implementation, so no backend can
+/// change them. The backend's own methods are reachable through it too (`Bus: Backend`).
 #[async_trait]
-pub trait Bus: Send + Sync {
-    /// The delivery settings.
-    fn config(&self) -> &BusConfig;
-
-    /// Adds a durable subscription (idempotent). This bus's publishes route by it at once;
-    /// other processes sharing the store see it within a second (they cache the bindings).
-    async fn bind(&self, binding: Binding) -> BusResult<()>;
-
-    /// All subscriptions.
-    async fn bindings(&self) -> BusResult<Vec<Binding>>;
-
-    /// Primitive: stores the message durably in `queues` and in the logs, and remembers its id
-    /// with the digest of its content for the dedupe window.
-    ///
-    /// When `dedupe` is set and the id was stored within the window, nothing is stored: it
-    /// returns false for the same content (a duplicate) and [`BusError::Conflict`] for other
-    /// content (see [`ContentDigest`](crate::ContentDigest)). Without `dedupe` it always
-    /// stores, and the id's window starts again with this content.
-    async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool>;
-
-    /// Like [`Bus::store`], taking the envelope by value, so that a backend keeping it in
-    /// memory need not copy it.
-    async fn store_owned(&self, env: Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
-        self.store(&env, queues, dedupe).await
-    }
-
-    /// Primitive: claims up to `max` visible messages of `queue`, in fair priority order,
-    /// without waiting; each claim counts as one delivery attempt.
-    async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>>;
-
-    /// Acknowledges: the message is done and will not be delivered again on this queue.
-    async fn ack(&self, delivery: &Delivery) -> BusResult<()>;
-
-    /// Acknowledges every delivery (concurrently, or settled together by the backend); on
-    /// failure, the first error, after trying all of them.
-    async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
-        let results = futures::future::join_all(deliveries.iter().map(|d| self.ack(d))).await;
-        results.into_iter().collect()
-    }
-
-    /// Negative acknowledgement: deliver again after `delay`.
-    async fn nack(&self, delivery: &Delivery, delay: Duration) -> BusResult<()>;
-
-    /// Still working: restarts the ack deadline.
-    async fn in_progress(&self, delivery: &Delivery) -> BusResult<()>;
-
-    /// Removes the delivery from its queue and records it as a dead letter, atomically.
-    async fn dead_letter(&self, delivery: &Delivery, reason: DeadReason) -> BusResult<()>;
-
-    /// Primitive: records bytes refused on publish as a dead letter; returns its id.
-    async fn record_rejected(
-        &self,
-        bytes: &[u8],
-        message_id: Option<&str>,
-        reason: DeadReason,
-    ) -> BusResult<String>;
-
+pub trait Bus: Backend {
     /// All dead letters, oldest first (read a page at a time).
     async fn dead_letters(&self) -> BusResult<Vec<DeadLetter>> {
         let mut all = Vec::new();
@@ -98,39 +42,6 @@ pub trait Bus: Send + Sync {
             }
         }
     }
-
-    /// Up to `limit` dead letters, oldest first, after the one whose id is `after` (from the
-    /// oldest when `None`); `total` is their number.
-    async fn dead_letters_page(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> BusResult<Page<DeadLetter>>;
-
-    /// The dead letter with this id, if there is one.
-    async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>>;
-
-    /// How many dead letters there are, without reading them (for a watcher polling it).
-    async fn dead_letter_count(&self) -> BusResult<u64>;
-
-    /// Primitive: deletes a dead letter (after it was replayed).
-    async fn remove_dead_letter(&self, id: &str) -> BusResult<()>;
-
-    /// Primitive: true when `handler` already committed an effect for `message_id`.
-    async fn already_handled(&self, handler: &str, message_id: &str) -> BusResult<bool>;
-
-    /// Primitive: atomically records `message_id` as handled by `handler` together with the
-    /// effect record and the routed outgoing messages; false when it was already recorded.
-    async fn commit_once(
-        &self,
-        handler: &str,
-        message_id: &str,
-        record: &[u8],
-        outgoing: &[(Envelope, Vec<String>)],
-    ) -> BusResult<bool>;
-
-    /// The committed effects of `handler`, in commit order.
-    async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>>;
 
     /// Every stored message of a task, in publish order (read a page at a time).
     async fn by_task(&self, task_id: &str) -> BusResult<Vec<Envelope>> {
@@ -148,26 +59,6 @@ pub trait Bus: Send + Sync {
         }
     }
 
-    /// Up to `limit` stored messages of a task in publish order, after cursor `after` (the
-    /// `next` of the page before; `None` for the first page).
-    async fn task_messages(
-        &self,
-        task_id: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> BusResult<Page<Envelope>>;
-
-    /// Every stored message of a correlation id, in publish order.
-    async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>>;
-
-    /// The conversation's event log after sequence number `after` (0 for the start).
-    async fn conversation(
-        &self,
-        conversation_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> BusResult<Vec<LogEntry>>;
-
     /// The known task ids, most recently active first, at most `limit`.
     async fn tasks(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
         Ok(self.tasks_page(None, limit).await?.items)
@@ -176,48 +67,6 @@ pub trait Bus: Send + Sync {
     /// The known conversation ids, most recently active first, at most `limit`.
     async fn conversations(&self, limit: usize) -> BusResult<Vec<TrackSummary>> {
         Ok(self.conversations_page(None, limit).await?.items)
-    }
-
-    /// Up to `limit` known tasks, most recently active first (then by id, descending), after
-    /// cursor `after`; a task active while the pages are read may move to an earlier page.
-    async fn tasks_page(&self, after: Option<&str>, limit: usize) -> BusResult<Page<TrackSummary>>;
-
-    /// Up to `limit` known conversations, in the order of [`Bus::tasks_page`].
-    async fn conversations_page(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> BusResult<Page<TrackSummary>>;
-
-    /// Removes log entries published and dead letters recorded before the times of `before`,
-    /// in bounded batches. A message still waiting in a queue (not yet acknowledged) is never
-    /// taken from its queue, and entries inside the dedupe window are kept.
-    async fn prune(&self, before: PruneBefore) -> BusResult<Pruned>;
-
-    /// When the oldest message still waiting in any queue (not yet acknowledged) was
-    /// published, Unix milliseconds; `None` when every queue is empty.
-    async fn oldest_waiting_ms(&self) -> BusResult<Option<i64>>;
-
-    /// Messages stored in `queue` and not yet acknowledged (waiting, delayed or being
-    /// handled); 0 for a queue never used.
-    async fn depth(&self, queue: &str) -> BusResult<u64>;
-
-    /// Up to `limit` (at most [`PEEK_LIMIT`](crate::PEEK_LIMIT)) of the messages `queue` holds
-    /// unacknowledged, in delivery order (highest priority first, then oldest first), each
-    /// with its attempts so far and whether it is ready, held or delayed, as far as the store
-    /// knows. Claims nothing: no attempt is counted, no lease starts, nothing leaves the queue.
-    async fn peek(&self, queue: &str, limit: usize) -> BusResult<Vec<Queued>>;
-
-    /// Checks that the store takes a write now (for a health check): a store that answers
-    /// reads but refuses writes (a read-only or locked file, a full disk) fails here. By
-    /// default, a read of the bindings.
-    async fn probe_write(&self) -> BusResult<()> {
-        self.bindings().await.map(drop)
-    }
-
-    /// Waits until messages may be available on `queue`, at most `timeout`.
-    async fn wait_for(&self, _queue: &str, timeout: Duration) {
-        tokio::time::sleep(timeout.min(self.config().poll_interval)).await;
     }
 
     /// Publishes a handoff or a chorus message (JSON bytes): validates it, routes it, stores it
@@ -276,7 +125,24 @@ pub trait Bus: Send + Sync {
     /// Publishes an envelope built by the caller; its bytes are validated when a validator
     /// or routing rules need the document.
     async fn publish_envelope(&self, env: Envelope) -> BusResult<Receipt> {
-        publish_checked(self, env).await
+        let config = self.config();
+        if config.validator.is_some() || !config.rules.is_empty() {
+            // Boxed on its own: inline, its state would make every publish's future over
+            // 1 KiB, past the allocator's fast path.
+            return Box::pin(publish_checked(self, env)).await;
+        }
+        if env.expires_at_ms.is_some_and(|t| t <= now_ms()) {
+            return self.publish_routed(env, None).await;
+        }
+        match self.store_routed_now(env) {
+            Ok(receipt) => {
+                // A publisher that never waits on anything else still lets the consumers it
+                // woke run.
+                tokio::task::consume_budget().await;
+                receipt
+            }
+            Err(env) => self.publish_routed(env, None).await,
+        }
     }
 
     /// Routes an accepted envelope and stores it; used by `publish` and `publish_envelope`.
@@ -421,9 +287,9 @@ pub(crate) fn expired(env: &Envelope, now_ms: i64) -> Option<Problem> {
     )
 }
 
-/// What `publish_envelope` does unless a backend takes a shorter way: validates the bytes when
-/// a validator or routing rules need the document, then routes and stores.
-pub(crate) async fn publish_checked<B: Bus + ?Sized>(bus: &B, env: Envelope) -> BusResult<Receipt> {
+/// What `publish_envelope` does when a validator or routing rules need the document: validates
+/// the bytes, then routes and stores.
+async fn publish_checked<B: Bus + ?Sized>(bus: &B, env: Envelope) -> BusResult<Receipt> {
     let config = bus.config();
     if config.validator.is_none() && config.rules.is_empty() {
         return bus.publish_routed(env, None).await;
@@ -511,3 +377,5 @@ where
         Handled::AlreadyDone
     })
 }
+
+impl<B: Backend> Bus for B {}

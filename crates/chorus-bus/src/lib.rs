@@ -29,6 +29,7 @@
 //! persistence check).
 
 mod agent;
+mod backend;
 pub mod bench;
 mod binding_cache;
 mod bus;
@@ -56,6 +57,7 @@ mod sqlite;
 mod stored;
 
 pub use agent::{Agent, AgentError};
+pub use backend::Backend;
 pub use bus::{Bus, handle_once};
 pub use bytes::Bytes;
 pub use check::PublishCheck;

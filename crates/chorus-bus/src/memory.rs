@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use crate::bus::{Bus, publish_checked};
+use crate::backend::Backend;
 use crate::config::{BusConfig, millis, now_ms};
 use crate::content::ContentDigest;
 use crate::delivery::{
@@ -464,7 +464,7 @@ impl Queue {
 }
 
 #[async_trait]
-impl Bus for MemoryBus {
+impl Backend for MemoryBus {
     fn config(&self) -> &BusConfig {
         &self.config
     }
@@ -496,31 +496,22 @@ impl Bus for MemoryBus {
         Ok(stored)
     }
 
-    async fn publish_envelope(&self, mut env: Envelope) -> BusResult<Receipt> {
-        if self.config.validator.is_some() || !self.config.rules.is_empty() {
-            // Boxed on its own: inline, its state would make every publish's future over
-            // 1 KiB, past the allocator's fast path.
-            return Box::pin(publish_checked(self, env)).await;
-        }
-        // Nothing to validate: route and store here, in one step (no further trait calls).
+    fn store_routed_now(&self, mut env: Envelope) -> Result<BusResult<Receipt>, Envelope> {
         let queues = resolve(
             &mut env,
             None,
             &[],
             &self.bindings.read().unwrap_or_else(|p| p.into_inner()),
         );
-        if queues.is_empty() || env.expires_at_ms.is_some_and(|t| t <= now_ms()) {
-            // Refused there: unroutable, or expired.
-            return self.publish_routed(env, None).await;
+        if queues.is_empty() {
+            return Err(env);
         }
         let id = env.id.clone();
-        let stored = self.store_now(env, &queues, true)?;
-        tokio::task::consume_budget().await;
-        Ok(Receipt {
+        Ok(self.store_now(env, &queues, true).map(|stored| Receipt {
             id,
             duplicate: !stored,
             queues,
-        })
+        }))
     }
 
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
@@ -794,6 +785,7 @@ impl Bus for MemoryBus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Bus;
 
     fn bus(window_ms: u64) -> MemoryBus {
         MemoryBus::new(BusConfig {

@@ -4,7 +4,7 @@ use std::io::{Seek, SeekFrom, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chorus_bus::{Bus, BusConfig, BusError, Envelope, SqliteBus};
+use chorus_bus::{Backend, Bus, BusConfig, BusError, Envelope, SqliteBus};
 
 fn config() -> BusConfig {
     BusConfig {

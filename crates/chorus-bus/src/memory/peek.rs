@@ -64,7 +64,7 @@ mod tests {
     use crate::envelope::{Envelope, Priority};
     use crate::memory::MemoryBus;
     use crate::peek::QueuedState;
-    use crate::{Bus, BusConfig};
+    use crate::{Backend, BusConfig};
 
     #[tokio::test]
     async fn held_and_delayed_messages_are_told_apart() {

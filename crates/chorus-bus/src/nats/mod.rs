@@ -30,8 +30,8 @@ use futures::StreamExt;
 use futures::future::try_join_all;
 use tokio::sync::Notify;
 
+use crate::backend::Backend;
 use crate::binding_cache::BindingCache;
-use crate::bus::Bus;
 use crate::config::{BusConfig, now_ms};
 use crate::content::ContentDigest;
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
@@ -486,7 +486,7 @@ impl NatsBus {
 }
 
 #[async_trait]
-impl Bus for NatsBus {
+impl Backend for NatsBus {
     fn config(&self) -> &BusConfig {
         &self.config
     }

@@ -88,7 +88,7 @@ impl NatsBus {
             let seq = m.info().map_err(nats_error)?.stream_sequence;
             items.push(dead_from(seq, m.headers.as_ref(), &m.payload)?);
         }
-        let total = crate::bus::Bus::dead_letter_count(self).await?;
+        let total = crate::backend::Backend::dead_letter_count(self).await?;
         Ok(Page::cut(items, limit, Some(total), |d| d.id.clone()))
     }
 

@@ -30,8 +30,8 @@ use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply, StreamReadReply};
 use redis::{AsyncCommands, Value};
 
+use crate::backend::Backend;
 use crate::binding_cache::BindingCache;
-use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
 use crate::content::ContentDigest;
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
@@ -293,7 +293,7 @@ fn field(map: &HashMap<String, Value>) -> BusResult<Vec<u8>> {
 }
 
 #[async_trait]
-impl Bus for RedisBus {
+impl Backend for RedisBus {
     fn config(&self) -> &BusConfig {
         &self.config
     }

@@ -17,8 +17,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::Connection;
 
+use crate::backend::Backend;
 use crate::binding_cache::BindingCache;
-use crate::bus::Bus;
 use crate::config::{BusConfig, millis, now_ms};
 use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
 use crate::envelope::Envelope;
@@ -143,7 +143,7 @@ impl SqliteBus {
 }
 
 #[async_trait]
-impl Bus for SqliteBus {
+impl Backend for SqliteBus {
     fn config(&self) -> &BusConfig {
         &self.config
     }
