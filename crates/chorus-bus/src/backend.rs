@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use crate::config::BusConfig;
 use crate::delivery::{
-    DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Receipt, TrackSummary,
+    DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Logged, Receipt, TrackSummary,
 };
 use crate::envelope::Envelope;
 use crate::error::BusResult;
@@ -113,14 +113,20 @@ pub trait Backend: Send + Sync {
     /// The committed effects of `handler`, in commit order.
     async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>>;
 
-    /// Up to `limit` stored messages of a task in publish order, after cursor `after` (the
-    /// `next` of the page before; `None` for the first page).
+    /// Up to `limit` stored messages of a task in publish order, with their publish times,
+    /// after cursor `after` (the `next` of the page before; `None` for the first page).
     async fn task_messages(
         &self,
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> BusResult<Page<Envelope>>;
+    ) -> BusResult<Page<Logged>>;
+
+    /// The message stored under `id`, with its publish time (the latest, when the id was
+    /// stored again), while the store keeps it: every message with a task, correlation or
+    /// conversation id until its log entry is pruned; other messages as far as the store keeps
+    /// them (SQLite until pruned, memory and Redis within the dedupe window).
+    async fn locate(&self, id: &str) -> BusResult<Option<Logged>>;
 
     /// Every stored message of a correlation id, in publish order.
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>>;

@@ -51,7 +51,7 @@ pub trait Bus: Backend {
             let page = self
                 .task_messages(task_id, after.as_deref(), WHOLE_PAGE)
                 .await?;
-            all.extend(page.items);
+            all.extend(page.items.into_iter().map(|l| l.envelope));
             match page.next {
                 Some(next) => after = Some(next),
                 None => return Ok(all),

@@ -116,6 +116,16 @@ pub struct LogEntry {
     pub envelope: Envelope,
 }
 
+/// A stored message as the store reads it back, with when the store accepted it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logged {
+    /// The message.
+    pub envelope: Envelope,
+    /// When the store accepted its publish, Unix milliseconds (the store's clock, not the
+    /// document's own `timestamp`).
+    pub published_ms: i64,
+}
+
 /// A task or conversation the bus has seen: how many messages it logged and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrackSummary {

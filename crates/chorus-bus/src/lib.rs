@@ -1,6 +1,7 @@
 //! Hub, pipelines, routing and durable delivery of chorus messages and handoffs.
 //!
-//! One [`Bus`] trait with the same guarantees on every backend: [`MemoryBus`] (in-process),
+//! One [`Bus`] trait with the same guarantees on every [`Backend`] (the storage primitives a
+//! store implements; the guarantees are written once, above them): [`MemoryBus`] (in-process),
 //! [`SqliteBus`] (the embedded durable default), `NatsBus` (JetStream, feature `nats`) and
 //! `RedisBus` (Streams, feature `redis`); [`StoreAddress`] opens one from a URL. A published
 //! document is validated, routed to its recipients' queues and delivered at least once until
@@ -8,7 +9,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chorus_bus::{Bus, BusConfig, MemoryBus};
+//! use chorus_bus::{Backend, Bus, BusConfig, MemoryBus};
 //!
 //! # tokio::runtime::Runtime::new()?.block_on(async {
 //! let bus = MemoryBus::new(BusConfig::default());
@@ -64,7 +65,7 @@ pub use check::PublishCheck;
 pub use config::{BusConfig, DEFAULT_DEDUPE_WINDOW, QueueSettings, now_ms};
 pub use content::ContentDigest;
 pub use delivery::{
-    DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Receipt,
+    DeadLetter, DeadReason, Delivery, Effect, EffectRecord, Handled, LogEntry, Logged, Receipt,
     TrackSummary,
 };
 pub use documents::CoreValidator;

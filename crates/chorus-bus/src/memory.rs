@@ -21,7 +21,7 @@ use crate::backend::Backend;
 use crate::config::{BusConfig, millis, now_ms};
 use crate::content::ContentDigest;
 use crate::delivery::{
-    DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Receipt, TrackSummary,
+    DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Logged, Receipt, TrackSummary,
 };
 use crate::envelope::{Envelope, Rank};
 use crate::error::seen_again;
@@ -430,6 +430,32 @@ impl Log {
         self.log.push_back((now, env.clone()));
     }
 
+    /// The message stored under `id`: from the dedupe window, else the newest logged one.
+    fn locate(&self, id: &str) -> Option<Logged> {
+        let key = SeenId {
+            hash: self.ids.hash_one(id),
+            env: Arc::new(Envelope::new(
+                id.to_owned(),
+                Vec::new(),
+                bytes::Bytes::new(),
+            )),
+        };
+        if let Some((seen, &at)) = self.seen.get_key_value(&key) {
+            return Some(Logged {
+                envelope: (*seen.env).clone(),
+                published_ms: at,
+            });
+        }
+        self.log
+            .iter()
+            .rev()
+            .find(|(_, env)| env.id == id)
+            .map(|(at, env)| Logged {
+                envelope: (**env).clone(),
+                published_ms: *at,
+            })
+    }
+
     /// The logged message at log position `at`.
     fn entry(&self, at: usize) -> &(i64, Arc<Envelope>) {
         &self.log[at - self.base]
@@ -707,8 +733,12 @@ impl Backend for MemoryBus {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> BusResult<Page<Envelope>> {
+    ) -> BusResult<Page<Logged>> {
         self.task_page(task_id, after, limit)
+    }
+
+    async fn locate(&self, id: &str) -> BusResult<Option<Logged>> {
+        Ok(lock(&self.log).locate(id))
     }
 
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {

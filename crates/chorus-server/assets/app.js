@@ -193,6 +193,16 @@ async function home() {
   return el("div", { id: "home" }, searchForm(), parts);
 }
 
+/** A message found by its id: what it is, who sent it to whom, when the hub accepted it, and
+ * the task it belongs to. */
+function foundMessage(m, link) {
+  const md = meta(m);
+  const what = m.handoff_type || (m.message && m.message.role) || "message";
+  return el("li", { class: "hit message", "data-id": m.id },
+    `message ${m.id}: ${what}, ${m.sender || "?"} → ${m.recipients.join(", ")}, accepted `, timeOf(m),
+    md.task_id ? [" in ", link("task", md.task_id, `task ${md.task_id}`)] : "");
+}
+
 /** What one id names (GET /v1/search), with links to the pages that show it. */
 async function searchView(q) {
   const found = await api("GET", `/v1/search?q=${encodeURIComponent(q)}`);
@@ -205,6 +215,7 @@ async function searchView(q) {
       found.correlation.tasks.length ? [" in ", ...found.correlation.tasks.flatMap((t, i) => [i ? ", " : "", link("task", t, `task ${t}`)])] : ""),
     found.inbox && el("li", { class: "hit inbox" }, link("inbox", found.inbox.id, `inbox ${found.inbox.id}`),
       ` (${found.inbox.depth} unacknowledged)`),
+    found.message && foundMessage(found.message, link),
   ].filter(Boolean);
   return el("div", { id: "search-results" },
     el("p", {}, el("a", { href: "#/" }, "← home")),
@@ -212,7 +223,7 @@ async function searchView(q) {
     el("h2", {}, `Search ${q}`),
     hits.length ? el("ul", { class: "hits" }, hits) : "",
     found.dead_letters.length ? el("section", { id: "found-dead-letters" }, el("h3", {}, "Dead letters"), found.dead_letters.map(deadLetter)) : "",
-    hits.length || found.dead_letters.length ? "" : el("p", { class: "empty" }, `Nothing is named ${q}: no task, conversation, correlation, inbox or dead letter.`));
+    hits.length || found.dead_letters.length ? "" : el("p", { class: "empty" }, `Nothing is named ${q}: no task, conversation, correlation, inbox, message or dead letter.`));
 }
 
 /** Dead letters read at most when looking for a timeline's (1000 a page). */

@@ -198,7 +198,7 @@ function swimlanes(messages) {
     const what = m.handoff_type || (m.message && m.message.role) || "message";
     const route = `${from} → ${(m.recipients || []).join(", ")}`;
     const mark = svg("g", { class: "mark", "data-id": m.id },
-      svg("title", {}, `${md.timestamp ? `${when(md.timestamp)} · ` : ""}${what} · ${route}`));
+      svg("title", {}, `${m.published_ms || md.timestamp ? `${when(m.published_ms || md.timestamp)} · ` : ""}${what} · ${route}`));
     for (const to of m.recipients || []) {
       if (to === from) continue;
       const down = y(to) > y(from) ? 1 : -1;

@@ -28,6 +28,18 @@ function svg(tag, attrs, ...children) {
 
 const isHandoff = (m) => !!(m.handoff_type || (m.message && m.message.payload && m.message.metadata));
 const meta = (m) => (m.message && typeof m.message.metadata === "object" && m.message.metadata) || {};
+
+/** When a stored message happened: the hub's publish time when the server gives it (the
+ * document's own time in the tooltip), else the document's own `timestamp`. */
+function timeOf(m) {
+  const own = meta(m).timestamp;
+  if (typeof m.published_ms === "number") {
+    const iso = new Date(m.published_ms).toISOString();
+    const title = own ? `accepted by the hub; the message says ${when(own)}` : "accepted by the hub";
+    return el("time", { datetime: iso, class: "published", title }, when(iso));
+  }
+  return own ? el("time", { datetime: own, title: "the message's own time" }, when(own)) : "";
+}
 const num = (v) => (typeof v === "number" && isFinite(v) ? v : 0);
 
 /** The text of a message's content: a string or the text of its parts. */
@@ -148,7 +160,7 @@ function handoffCard(m, states) {
     { class: "handoff-card", "data-id": m.id },
     el("header", {}, el("span", { class: "handoff-type" }, m.handoff_type || (doc.payload || {}).handoff_type || "handoff"),
       " ", el("span", { class: `priority ${String(m.priority).toLowerCase()}` }, m.priority),
-      md.timestamp ? el("time", { datetime: md.timestamp }, when(md.timestamp)) : ""),
+      timeOf(m)),
     el("p", { class: "route" }, `${m.sender || md.sender_id || "?"} → ${m.recipients.join(", ")}`),
     el("p", { class: "expiry" }, md.expiration_time ? `expires ${md.expiration_time}` : "no expiry"),
     md.task_id ? el("p", { class: "task" }, `task ${md.task_id}`) : "",
@@ -169,7 +181,7 @@ function messageEntry(m, results, states) {
   const { node: text, used } = withAnchors(contentText(doc.content), cites);
   const head = el("header", {}, el("span", { class: "who" }, `${m.sender || doc.role || "?"} → ${m.recipients.join(", ")}`),
     " ", el("span", { class: "role" }, doc.role || ""), channel ? el("span", { class: "channel-name" }, channel) : "",
-    md.timestamp ? el("time", { datetime: md.timestamp }, when(md.timestamp)) : "");
+    timeOf(m));
   let body;
   if (channel === "analysis") {
     body = el("details", { class: "channel analysis" }, el("summary", {}, "analysis (reasoning)"), text, media(doc.content));

@@ -196,3 +196,58 @@ async fn configured_fields_are_redacted_before_they_are_stored() {
     drop(inbox);
     server.stop().await;
 }
+
+/// Unix milliseconds by the test's clock.
+fn wall_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[tokio::test]
+async fn timelines_and_search_give_the_hub_publish_time_and_find_a_message_by_id() {
+    let (_dir, server) = fresh(30).await;
+    let before = wall_ms();
+    for id in [H1, H2] {
+        let mut handoff = seed_handoff("003-python-valid-escalation.json", id);
+        // The sender's own time, far from the publish: not what the hub reports.
+        handoff["metadata"]["timestamp"] = "2001-02-03T04:05:06Z".into();
+        let r = publish(&server, ALICE, &handoff).await;
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+    let after = wall_ms();
+    let (status, task) = admin_get(&server, "/v1/tasks/task-abc-456/messages", ADMIN).await;
+    assert_eq!(status, 200);
+    let times: Vec<i64> = task["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["published_ms"].as_i64().expect("a publish time"))
+        .collect();
+    assert_eq!(times.len(), 2);
+    assert!(
+        times.iter().all(|t| (before..=after).contains(t)),
+        "{times:?}"
+    );
+    assert!(times[0] <= times[1], "{times:?}");
+
+    let (status, found) = admin_get(&server, &format!("/v1/search?q={H1}"), ADMIN).await;
+    assert_eq!(status, 200, "{found}");
+    let message = &found["message"];
+    assert_eq!(message["id"], H1, "{found}");
+    assert_eq!(message["published_ms"].as_i64(), Some(times[0]));
+    assert_eq!(message["handoff_type"], "ESCALATION");
+    assert_eq!(message["message"]["metadata"]["task_id"], "task-abc-456");
+    assert_eq!(
+        found["dead_letters"],
+        serde_json::json!([]),
+        "not a dead letter"
+    );
+
+    let (_, nothing) = admin_get(
+        &server,
+        "/v1/search?q=00000000-0000-4000-8000-00000000dead",
+        ADMIN,
+    )
+    .await;
+    assert_eq!(nothing["message"], Value::Null, "{nothing}");
+    server.stop().await;
+}

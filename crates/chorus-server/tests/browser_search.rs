@@ -1,5 +1,5 @@
 //! The home page in headless chromium: search by task, correlation, agent and message id (a
-//! dead letter, deleted from the results), paging through the tasks, and live changes that read
+//! stored message with its publish time and task, and a dead letter, deleted from the results), paging through the tasks, and live changes that read
 //! again only the sections they alter. Writes screenshots of the home page, light and dark. Set
 //! CHORUS_TEST_BROWSER to fail without chromium.
 
@@ -76,6 +76,20 @@ async fn search_finds_tasks_correlations_inboxes_and_dead_letters() {
     browser
         .shown("ul.hits li.inbox", "inbox bob (1 unacknowledged)")
         .await;
+
+    // A stored message found by its id, with when the hub accepted it, and a link to its task.
+    search(&browser, "00000000-0000-4000-8000-0000000000d1").await;
+    let hit = browser
+        .shown(
+            "ul.hits li.message",
+            "message 00000000-0000-4000-8000-0000000000d1: ESCALATION, alice → bob, accepted 20",
+        )
+        .await;
+    assert!(hit.contains("UTC in task task-ui"), "{hit}");
+    browser.click("ul.hits li.message a").await;
+    browser.shown("#detail h2", "Task task-ui").await;
+    browser.goto(&server.url("/#/")).await;
+    browser.shown("#search-form", "Search").await;
 
     // A message id found among the dead letters, and deleted from there.
     search(&browser, "lost-1").await;

@@ -1,5 +1,5 @@
 //! The task page tells the story of seed 003's chain, as a person sees it in headless chromium:
-//! each handoff with its time, sender → recipient, payload fields labelled by the type's data
+//! each handoff with the time the hub accepted it, sender → recipient, payload fields labelled by the type's data
 //! schema, context (state, previous actions in time order, summary), instructions, and where each
 //! copy stands (acknowledged, waiting, dead-lettered, expired); a refused handoff of the task
 //! beside them; usage "not reported". Set CHORUS_TEST_BROWSER to fail without chromium.
@@ -93,6 +93,7 @@ async fn read_for(server: &TestServer, agent: &str, token: &str, wait: Duration)
 
 #[tokio::test]
 async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
+    let started = chrono::Utc::now();
     // Trace ids become links to this viewer (read by the server at each request; the only test
     // of this binary, set before its server starts).
     unsafe { std::env::set_var(TRACE_URL_VAR, "http://127.0.0.1:16686/trace/{trace_id}") };
@@ -180,7 +181,6 @@ async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
     for seen in [
         "ESCALATION",
         "HIGH",
-        "2023-10-27 10:30:00 UTC",
         "customer_service_agent_001 → technical_support_agent_pool",
         "technical_support_agent_pool: acknowledged",
         "Issue category",
@@ -200,6 +200,25 @@ async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
             "the escalation lacks {seen:?}: {escalation_card}"
         );
     }
+    // The card's time is when the hub accepted the handoff; the packet's own time is in its
+    // tooltip.
+    let time = browser
+        .run(&format!(
+            "const t = document.querySelector('{} header time.published'); \
+             return t && [t.getAttribute('datetime'), t.title]",
+            card(ESC)
+        ))
+        .await;
+    let accepted = chrono::DateTime::parse_from_rfc3339(time[0].as_str().expect("a datetime"))
+        .expect("an RFC 3339 time");
+    assert!(
+        accepted >= started && accepted <= chrono::Utc::now(),
+        "accepted at {accepted}, the test started at {started}"
+    );
+    assert_eq!(
+        time[1],
+        "accepted by the hub; the message says 2023-10-27 10:30:00 UTC"
+    );
     let trace = browser
         .run(&format!(
             "const a = document.querySelector('{} a.trace'); return a && [a.textContent, a.href, a.title]",
@@ -315,9 +334,10 @@ async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
     assert_eq!(marks.as_array().map(Vec::len), Some(5), "{marks}");
     assert_eq!(
         marks[0],
-        json!(
-            "2023-10-27 10:30:00 UTC · ESCALATION · customer_service_agent_001 → technical_support_agent_pool"
-        )
+        json!(format!(
+            "{} · ESCALATION · customer_service_agent_001 → technical_support_agent_pool",
+            accepted.format("%Y-%m-%d %H:%M:%S UTC")
+        ))
     );
 
     // No message carried usage: the totals say so instead of "0 tokens · $0".

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use super::{Dead, FastMap, Log, MemoryBus, Track, lock};
-use crate::delivery::{DeadLetter, TrackSummary};
+use crate::delivery::{DeadLetter, Logged, TrackSummary};
 use crate::envelope::Envelope;
 use crate::error::BusResult;
 use crate::retention::{Page, PruneBefore, Pruned, number_cursor};
@@ -45,7 +45,7 @@ impl MemoryBus {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> BusResult<Page<Envelope>> {
+    ) -> BusResult<Page<Logged>> {
         let after = number_cursor(after)?;
         let log = lock(&self.log);
         let Some(track) = log.by_task.get(task_id) else {
@@ -59,11 +59,18 @@ impl MemoryBus {
             .at
             .partition_point(|&at| u64::try_from(at).unwrap_or(u64::MAX) < after);
         // Numbered by the cursor that continues after each: its log position plus one.
-        let items: Vec<(u64, Envelope)> = track
+        let items: Vec<(u64, Logged)> = track
             .at
             .range(start..)
             .take(limit.saturating_add(1))
-            .map(|&at| (at as u64 + 1, (*log.entry(at).1).clone()))
+            .map(|&at| {
+                let (published_ms, env) = log.entry(at);
+                let logged = Logged {
+                    envelope: (**env).clone(),
+                    published_ms: *published_ms,
+                };
+                (at as u64 + 1, logged)
+            })
             .collect();
         Ok(Page::cut_numbered(items, limit, track.at.len() as u64))
     }

@@ -34,7 +34,9 @@ use crate::backend::Backend;
 use crate::binding_cache::BindingCache;
 use crate::config::{BusConfig, now_ms};
 use crate::content::ContentDigest;
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
+use crate::delivery::{
+    DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Logged, TrackSummary,
+};
 use crate::envelope::{Envelope, Rank};
 use crate::error::{BusError, BusResult};
 use crate::fair::FairScheduler;
@@ -109,7 +111,7 @@ async fn fetch_now(
 }
 
 /// Unix milliseconds of a server time.
-fn ms(t: time::OffsetDateTime) -> i64 {
+pub(super) fn ms(t: time::OffsetDateTime) -> i64 {
     i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
@@ -583,7 +585,9 @@ impl Backend for NatsBus {
         }
         self.arrived.notify_one();
         if self.seen.active() {
-            self.seen.stored(&env.id, digest, tag).await;
+            self.seen
+                .stored(&env.id, digest, tag, logged.sequence)
+                .await;
         }
         Ok(!dedupe || !logged.duplicate || acks.iter().any(|a| !a.duplicate))
     }
@@ -831,8 +835,15 @@ impl Backend for NatsBus {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> BusResult<Page<Envelope>> {
+    ) -> BusResult<Page<Logged>> {
         self.task_page(task_id, after, limit).await
+    }
+
+    async fn locate(&self, id: &str) -> BusResult<Option<Logged>> {
+        let Some(seq) = self.seen.log_sequence(id).await? else {
+            return Ok(None);
+        };
+        self.logged_at(seq).await
     }
 
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {

@@ -4,13 +4,14 @@
 
 use async_nats::jetstream;
 use async_nats::jetstream::consumer::DeliverPolicy;
+use async_nats::jetstream::message::StreamMessage;
 use async_nats::jetstream::stream::LastRawMessageErrorKind;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::wire::{envelope_from, hex, nats_error};
-use super::{NatsBus, dead_from};
-use crate::delivery::{DeadLetter, LogEntry};
+use super::{NatsBus, dead_from, ms};
+use crate::delivery::{DeadLetter, LogEntry, Logged};
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
 use crate::retention::{Page, number_cursor};
@@ -97,13 +98,22 @@ impl NatsBus {
         let Ok(seq) = id.parse::<u64>() else {
             return Ok(None);
         };
+        match self.raw_message("DLQ", seq).await? {
+            Some(m) => dead_from(m.sequence, Some(&m.headers), &m.payload).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The message at stream sequence `seq` of this bus's stream `name` (`LOG`, `DLQ`), if
+    /// the stream still holds it.
+    async fn raw_message(&self, name: &str, seq: u64) -> BusResult<Option<StreamMessage>> {
         let stream = self
             .js
-            .get_stream(format!("{}_DLQ", self.ns))
+            .get_stream(format!("{}_{name}", self.ns))
             .await
             .map_err(nats_error)?;
         match stream.get_raw_message(seq).await {
-            Ok(m) => dead_from(m.sequence, Some(&m.headers), &m.payload).map(Some),
+            Ok(m) => Ok(Some(m)),
             Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
             Err(e) => Err(nats_error(e)),
         }
@@ -115,7 +125,7 @@ impl NatsBus {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> BusResult<Page<Envelope>> {
+    ) -> BusResult<Page<Logged>> {
         let start_sequence = number_cursor(after)?.saturating_add(1);
         let filter = format!("{}.log.{}.*.*", self.ns, hex(task_id));
         let read = self
@@ -127,9 +137,34 @@ impl NatsBus {
                 false,
             )
             .await?;
-        let items = numbered(&read)?;
+        let items = read
+            .iter()
+            .map(|m| {
+                let info = m.info().map_err(nats_error)?;
+                let envelope = envelope_from(m.headers.as_ref(), &m.payload)?;
+                let published_ms = ms(info.published);
+                Ok((
+                    info.stream_sequence,
+                    Logged {
+                        envelope,
+                        published_ms,
+                    },
+                ))
+            })
+            .collect::<BusResult<Vec<_>>>()?;
         let total = self.log_count(filter).await?;
         Ok(Page::cut_numbered(items, limit, total))
+    }
+
+    /// The log entry at stream sequence `seq`, if the log still holds it.
+    pub(super) async fn logged_at(&self, seq: u64) -> BusResult<Option<Logged>> {
+        let Some(m) = self.raw_message("LOG", seq).await? else {
+            return Ok(None);
+        };
+        Ok(Some(Logged {
+            envelope: envelope_from(Some(&m.headers), &m.payload)?,
+            published_ms: ms(m.time),
+        }))
     }
 
     /// The conversation's entries after sequence number `after`: its kept entries numbered on

@@ -34,6 +34,10 @@ struct Record {
     at_ms: i64,
     /// True once every copy was stored.
     stored: bool,
+    /// The sequence of the message's entry in the log stream, once stored (records of
+    /// earlier versions have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    log_seq: Option<u64>,
 }
 
 /// What a store finds when it claims an id.
@@ -109,10 +113,7 @@ impl Seen {
         let mut expected = 0;
         // Each turn loses a race to another store of the id; three in a row is a broken server.
         for _ in 0..3 {
-            if self
-                .write(&subject, digest, now, false, Some(expected))
-                .await?
-            {
+            if self.write(&subject, digest, now, Some(expected)).await? {
                 return Ok(Claim::Store { at_ms: now });
             }
             let found = match self.stream.get_last_raw_message_by_subject(&subject).await {
@@ -124,11 +125,7 @@ impl Seen {
                 }
                 Err(e) => return Err(nats_error(e)),
             };
-            let record: Record = serde_json::from_slice(&found.payload).map_err(|e| {
-                BusError::Corrupt(format!(
-                    "the dedupe record of id {id:?} does not parse: {e}"
-                ))
-            })?;
+            let record = parse(id, &found.payload)?;
             if record.at_ms < now - millis(self.window) {
                 // Past the window, not yet removed by the server: replace it.
                 expected = found.sequence;
@@ -160,23 +157,39 @@ impl Seen {
     /// on it, and a record it never reaches stays unfinished, which only makes a later publish
     /// of the same content store its copies again (de-duplicated within [`RETRY_WINDOW`]).
     /// Waiting made a publish one round trip slower.
-    pub(super) async fn stored(&self, id: &str, digest: ContentDigest, at_ms: i64) {
-        if let Ok(publish) = record(digest, at_ms, true, None) {
+    pub(super) async fn stored(&self, id: &str, digest: ContentDigest, at_ms: i64, log_seq: u64) {
+        if let Ok(publish) = record(digest, at_ms, Some(log_seq), None) {
             let _ = self.js.send_publish(self.subject(id), publish).await;
         }
     }
 
-    /// Writes a record; with `expected`, only over that subject sequence (0: none), and false
-    /// when the subject holds another.
+    /// The log stream sequence of the message stored under `id` within the window, if its
+    /// record says.
+    pub(super) async fn log_sequence(&self, id: &str) -> BusResult<Option<u64>> {
+        if !self.active() {
+            return Ok(None);
+        }
+        match self
+            .stream
+            .get_last_raw_message_by_subject(&self.subject(id))
+            .await
+        {
+            Ok(m) => Ok(parse(id, &m.payload)?.log_seq),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(nats_error(e)),
+        }
+    }
+
+    /// Writes the record of a claim (not yet stored); with `expected`, only over that subject
+    /// sequence (0: none), and false when the subject holds another.
     async fn write(
         &self,
         subject: &str,
         digest: ContentDigest,
         now: i64,
-        stored: bool,
         expected: Option<u64>,
     ) -> BusResult<bool> {
-        let publish = record(digest, now, stored, expected)?;
+        let publish = record(digest, now, None, expected)?;
         let ack = self
             .js
             .send_publish(subject.to_owned(), publish)
@@ -191,17 +204,28 @@ impl Seen {
     }
 }
 
-/// The publish of a record; with `expected`, only over that subject sequence (0: none).
+/// The record of an id kept in `ns_SEEN`, read back.
+fn parse(id: &str, payload: &[u8]) -> BusResult<Record> {
+    serde_json::from_slice(payload).map_err(|e| {
+        BusError::Corrupt(format!(
+            "the dedupe record of id {id:?} does not parse: {e}"
+        ))
+    })
+}
+
+/// The publish of a record, stored when `log_seq` is given; with `expected`, only over that
+/// subject sequence (0: none).
 fn record(
     digest: ContentDigest,
     at_ms: i64,
-    stored: bool,
+    log_seq: Option<u64>,
     expected: Option<u64>,
 ) -> BusResult<Publish> {
     let record = Record {
         digest: digest.hex(),
         at_ms,
-        stored,
+        stored: log_seq.is_some(),
+        log_seq,
     };
     let payload = serde_json::to_vec(&record).map_err(nats_error)?;
     let publish = Publish::build().payload(payload.into());

@@ -34,7 +34,9 @@ use crate::backend::Backend;
 use crate::binding_cache::BindingCache;
 use crate::config::{BusConfig, millis, now_ms};
 use crate::content::ContentDigest;
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
+use crate::delivery::{
+    DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Logged, TrackSummary,
+};
 use crate::envelope::{Envelope, Rank};
 use crate::error::seen_again;
 use crate::error::{BusError, BusResult};
@@ -603,8 +605,12 @@ impl Backend for RedisBus {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> BusResult<Page<Envelope>> {
+    ) -> BusResult<Page<Logged>> {
         self.task_page(task_id, after, limit).await
+    }
+
+    async fn locate(&self, id: &str) -> BusResult<Option<Logged>> {
+        self.located(id).await
     }
 
     async fn by_correlation(&self, correlation_id: &str) -> BusResult<Vec<Envelope>> {

@@ -4,7 +4,7 @@ use redis::AsyncCommands;
 
 use super::{RedisBus, redis_error, scripts};
 use crate::config::now_ms;
-use crate::delivery::{DeadLetter, LogEntry, TrackSummary};
+use crate::delivery::{DeadLetter, LogEntry, Logged, TrackSummary};
 use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
 use crate::retention::{PRUNE_BATCH, Page, PruneBefore, Pruned, TrackCursor, number_cursor};
@@ -38,6 +38,8 @@ struct Numbered {
     first: u64,
     kept: u64,
     entries: Vec<Envelope>,
+    /// The entries' publish times (empty for correlations).
+    times: Vec<i64>,
 }
 
 impl RedisBus {
@@ -121,7 +123,7 @@ impl RedisBus {
         after: u64,
         limit: usize,
     ) -> BusResult<Numbered> {
-        let (first, kept, values): (u64, u64, Vec<Vec<u8>>) = scripts::read_log()
+        let (first, kept, values, times): (u64, u64, Vec<Vec<u8>>, Vec<i64>) = scripts::read_log()
             .arg(&self.ns)
             .arg(kind)
             .arg(id)
@@ -135,6 +137,7 @@ impl RedisBus {
             first,
             kept,
             entries,
+            times,
         })
     }
 
@@ -144,13 +147,50 @@ impl RedisBus {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> BusResult<Page<Envelope>> {
+    ) -> BusResult<Page<Logged>> {
         let after = number_cursor(after)?;
         let read = self
             .numbered("task", task_id, after, limit.saturating_add(1))
             .await?;
-        let items: Vec<(u64, Envelope)> = (read.first..).zip(read.entries).collect();
+        if read.times.len() != read.entries.len() {
+            return Err(BusError::Corrupt(format!(
+                "task {task_id:?}: {} entries read with {} publish times",
+                read.entries.len(),
+                read.times.len()
+            )));
+        }
+        let logged = read
+            .entries
+            .into_iter()
+            .zip(read.times)
+            .map(|(envelope, published_ms)| Logged {
+                envelope,
+                published_ms,
+            });
+        let items: Vec<(u64, Logged)> = (read.first..).zip(logged).collect();
         Ok(Page::cut_numbered(items, limit, read.kept))
+    }
+
+    /// The message stored under `id` within the dedupe window, with its publish time.
+    pub(super) async fn located(&self, id: &str) -> BusResult<Option<Logged>> {
+        let value: Option<Vec<u8>> = self
+            .con()
+            .get(self.key(&format!("msg:{id}")))
+            .await
+            .map_err(redis_error)?;
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let corrupt = || BusError::Corrupt(format!("the kept message of id {id:?} does not parse"));
+        let colon = value.iter().position(|&b| b == b':').ok_or_else(corrupt)?;
+        let published_ms = std::str::from_utf8(&value[..colon])
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(corrupt)?;
+        Ok(Some(Logged {
+            envelope: unpack(&value[colon + 1..])?,
+            published_ms,
+        }))
     }
 
     /// The conversation's entries after sequence number `after`.

@@ -12,7 +12,8 @@ use redis::{Script, ScriptInvocation};
 /// conversations are also kept in `ns:recent:<kind>` (a sorted set scored by the latest
 /// publish time), `ns:first:<kind>` (a hash of the first publish time) and
 /// `ns:<kind>time:<id>` (the publish time of each entry); a logged message is also appended to
-/// `ns:log` (its time and keys, in log order, for pruning).
+/// `ns:log` (its time and keys, in log order, for pruning). `ns:msg:<id>` holds the publish
+/// time, a colon and the packed message, and expires with the window (for `locate`).
 static STORE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -29,6 +30,7 @@ if ARGV[3] == '1' then
   end
 end
 redis.call('SET', seen, digest, 'PX', ARGV[4])
+redis.call('SET', ns .. ':msg:' .. id, ARGV[10] .. ':' .. value, 'PX', ARGV[4])
 for i = 12, #ARGV do
   redis.call('XADD', ns .. ':q:' .. ARGV[i] .. ':' .. ARGV[5], '*', 'm', value)
 end
@@ -163,7 +165,7 @@ return n
 
 /// ARGV: ns, kind, id, after, limit; the entries of list `ns:<kind>:<id>` numbered after
 /// `after` (entries count from 1, pruned ones included): {number of the first one returned,
-/// entries kept, entries…}.
+/// entries kept, entries…, their publish times… (none for kind `corr`, which keeps none)}.
 static READ_LOG: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -173,8 +175,14 @@ local list = ns .. ':' .. kind .. ':' .. id
 local base = tonumber(redis.call('HGET', ns .. ':base', kind .. ':' .. id) or '0')
 local start = math.max(after - base, 0)
 local items = {}
-if limit > 0 then items = redis.call('LRANGE', list, start, start + limit - 1) end
-return {base + start + 1, redis.call('LLEN', list), items}
+local times = {}
+if limit > 0 then
+  items = redis.call('LRANGE', list, start, start + limit - 1)
+  if kind ~= 'corr' then
+    times = redis.call('LRANGE', ns .. ':' .. kind .. 'time:' .. id, start, start + limit - 1)
+  end
+end
+return {base + start + 1, redis.call('LLEN', list), items, times}
 ",
     )
 });

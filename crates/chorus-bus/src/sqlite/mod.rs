@@ -20,7 +20,9 @@ use rusqlite::Connection;
 use crate::backend::Backend;
 use crate::binding_cache::BindingCache;
 use crate::config::{BusConfig, millis, now_ms};
-use crate::delivery::{DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, TrackSummary};
+use crate::delivery::{
+    DeadLetter, DeadReason, Delivery, EffectRecord, LogEntry, Logged, TrackSummary,
+};
 use crate::envelope::Envelope;
 use crate::error::BusResult;
 use crate::fair::FairScheduler;
@@ -345,12 +347,19 @@ impl Backend for SqliteBus {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> BusResult<Page<Envelope>> {
+    ) -> BusResult<Page<Logged>> {
         let (task, after) = (task_id.to_owned(), after.map(str::to_owned));
         self.writer
             .call(false, move |c| {
                 pages::task_messages(c, &task, after.as_deref(), limit)
             })
+            .await
+    }
+
+    async fn locate(&self, id: &str) -> BusResult<Option<Logged>> {
+        let id = id.to_owned();
+        self.writer
+            .call(false, move |c| pages::locate(c, &id))
             .await
     }
 

@@ -1,9 +1,9 @@
 //! Paged reads of the SQLite backend: dead letters, a task's messages, tasks and conversations.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::schema::{ENV_COLS, Key, count, envelope_at, json_error, storage_error};
-use crate::delivery::{DeadLetter, TrackSummary};
+use crate::delivery::{DeadLetter, Logged, TrackSummary};
 use crate::envelope::Envelope;
 use crate::error::BusResult;
 use crate::retention::{Page, TrackCursor, number_cursor};
@@ -102,31 +102,53 @@ pub(super) fn find_dead(conn: &Connection, id: &str) -> BusResult<Option<DeadLet
         .transpose()
 }
 
-/// Up to `limit` messages of task `task_id` after row `after`, in publish order.
+/// Up to `limit` messages of task `task_id` after row `after`, in publish order, with their
+/// publish times.
 pub(super) fn task_messages(
     conn: &Connection,
     task_id: &str,
     after: Option<&str>,
     limit: usize,
-) -> BusResult<Page<Envelope>> {
+) -> BusResult<Page<Logged>> {
     let after = int(number_cursor(after)?);
     let sql = format!(
-        "SELECT m.seq, {ENV_COLS} FROM messages m WHERE m.task_id = ?1 AND m.seq > ?2 \
-         ORDER BY m.seq LIMIT ?3"
+        "SELECT m.seq, m.published_ms, {ENV_COLS} FROM messages m \
+         WHERE m.task_id = ?1 AND m.seq > ?2 ORDER BY m.seq LIMIT ?3"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(storage_error)?;
     let rows = stmt
         .query_map(params![task_id, after, int(limit).saturating_add(1)], |r| {
-            Ok((r.get::<_, i64>(0)?, envelope_at(r, 1)?))
+            Ok((r.get::<_, i64>(0)?, logged_at(r, 1)?))
         })
         .map_err(storage_error)?;
-    let items: Vec<(i64, Envelope)> = rows.collect::<Result<_, _>>().map_err(storage_error)?;
+    let items: Vec<(i64, Logged)> = rows.collect::<Result<_, _>>().map_err(storage_error)?;
     let total = count(
         conn,
         "SELECT COUNT(*) FROM messages WHERE task_id = ?1",
         [task_id],
     )?;
     Ok(Page::cut_numbered(items, limit, total))
+}
+
+/// The latest stored message with this id, with its publish time.
+pub(super) fn locate(conn: &Connection, id: &str) -> BusResult<Option<Logged>> {
+    let sql = format!(
+        "SELECT m.published_ms, {ENV_COLS} FROM messages m WHERE m.id = ?1 \
+         ORDER BY m.published_ms DESC, m.seq DESC LIMIT 1"
+    );
+    conn.prepare_cached(&sql)
+        .map_err(storage_error)?
+        .query_row([id], |r| logged_at(r, 0))
+        .optional()
+        .map_err(storage_error)
+}
+
+/// The publish time at column `i` and the envelope after it.
+fn logged_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Logged> {
+    Ok(Logged {
+        published_ms: row.get(i)?,
+        envelope: envelope_at(row, i + 1)?,
+    })
 }
 
 /// Up to `limit` values of `key`, latest activity first (then the value, descending), after

@@ -85,7 +85,8 @@ macro_rules! conformance_tests {
             route_to_one_id, pool_has_competing_consumers, competing_receives_end_promptly,
             list_gets_one_copy_each,
             subscription_by_handoff_type, routing_rule_on_payload_field, hub_broadcast,
-            tracking_by_task_and_correlation, conversation_log_resumes_from_cursor,
+            tracking_by_task_and_correlation, messages_are_located_with_their_publish_time,
+            conversation_log_resumes_from_cursor,
             tasks_and_conversations_are_listed_by_activity, depth_counts_unacknowledged_messages,
             dead_letters_are_listed_and_replayed);
         $crate::conformance_tests!(@each $setup, $backend;
@@ -986,6 +987,62 @@ pub async fn tracking_by_task_and_correlation(f: &Fixture) {
     assert_eq!(ids(bus.by_task(&task).await.unwrap()), mine);
     assert_eq!(ids(bus.by_correlation(&corr).await.unwrap()), mine);
     assert!(bus.by_task(&uid("none")).await.unwrap().is_empty());
+}
+
+/// A task's messages come back with the store's publish time (not the document's own), and
+/// `locate` finds a message by id, queued or acknowledged, with that same time.
+pub async fn messages_are_located_with_their_publish_time(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let task = uid("task");
+    let mut sent = Vec::new();
+    for i in 0..3 {
+        let mut p = packet(&mid(), json!("locator"), "MEDIUM", "STATUS_UPDATE");
+        p["metadata"]["task_id"] = json!(task);
+        // A document time far from the publish: the store must not report it.
+        p["metadata"]["timestamp"] = json!("2001-02-03T04:05:06Z");
+        let before = wall_ms();
+        publish(&bus, &p).await;
+        let after = wall_ms();
+        sent.push((
+            p["metadata"]["message_id"].as_str().unwrap().to_owned(),
+            before,
+            after,
+        ));
+        if i == 0 {
+            // The first one is acknowledged before it is looked for; the others stay queued.
+            assert_eq!(drain(&bus, "locator").await.len(), 1);
+        }
+    }
+    let page = bus.task_messages(&task, None, 10).await.unwrap();
+    assert_eq!(page.items.len(), 3);
+    // Stores on another machine's clock may differ by a little: a second either way.
+    const SKEW: i64 = 1000;
+    for (logged, (id, before, after)) in page.items.iter().zip(&sent) {
+        assert_eq!(&logged.envelope.id, id);
+        assert!(
+            (before - SKEW..=after + SKEW).contains(&logged.published_ms),
+            "{id} published at {}, between {before} and {after}",
+            logged.published_ms
+        );
+        let found = bus
+            .locate(id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{id} is located"));
+        assert_eq!(&found.envelope.id, id);
+        assert_eq!(found.envelope.task_id.as_deref(), Some(task.as_str()));
+        assert_eq!(
+            found.envelope.bytes, logged.envelope.bytes,
+            "the stored document"
+        );
+        assert_eq!(
+            found.published_ms, logged.published_ms,
+            "the same publish time"
+        );
+    }
+    let published: Vec<i64> = page.items.iter().map(|l| l.published_ms).collect();
+    assert!(published.windows(2).all(|w| w[0] <= w[1]), "{published:?}");
+    assert!(bus.locate(&mid()).await.unwrap().is_none(), "an unknown id");
 }
 
 pub async fn conversation_log_resumes_from_cursor(f: &Fixture) {

@@ -223,7 +223,7 @@ pub async fn listings_are_read_a_page_at_a_time(f: &Fixture) {
     loop {
         let page = bus.task_messages(&task, after.as_deref(), 2).await.unwrap();
         assert_eq!(page.total, Some(5));
-        read.extend(page.items.into_iter().map(|e| e.id));
+        read.extend(page.items.into_iter().map(|l| l.envelope.id));
         match page.next {
             Some(next) => after = Some(next),
             None => break,

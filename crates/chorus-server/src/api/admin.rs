@@ -148,7 +148,11 @@ pub async fn task(
         .await
         .map_err(listing_error)?;
     let numbered = Page {
-        items: read.items.into_iter().map(|e| (e, None)).collect(),
+        items: read
+            .items
+            .into_iter()
+            .map(|l| (l.envelope, None, Some(l.published_ms)))
+            .collect(),
         next: read.next,
         total: read.total,
     };
@@ -189,18 +193,19 @@ pub async fn conversation(
             .flatten(),
         items: entries
             .into_iter()
-            .map(|LogEntry { seq, envelope }| (envelope, Some(seq)))
+            .map(|LogEntry { seq, envelope }| (envelope, Some(seq), None))
             .collect(),
         total: None,
     };
     Ok(Json(messages(&app, numbered).await))
 }
 
-/// The answer for a page of stored messages (with their sequence numbers, when they have one).
-async fn messages(app: &AppState, page: Page<(Envelope, Option<u64>)>) -> MessagePage {
+/// The answer for a page of stored messages (with their sequence numbers and publish times,
+/// when they have them).
+async fn messages(app: &AppState, page: Page<(Envelope, Option<u64>, Option<i64>)>) -> MessagePage {
     let mut items = Vec::with_capacity(page.items.len());
-    for (envelope, seq) in page.items {
-        items.push(stored(app, envelope, seq).await);
+    for (envelope, seq, published_ms) in page.items {
+        items.push(stored(app, envelope, seq, published_ms).await);
     }
     MessagePage {
         items,

@@ -18,6 +18,11 @@ pub struct StoredMessage {
     pub seq: Option<u64>,
     /// The message id.
     pub id: String,
+    /// When the hub accepted its publish, Unix milliseconds (the store's clock; the
+    /// document's own `metadata.timestamp` is the sender's). Given on task timelines and
+    /// search results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_ms: Option<i64>,
     /// The sending agent.
     pub sender: Option<String>,
     /// The addressed recipients.
@@ -56,9 +61,15 @@ pub struct DeadLetterBody {
 }
 
 /// The answer for a stored message (`seq`: its place in a conversation's log).
-pub(crate) async fn stored(app: &AppState, env: Envelope, seq: Option<u64>) -> StoredMessage {
+pub(crate) async fn stored(
+    app: &AppState,
+    env: Envelope,
+    seq: Option<u64>,
+    published_ms: Option<i64>,
+) -> StoredMessage {
     StoredMessage {
         seq,
+        published_ms,
         traceparent: telemetry::of_stored(&app.traces, &env.id, &env.bytes).await,
         message: document(&env.bytes),
         id: env.id,

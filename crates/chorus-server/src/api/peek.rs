@@ -128,7 +128,7 @@ pub async fn inbox_messages(
     } in queued
     {
         messages.push(WaitingMessage {
-            stored: stored(&app, envelope, None).await,
+            stored: stored(&app, envelope, None, None).await,
             attempts,
             state: state.into(),
             until_ms: state.until_ms(),

@@ -1,12 +1,12 @@
 //! Search for the web UI's home page: what one id names — a task, a conversation, a
-//! correlation, an agent's inbox, dead letters — read from the store's own indexes.
+//! correlation, an agent's inbox, a message, dead letters — read from the store's own indexes.
 
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::bodies::DeadLetterBody;
+use crate::api::bodies::{DeadLetterBody, StoredMessage, stored};
 use crate::api::extract::{Admin, ApiQuery};
 use crate::api::pages::{MAX_LIMIT, listing_error};
 use crate::error::{ApiError, ErrorBody};
@@ -68,11 +68,15 @@ pub struct SearchResults {
     pub correlation: Option<FoundCorrelation>,
     /// The inbox with this id.
     pub inbox: Option<FoundInbox>,
+    /// The message stored under this id, with when the hub accepted it (while the store
+    /// keeps it; see `docs/server.md`).
+    pub message: Option<StoredMessage>,
     /// Dead letters with this id or of the message with this id (among the first 10,000).
     pub dead_letters: Vec<DeadLetterBody>,
 }
 
-/// Looks up one id as a task, conversation, correlation, inbox and dead letter (admin token).
+/// Looks up one id as a task, conversation, correlation, inbox, message and dead letter
+/// (admin token).
 #[utoipa::path(
     get,
     path = "/v1/search",
@@ -131,6 +135,10 @@ pub async fn search(
         id: q.clone(),
         depth,
     });
+    let message = match bus.locate(&q).await.map_err(listing_error)? {
+        Some(l) => Some(stored(&app, l.envelope, None, Some(l.published_ms)).await),
+        None => None,
+    };
     let mut dead_letters = Vec::new();
     let mut after: Option<String> = None;
     for _ in 0..DEAD_LETTER_SCAN / MAX_LIMIT {
@@ -154,6 +162,7 @@ pub async fn search(
         conversation,
         correlation,
         inbox,
+        message,
         dead_letters,
         q,
     }))
