@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chorus_bus::{Bus, BusConfig, Envelope, PruneBefore, SqliteBus, now_ms};
+use chorus_bus::{Backend, BusConfig, Envelope, PruneBefore, SqliteBus, now_ms};
 
 /// Old messages stored (and acknowledged) before the prune.
 const OLD: usize = 50_000;
