@@ -134,14 +134,20 @@ pub trait Bus: Backend {
         if env.expires_at_ms.is_some_and(|t| t <= now_ms()) {
             return self.publish_routed(env, None).await;
         }
-        match self.store_routed_now(env) {
+        // Nothing is awaited while the one-step store's answer (which may hold the envelope)
+        // is alive: it would stay in this future's state, which every publish allocates.
+        let routed = match self.store_routed_now(env) {
+            Ok(receipt) => Ok(receipt),
+            Err(env) => Err(self.publish_routed(env, None)),
+        };
+        match routed {
             Ok(receipt) => {
                 // A publisher that never waits on anything else still lets the consumers it
                 // woke run.
                 tokio::task::consume_budget().await;
                 receipt
             }
-            Err(env) => self.publish_routed(env, None).await,
+            Err(general) => general.await,
         }
     }
 
