@@ -2,8 +2,8 @@
 //!
 //! Both clients read their endpoint from an [`EndpointConfig`] (base URL from
 //! `CHORUS_MODEL_BASE_URL`, else `OPENAI_BASE_URL`; key from `OPENAI_API_KEY`), retry 429 and
-//! 5xx answers with exponential backoff and jitter (honouring `Retry-After`), bound each attempt
-//! by a timeout, and put `token_usage` (with `total_cost_usd` from the price table) and
+//! 5xx answers with exponential backoff and jitter (honouring `Retry-After`), bound the wait for
+//! a response to start and the silence inside a streamed one (not its total length), and put `token_usage` (with `total_cost_usd` from the price table) and
 //! `latency_ms` (`ttft`, `total_time`) into the metadata of the reply's last message.
 //! Each call runs in a `chat` or `text_completion` span with OpenTelemetry GenAI attributes.
 //! Cancellation: drop the future returned by [`ModelClient::complete`].
@@ -16,7 +16,7 @@ mod openai;
 mod stamp;
 mod trace;
 
-pub use config::EndpointConfig;
+pub use config::{EndpointConfig, MaxTokensField};
 pub use harmony::{HarmonyClient, HarmonyPrompt, PromptForm};
 pub use openai::OpenAiChatClient;
 
