@@ -7,6 +7,7 @@ use chorus_server::{Server, ServerConfig, Store, bind, hash_token, shutdown_sign
 use crate::error::CliError;
 use crate::input::read_text;
 use crate::output::warn;
+use crate::telemetry::LogArgs;
 
 /// Arguments of `chorus serve`.
 #[derive(clap::Args, Debug)]
@@ -27,6 +28,8 @@ pub struct ServeArgs {
     /// itself shows in the process list and the shell history.
     #[arg(long, value_name = "-|@FILE|TOKEN")]
     pub hash_token: Option<String>,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// The token `--hash-token` names: read from standard input (`-`) or a file (`@FILE`), else the
@@ -65,7 +68,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     };
     let store = Store::parse(&args.store).map_err(CliError::usage)?;
     // Kept to the end: dropping it sends the spans not yet exported.
-    let _telemetry = chorus_server::telemetry::init();
+    let _telemetry = args.log.init("chorus serve", "chorus-server", "info");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     runtime.block_on(async {
         let bus = store.open(&config).await.map_err(CliError::usage)?;

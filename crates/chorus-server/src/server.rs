@@ -244,7 +244,8 @@ impl Server {
             stopping,
         };
         let pruner = Pruner::new(state.clone(), config.retention.clone());
-        let (router, openapi) = router(state);
+        let (router, openapi) = router(state, config.request_timeout());
+        let router = crate::layers::around(router, &config.cors);
         Server {
             router,
             limits: ConnectionLimits {

@@ -39,6 +39,9 @@ pub struct ModelRequest {
     pub temperature: Option<f64>,
     /// Upper bound on generated tokens.
     pub max_tokens: Option<u32>,
+    /// The conversation the call belongs to (a flow's task id): `gen_ai.conversation.id` of
+    /// its span; not sent.
+    pub conversation_id: Option<String>,
 }
 
 /// A streamed piece of a reply, for progress output and UIs.

@@ -1,0 +1,70 @@
+//! The tests' inbox reader (on chorus-agent's shared SSE reader) against a stream cut inside
+//! every multi-byte character, with comments, `id:`, `retry:` and multi-line `data:`; and
+//! against the real server, a message of non-ASCII text read back whole.
+
+mod common;
+
+/// The fake model server of chorus-agent's tests, for its chunk splitter.
+#[allow(dead_code)]
+#[path = "../../chorus-agent/tests/support/fake_openai.rs"]
+mod fake_openai;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::header;
+use axum::response::Response;
+use axum::routing::get;
+use common::{ALICE, BOB, PATIENCE, SseReader, TestServer, message, publish};
+use fake_openai::split_inside_chars;
+use futures::StreamExt;
+
+const TEXT: &str = "Grüße aus Köln — 世界 🎉, ещё ✓";
+
+#[tokio::test]
+async fn the_reader_joins_every_character_cut_across_chunks() {
+    let stream = format!(
+        ": hello\nretry: 1000\n\nid: 41\nevent: message\ndata: {{\"text\": \"{TEXT}\"}}\n\n\
+         id: 42\r\ndata: {TEXT}\r\ndata: ✓\r\n\r\n"
+    );
+    let chunks = split_inside_chars(&stream);
+    assert!(chunks.iter().all(|c| std::str::from_utf8(c).is_err()));
+    let app = Router::new().route(
+        "/v1/agents/{agent}/inbox",
+        get(move || {
+            let chunks = chunks.clone();
+            async move {
+                let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>))
+                    .chain(futures::stream::pending());
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "text/event-stream")
+                    .body(Body::from_stream(body))
+                    .unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1/agents/bob/inbox", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut reader = SseReader::try_open_url(&url, BOB, None).await.unwrap();
+    let first = reader.next().await;
+    assert_eq!(first.id.as_deref(), Some("41"));
+    assert_eq!(first.event.as_deref(), Some("message"));
+    assert_eq!(first.json()["text"], TEXT);
+    let second = reader.next().await;
+    assert_eq!(second.id.as_deref(), Some("42"));
+    assert_eq!(second.data, format!("{TEXT}\n✓"));
+    assert!(reader.next_within(std::time::Duration::from_millis(200)).await.is_none());
+    server.abort();
+}
+
+#[tokio::test]
+async fn non_ascii_text_comes_back_whole_from_the_server() {
+    let server = TestServer::start().await;
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let long: String = TEXT.repeat(400);
+    let sent = publish(&server, ALICE, &message("m-utf8", "alice", "bob", &long)).await;
+    assert!(sent.status().is_success(), "{}", sent.status());
+    let event = inbox.next_within(PATIENCE).await.expect("a delivery");
+    assert_eq!(event.json()["message"]["content"], long.as_str());
+    server.stop().await;
+}
