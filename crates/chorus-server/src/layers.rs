@@ -70,10 +70,16 @@ fn request_span<B>(request: &Request<B>) -> Span {
     )
 }
 
-/// Records the status (and `error.type` for a 5xx) on the request's span.
-fn record_response<B>(response: &Response<B>, _latency: Duration, span: &Span) {
+/// Records the status (and `error.type` for a 5xx) on the request's span, and logs the answer
+/// at `debug`.
+fn record_response<B>(response: &Response<B>, latency: Duration, span: &Span) {
     let status = response.status();
-    span.record("http.response.status_code", status.as_u16());
+    tracing::debug!(
+        status = status.as_u16(),
+        latency_ms = latency.as_secs_f64() * 1000.0,
+        "answered"
+    );
+    span.record("http.response.status_code", i64::from(status.as_u16()));
     if status.is_server_error() {
         span.record("error.type", status.as_str());
     }

@@ -7,7 +7,8 @@ use std::io::IsTerminal;
 use std::str::FromStr;
 
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::{Layer, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// How log lines are written.
@@ -40,7 +41,8 @@ pub struct Setup {
     /// `service.name` of the exported spans unless `OTEL_SERVICE_NAME` or a `service.name` in
     /// `OTEL_RESOURCE_ATTRIBUTES` names one.
     pub service: &'static str,
-    /// The log filter when `CHORUS_LOG` is unset (`info`, `warn` …).
+    /// The log filter when `CHORUS_LOG` is unset (`info`, `warn` …); it filters the log lines
+    /// only, spans of level `info` and above are exported whatever it says.
     pub default_filter: &'static str,
     /// Text or JSON lines.
     pub log_format: LogFormat,
@@ -141,17 +143,18 @@ fn install(setup: &Setup, endpoint: Option<&str>) -> Telemetry {
             ),
         ),
     };
-    let registry = tracing_subscriber::registry()
-        .with(filter)
-        .with(text)
-        .with(json);
+    // The filter is the log lines' own: spans are exported at `info` whatever the logs show.
+    let logs = Layer::and_then(text, json).with_filter(filter);
+    let registry = tracing_subscriber::registry().with(logs);
     let wanted = endpoint.is_some() || export_wanted();
     #[cfg(feature = "otlp")]
     {
         if wanted {
             match super::otlp::layer(setup.service, endpoint) {
                 Ok((layer, provider)) => {
-                    let _ = registry.with(layer).try_init();
+                    let _ = registry
+                        .with(layer.with_filter(LevelFilter::INFO))
+                        .try_init();
                     return Telemetry {
                         provider: Some(provider),
                     };
