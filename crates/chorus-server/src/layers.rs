@@ -41,7 +41,8 @@ pub(crate) fn around(router: Router, cors_config: &CorsConfig) -> Router {
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
 }
 
-/// The server span of one request: `{method} {route}`, with the request id.
+/// The server span of one request: `{method} {route}`, with the request id, child of the
+/// caller's `traceparent` when it sent one.
 fn request_span<B>(request: &Request<B>) -> Span {
     let route = request
         .extensions()
@@ -57,7 +58,7 @@ fn request_span<B>(request: &Request<B>) -> Span {
         .get(REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "request",
         otel.name = name,
         otel.kind = "server",
@@ -67,7 +68,11 @@ fn request_span<B>(request: &Request<B>) -> Span {
         request.id = id,
         http.response.status_code = Empty,
         error.type = Empty,
-    )
+    );
+    // A caller's W3C `traceparent` makes the request part of its trace.
+    let traceparent = crate::observe::traceparent(request.headers());
+    crate::telemetry::link(&span, traceparent.as_deref());
+    span
 }
 
 /// Records the status (and `error.type` for a 5xx) on the request's span, and logs the answer

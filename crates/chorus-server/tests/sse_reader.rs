@@ -14,7 +14,7 @@ use axum::body::Body;
 use axum::http::header;
 use axum::response::Response;
 use axum::routing::get;
-use common::{ALICE, BOB, PATIENCE, SseReader, TestServer, message, publish};
+use common::{ALICE, BOB, PATIENCE, SseReader, fresh, message, publish};
 use fake_openai::split_inside_chars;
 use futures::StreamExt;
 
@@ -59,9 +59,9 @@ async fn the_reader_joins_every_character_cut_across_chunks() {
 
 #[tokio::test]
 async fn non_ascii_text_comes_back_whole_from_the_server() {
-    let server = TestServer::start().await;
+    let (_dir, server) = fresh(30).await;
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
-    let long: String = TEXT.repeat(400);
+    let long: String = TEXT.repeat(200);
     let sent = publish(&server, ALICE, &message("m-utf8", "alice", "bob", &long)).await;
     assert!(sent.status().is_success(), "{}", sent.status());
     let event = inbox.next_within(PATIENCE).await.expect("a delivery");
