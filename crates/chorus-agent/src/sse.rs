@@ -224,11 +224,12 @@ mod tests {
 
     #[tokio::test]
     async fn silence_past_the_limit_ends_the_stream_but_slow_bytes_do_not() {
-        let slow = futures::stream::iter(STREAM.as_bytes().chunks(8).map(<[u8]>::to_vec))
-            .then(|chunk| async move {
+        let slow = futures::stream::iter(STREAM.as_bytes().chunks(8).map(<[u8]>::to_vec)).then(
+            |chunk| async move {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 Ok::<_, std::io::Error>(chunk)
-            });
+            },
+        );
         let mut reader = SseReader::limited(slow, Some(Duration::from_millis(200)));
         let mut events = Vec::new();
         while let Some(event) = reader.next().await {

@@ -37,7 +37,9 @@ fn full_grammar(chunks: &[Value]) -> String {
         let json = chunk.to_string();
         if i == 1 {
             let (head, tail) = json.split_at(json.find(",").unwrap() + 1);
-            stream.push_str(&format!("id: {i}\r\nevent: message\r\ndata: {head}\r\ndata: {tail}\r\n\r\n"));
+            stream.push_str(&format!(
+                "id: {i}\r\nevent: message\r\ndata: {head}\r\ndata: {tail}\r\n\r\n"
+            ));
         } else {
             stream.push_str(&format!("id: {i}\ndata: {json}\n\n"));
         }
@@ -58,7 +60,10 @@ async fn the_chat_client_reads_a_stream_cut_inside_every_character() {
     let fake = FakeOpenAi::start(vec![Reply::raw(pieces)]).await;
     let client = OpenAiChatClient::new(config(&fake));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reply = client.complete(&request("gpt-test"), Some(&tx)).await.unwrap();
+    let reply = client
+        .complete(&request("gpt-test"), Some(&tx))
+        .await
+        .unwrap();
     assert_eq!(reply.messages[0].text(), TEXT);
     assert!(!reply.messages[0].text().contains('\u{fffd}'));
     assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
@@ -80,7 +85,10 @@ async fn the_harmony_client_reads_a_stream_cut_inside_every_character() {
     let pieces = split_inside_chars(&full_grammar(&chunks));
     let fake = FakeOpenAi::start(vec![Reply::raw(pieces)]).await;
     let client = HarmonyClient::new(config(&fake));
-    let reply = client.complete(&request("gpt-oss-20b"), None).await.unwrap();
+    let reply = client
+        .complete(&request("gpt-oss-20b"), None)
+        .await
+        .unwrap();
     assert_eq!(reply.messages.last().unwrap().text(), TEXT);
 }
 
@@ -92,7 +100,10 @@ async fn an_error_event_fails_the_call_with_its_data() {
     );
     let fake = FakeOpenAi::start(vec![Reply::raw(vec![stream.into_bytes()])]).await;
     let client = OpenAiChatClient::new(config(&fake));
-    let error = client.complete(&request("gpt-test"), None).await.unwrap_err();
+    let error = client
+        .complete(&request("gpt-test"), None)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&error, ModelError::Protocol(m) if m.contains("overloaded, try later")),
         "{error:?}"
@@ -122,17 +133,26 @@ async fn a_slow_stream_that_never_goes_silent_outlives_both_timeouts() {
 #[tokio::test]
 async fn a_stream_that_goes_silent_times_out_on_the_silence() {
     let chunks = vec![chat::role(), chat::text("Hel"), chat::text("lo")];
-    let fake =
-        FakeOpenAi::start(vec![Reply::chat(chunks).chunk_delay(Duration::from_secs(5))]).await;
+    let fake = FakeOpenAi::start(vec![
+        Reply::chat(chunks).chunk_delay(Duration::from_secs(5)),
+    ])
+    .await;
     let client = OpenAiChatClient::new(
         config(&fake)
             .with_timeout(Duration::from_secs(10))
             .with_idle_timeout(Duration::from_millis(300)),
     );
     let started = Instant::now();
-    let error = client.complete(&request("gpt-test"), None).await.unwrap_err();
+    let error = client
+        .complete(&request("gpt-test"), None)
+        .await
+        .unwrap_err();
     assert!(matches!(error, ModelError::Timeout(300)), "{error:?}");
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

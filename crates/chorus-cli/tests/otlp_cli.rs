@@ -22,8 +22,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use fake_openai::{FakeOpenAi, Reply};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 
@@ -284,7 +284,13 @@ fn names(spans: &[Span]) -> Vec<&str> {
 /// `service.name` of the first export.
 fn service(received: &Received) -> Option<String> {
     let received = received.lock().unwrap();
-    let resource = received.first()?.request.resource_spans.first()?.resource.as_ref()?;
+    let resource = received
+        .first()?
+        .request
+        .resource_spans
+        .first()?
+        .resource
+        .as_ref()?;
     match attr(&resource.attributes, "service.name") {
         Some(Any::StringValue(s)) => Some(s.clone()),
         _ => None,
@@ -299,7 +305,10 @@ async fn chorus_run_exports_genai_spans_over_http() {
         dir.path(),
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
-            ("OTEL_EXPORTER_OTLP_HEADERS", "x-collector-key=k1".to_owned()),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "x-collector-key=k1".to_owned(),
+            ),
         ],
     )
     .await;
@@ -369,7 +378,10 @@ async fn an_untrusted_https_collector_gets_nothing_and_the_run_still_succeeds() 
     let (base, received) = collector(Some((&cert, &key))).await;
     let out = run_flow(dir.path(), &[("OTEL_EXPORTER_OTLP_ENDPOINT", base)]).await;
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
-    assert!(received.lock().unwrap().is_empty(), "no certificate, no export");
+    assert!(
+        received.lock().unwrap().is_empty(),
+        "no certificate, no export"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

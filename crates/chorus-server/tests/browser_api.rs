@@ -180,9 +180,7 @@ async fn the_event_stream_tells_the_admin_what_changed() {
             .status(),
         201
     );
-    let change = next_change(&mut stream, PATIENCE)
-        .await
-        .expect("a change");
+    let change = next_change(&mut stream, PATIENCE).await.expect("a change");
     assert_eq!(change, json!({"kind": "published", "path": "/v1/messages"}));
 
     assert_eq!(
@@ -194,9 +192,7 @@ async fn the_event_stream_tells_the_admin_what_changed() {
     let mut no_recipient = message("m2", "alice", "bob", "x");
     no_recipient.as_object_mut().unwrap().remove("recipient");
     assert_eq!(publish(&server, ALICE, &no_recipient).await.status(), 422);
-    let change = next_change(&mut stream, PATIENCE)
-        .await
-        .expect("a change");
+    let change = next_change(&mut stream, PATIENCE).await.expect("a change");
     assert_eq!(
         change,
         json!({"kind": "dead_lettered", "path": "/v1/dead-letters"}),
@@ -206,9 +202,7 @@ async fn the_event_stream_tells_the_admin_what_changed() {
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
     assert_eq!(delivered(&inbox.next().await), ("m1".into(), 1));
     assert_eq!(settle(&server, "bob", BOB, "m1", "ack").await, 204);
-    let change = next_change(&mut stream, PATIENCE)
-        .await
-        .expect("a change");
+    let change = next_change(&mut stream, PATIENCE).await.expect("a change");
     assert_eq!(
         change,
         json!({"kind": "acked", "path": "/v1/agents/bob/inbox/m1/ack"})

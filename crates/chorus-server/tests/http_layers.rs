@@ -7,7 +7,9 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use chorus_server::ServerConfig;
-use common::{ADMIN, ALICE, BOB, PATIENCE, SseReader, TestServer, client, config, db, message, publish};
+use common::{
+    ADMIN, ALICE, BOB, PATIENCE, SseReader, TestServer, client, config, db, message, publish,
+};
 
 async fn start(config: &ServerConfig) -> (tempfile::TempDir, TestServer) {
     let dir = tempfile::tempdir().unwrap();
@@ -28,8 +30,15 @@ async fn every_answer_carries_a_request_id_kept_from_the_caller_or_made() {
     let mut made = Vec::new();
     for path in ["/healthz", "/no/such/route"] {
         let answer = client().get(server.url(path)).send().await.unwrap();
-        let id = answer.headers()["x-request-id"].to_str().unwrap().to_owned();
-        assert_eq!(uuid::Uuid::parse_str(&id).map(|u| u.get_version_num()), Ok(4), "{id}");
+        let id = answer.headers()["x-request-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            uuid::Uuid::parse_str(&id).map(|u| u.get_version_num()),
+            Ok(4),
+            "{id}"
+        );
         made.push(id);
     }
     assert_ne!(made[0], made[1], "a new id per request");
@@ -61,15 +70,29 @@ async fn a_request_slower_than_the_timeout_gets_503_but_an_open_inbox_stream_liv
     .await
     .unwrap();
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(answer.to_ascii_lowercase().contains("x-request-id"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("x-request-id"),
+        "{answer}"
+    );
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_millis(900) && waited < Duration::from_secs(5), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
 
     // The inbox stream opened before is older than the limit by now and still delivers.
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let sent = publish(&server, ALICE, &message("late-1", "alice", "bob", "still there?")).await;
+    let sent = publish(
+        &server,
+        ALICE,
+        &message("late-1", "alice", "bob", "still there?"),
+    )
+    .await;
     assert_eq!(sent.status(), 201);
-    let event = inbox.next_within(PATIENCE).await.expect("a delivery on the old stream");
+    let event = inbox
+        .next_within(PATIENCE)
+        .await
+        .expect("a delivery on the old stream");
     assert_eq!(event.json()["message_id"], "late-1");
     server.stop().await;
 }
@@ -80,7 +103,10 @@ async fn preflight(server: &TestServer, origin: &str) -> reqwest::Response {
         .request(reqwest::Method::OPTIONS, server.url("/v1/messages"))
         .header("origin", origin)
         .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "authorization, content-type")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type",
+        )
         .send()
         .await
         .unwrap()
@@ -90,7 +116,12 @@ async fn preflight(server: &TestServer, origin: &str) -> reqwest::Response {
 async fn cors_is_off_by_default_and_on_for_the_configured_origins() {
     let (_dir, off) = start(&config(30)).await;
     let answer = preflight(&off, "https://app.example.com").await;
-    assert!(answer.headers().get("access-control-allow-origin").is_none());
+    assert!(
+        answer
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
     off.stop().await;
 
     let mut on = config(30);
@@ -100,10 +131,24 @@ async fn cors_is_off_by_default_and_on_for_the_configured_origins() {
     let answer = preflight(&server, "https://app.example.com").await;
     assert!(answer.status().is_success(), "{}", answer.status());
     let headers = answer.headers();
-    assert_eq!(headers["access-control-allow-origin"], "https://app.example.com");
-    let allowed = headers["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase();
-    assert!(allowed.contains("authorization") && allowed.contains("content-type"), "{allowed}");
-    assert!(headers["access-control-allow-methods"].to_str().unwrap().contains("POST"));
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "https://app.example.com"
+    );
+    let allowed = headers["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(
+        allowed.contains("authorization") && allowed.contains("content-type"),
+        "{allowed}"
+    );
+    assert!(
+        headers["access-control-allow-methods"]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
     assert_eq!(headers["access-control-max-age"], "600");
     let other = preflight(&server, "https://evil.example.net").await;
     assert!(other.headers().get("access-control-allow-origin").is_none());
@@ -115,8 +160,13 @@ async fn cors_is_off_by_default_and_on_for_the_configured_origins() {
         .send()
         .await
         .unwrap();
-    assert_eq!(get.headers()["access-control-allow-origin"], "https://app.example.com");
-    let exposed = get.headers()["access-control-expose-headers"].to_str().unwrap();
+    assert_eq!(
+        get.headers()["access-control-allow-origin"],
+        "https://app.example.com"
+    );
+    let exposed = get.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap();
     assert!(exposed.contains("x-request-id"), "{exposed}");
     server.stop().await;
 }
@@ -125,7 +175,10 @@ async fn cors_is_off_by_default_and_on_for_the_configured_origins() {
 fn bad_cors_origins_are_refused_with_their_key() {
     for (origins, key) in [
         (vec!["app.example.com"], "cors.allow_origins[0]"),
-        (vec!["https://a.example.com", "https://b.example.com/path"], "cors.allow_origins[1]"),
+        (
+            vec!["https://a.example.com", "https://b.example.com/path"],
+            "cors.allow_origins[1]",
+        ),
         (vec!["*", "https://a.example.com"], "`*`"),
     ] {
         let mut config = ServerConfig::default();
@@ -134,6 +187,9 @@ fn bad_cors_origins_are_refused_with_their_key() {
         assert!(error.contains(key), "{origins:?}: {error}");
     }
     let mut fine = ServerConfig::default();
-    fine.cors.allow_origins = vec!["http://localhost:5173".into(), "https://app.example.com".into()];
+    fine.cors.allow_origins = vec![
+        "http://localhost:5173".into(),
+        "https://app.example.com".into(),
+    ];
     assert!(fine.check().is_ok());
 }

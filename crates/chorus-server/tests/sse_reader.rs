@@ -43,7 +43,10 @@ async fn the_reader_joins_every_character_cut_across_chunks() {
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1/agents/bob/inbox", listener.local_addr().unwrap());
+    let url = format!(
+        "http://{}/v1/agents/bob/inbox",
+        listener.local_addr().unwrap()
+    );
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let mut reader = SseReader::try_open_url(&url, BOB, None).await.unwrap();
     let first = reader.next().await;
@@ -53,7 +56,12 @@ async fn the_reader_joins_every_character_cut_across_chunks() {
     let second = reader.next().await;
     assert_eq!(second.id.as_deref(), Some("42"));
     assert_eq!(second.data, format!("{TEXT}\n✓"));
-    assert!(reader.next_within(std::time::Duration::from_millis(200)).await.is_none());
+    assert!(
+        reader
+            .next_within(std::time::Duration::from_millis(200))
+            .await
+            .is_none()
+    );
     server.abort();
 }
 

@@ -32,7 +32,11 @@ impl MaxTokensField {
     /// families (a name, after any `provider/` prefix, starting with `o1`, `o3`, `o4` or
     /// `gpt-5`), else `max_tokens`.
     pub fn for_model(model: &str) -> Self {
-        let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let name = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
         let family = |prefix: &str| {
             name.strip_prefix(prefix)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.', '_']))
@@ -117,11 +121,16 @@ impl EndpointConfig {
         let mut config = Self::new(base);
         config.api_key = present(API_KEY_VAR);
         if let Some(secs) = present(IDLE_TIMEOUT_VAR) {
-            let secs: f64 = secs.trim().parse().ok().filter(|s: &f64| s.is_finite() && *s > 0.0).ok_or_else(|| {
-                ModelError::Config(format!(
-                    "{IDLE_TIMEOUT_VAR}: expected a positive number of seconds, found {secs:?}"
-                ))
-            })?;
+            let secs: f64 = secs
+                .trim()
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                .ok_or_else(|| {
+                    ModelError::Config(format!(
+                        "{IDLE_TIMEOUT_VAR}: expected a positive number of seconds, found {secs:?}"
+                    ))
+                })?;
             config.idle_timeout = Duration::from_secs_f64(secs);
         }
         Ok(config)
@@ -218,21 +227,54 @@ mod tests {
 
     #[test]
     fn reasoning_families_take_max_completion_tokens() {
-        for model in ["o1", "o1-mini", "o3-2025-04-16", "o4-mini", "gpt-5", "gpt-5.1", "gpt-5-nano", "openai/o3"] {
-            assert_eq!(MaxTokensField::for_model(model), MaxTokensField::MaxCompletionTokens, "{model}");
+        for model in [
+            "o1",
+            "o1-mini",
+            "o3-2025-04-16",
+            "o4-mini",
+            "gpt-5",
+            "gpt-5.1",
+            "gpt-5-nano",
+            "openai/o3",
+        ] {
+            assert_eq!(
+                MaxTokensField::for_model(model),
+                MaxTokensField::MaxCompletionTokens,
+                "{model}"
+            );
         }
-        for model in ["gpt-4o", "gpt-4.1-mini", "qwen3-8b", "o1x", "llama-o1", "gpt-oss-20b"] {
-            assert_eq!(MaxTokensField::for_model(model), MaxTokensField::MaxTokens, "{model}");
+        for model in [
+            "gpt-4o",
+            "gpt-4.1-mini",
+            "qwen3-8b",
+            "o1x",
+            "llama-o1",
+            "gpt-oss-20b",
+        ] {
+            assert_eq!(
+                MaxTokensField::for_model(model),
+                MaxTokensField::MaxTokens,
+                "{model}"
+            );
         }
-        let forced = EndpointConfig::new("http://a/v1").with_max_tokens_field(MaxTokensField::MaxCompletionTokens);
+        let forced = EndpointConfig::new("http://a/v1")
+            .with_max_tokens_field(MaxTokensField::MaxCompletionTokens);
         assert_eq!(forced.max_tokens_key("qwen3-8b"), "max_completion_tokens");
     }
 
     #[test]
     fn the_idle_timeout_comes_from_the_environment() {
-        let config = EndpointConfig::from_lookup(vars(&[(BASE_URL_VAR, "http://a/v1"), (IDLE_TIMEOUT_VAR, "2.5")])).unwrap();
+        let config = EndpointConfig::from_lookup(vars(&[
+            (BASE_URL_VAR, "http://a/v1"),
+            (IDLE_TIMEOUT_VAR, "2.5"),
+        ]))
+        .unwrap();
         assert_eq!(config.idle_timeout, Duration::from_millis(2500));
-        let bad = EndpointConfig::from_lookup(vars(&[(BASE_URL_VAR, "http://a/v1"), (IDLE_TIMEOUT_VAR, "soon")])).unwrap_err();
+        let bad = EndpointConfig::from_lookup(vars(&[
+            (BASE_URL_VAR, "http://a/v1"),
+            (IDLE_TIMEOUT_VAR, "soon"),
+        ]))
+        .unwrap_err();
         assert!(bad.to_string().contains(IDLE_TIMEOUT_VAR), "{bad}");
     }
 

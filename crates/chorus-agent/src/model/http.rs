@@ -158,7 +158,9 @@ pub(crate) async fn json_body(
     tokio::time::timeout(config.timeout, response.json::<Value>())
         .await
         .map_err(|_| ModelError::Timeout(config.timeout.as_millis() as u64))?
-        .map_err(|e| ModelError::Protocol(format!("the response is neither a stream nor JSON: {e}")))
+        .map_err(|e| {
+            ModelError::Protocol(format!("the response is neither a stream nor JSON: {e}"))
+        })
 }
 
 /// Reads the JSON `data:` payloads of a server-sent events body until `[DONE]`, on the shared

@@ -36,7 +36,11 @@ struct EventData {
 
 /// The data of an inbox event (read with chorus-agent's shared SSE reader).
 fn event_data(event: chorus_agent::sse::Event) -> EventData {
-    assert_eq!(event.event, "message", "the inbox stream failed: {}", event.data);
+    assert_eq!(
+        event.event, "message",
+        "the inbox stream failed: {}",
+        event.data
+    );
     serde_json::from_str(&event.data).expect("event data")
 }
 

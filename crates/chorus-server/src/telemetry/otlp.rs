@@ -59,9 +59,12 @@ where
 /// The value of the traces-specific variable `OTEL_EXPORTER_OTLP_TRACES_{name}`, else of
 /// `OTEL_EXPORTER_OTLP_{name}`.
 fn otlp_var(name: &str) -> Option<String> {
-    [format!("OTEL_EXPORTER_OTLP_TRACES_{name}"), format!("OTEL_EXPORTER_OTLP_{name}")]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|v| !v.trim().is_empty()))
+    [
+        format!("OTEL_EXPORTER_OTLP_TRACES_{name}"),
+        format!("OTEL_EXPORTER_OTLP_{name}"),
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok().filter(|v| !v.trim().is_empty()))
 }
 
 /// Whether the environment names the service (then it is not overridden).
