@@ -137,25 +137,16 @@ where
     })
 }
 
+/// The fake model server of the integration tests, for its chunk splitter.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../tests/support/fake_openai.rs"]
+mod fake_openai;
+
 #[cfg(test)]
 mod tests {
+    use super::fake_openai::split_inside_chars;
     use super::*;
-
-    /// `text` cut into chunks so that every multi-byte character is split between two.
-    fn split_inside_chars(text: &str) -> Vec<Vec<u8>> {
-        let mut chunks = vec![Vec::new()];
-        for c in text.chars() {
-            let mut buf = [0; 4];
-            let bytes = c.encode_utf8(&mut buf).as_bytes();
-            if bytes.len() > 1 {
-                chunks.last_mut().unwrap().push(bytes[0]);
-                chunks.push(bytes[1..].to_vec());
-            } else {
-                chunks.last_mut().unwrap().extend_from_slice(bytes);
-            }
-        }
-        chunks
-    }
 
     async fn read_all(chunks: Vec<Vec<u8>>) -> Vec<Event> {
         let mut reader = SseReader::new(futures::stream::iter(

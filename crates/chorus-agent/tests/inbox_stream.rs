@@ -7,40 +7,15 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Body;
-use axum::http::header;
-use axum::response::Response;
-use axum::routing::get;
 use chorus_agent::flow::{FlowError, Remote, ServerSpec};
-use futures::StreamExt;
 use serde_json::json;
-use support::fake_openai::split_inside_chars;
+use support::fake_openai::{event_stream_server, split_inside_chars};
 
 const TEXT: &str = "Grüße aus Köln — 世界 🎉, ещё ✓";
 
-/// A server whose inbox of `agent` answers `chunks` as its event stream, byte for byte.
+/// A server whose inbox streams answer `chunks`, byte for byte.
 async fn inbox_server(chunks: Vec<Vec<u8>>) -> (String, tokio::task::JoinHandle<()>) {
-    let app = Router::new().route(
-        "/v1/agents/{agent}/inbox",
-        get(move || {
-            let chunks = chunks.clone();
-            async move {
-                let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>))
-                    .chain(futures::stream::pending());
-                Response::builder()
-                    .header(header::CONTENT_TYPE, "text/event-stream")
-                    .body(Body::from_stream(body))
-                    .unwrap()
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app).await.ok();
-    });
-    (base, task)
+    event_stream_server("/v1/agents/{agent}/inbox", chunks).await
 }
 
 fn remote(base: &str) -> Remote {

@@ -335,7 +335,34 @@ async fn chorus_run_exports_genai_spans_over_http() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chorus_run_exports_genai_spans_over_https_to_the_traces_endpoint() {
+async fn chorus_run_exports_genai_spans_over_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(dir.path());
+    let (endpoint, received) = collector(Some((&cert, &key))).await;
+    assert!(endpoint.starts_with("https://"));
+    let out = run_flow(
+        dir.path(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", ca.display().to_string()),
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let spans = spans_when(&received, has_genai_spans).await;
+    check_genai_spans(&spans);
+    let paths: Vec<String> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| e.path.clone())
+        .collect();
+    assert!(paths.iter().all(|p| p == "/v1/traces"), "{paths:?}");
+    assert_eq!(service(&received).as_deref(), Some("chorus"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_traces_endpoint_and_the_service_name_of_the_environment_win() {
     let dir = tempfile::tempdir().unwrap();
     let (ca, cert, key) = certificates(dir.path());
     let (base, received) = collector(Some((&cert, &key))).await;

@@ -9,14 +9,8 @@ mod common;
 #[path = "../../chorus-agent/tests/support/fake_openai.rs"]
 mod fake_openai;
 
-use axum::Router;
-use axum::body::Body;
-use axum::http::header;
-use axum::response::Response;
-use axum::routing::get;
 use common::{ALICE, BOB, PATIENCE, SseReader, fresh, message, publish};
-use fake_openai::split_inside_chars;
-use futures::StreamExt;
+use fake_openai::{event_stream_server, split_inside_chars};
 
 const TEXT: &str = "Grüße aus Köln — 世界 🎉, ещё ✓";
 
@@ -28,26 +22,8 @@ async fn the_reader_joins_every_character_cut_across_chunks() {
     );
     let chunks = split_inside_chars(&stream);
     assert!(chunks.iter().all(|c| std::str::from_utf8(c).is_err()));
-    let app = Router::new().route(
-        "/v1/agents/{agent}/inbox",
-        get(move || {
-            let chunks = chunks.clone();
-            async move {
-                let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>))
-                    .chain(futures::stream::pending());
-                Response::builder()
-                    .header(header::CONTENT_TYPE, "text/event-stream")
-                    .body(Body::from_stream(body))
-                    .unwrap()
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!(
-        "http://{}/v1/agents/bob/inbox",
-        listener.local_addr().unwrap()
-    );
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (base, server) = event_stream_server("/v1/agents/{agent}/inbox", chunks).await;
+    let url = format!("{base}/v1/agents/bob/inbox");
     let mut reader = SseReader::try_open_url(&url, BOB, None).await.unwrap();
     let first = reader.next().await;
     assert_eq!(first.id.as_deref(), Some("41"));

@@ -67,7 +67,8 @@ pub struct EndpointConfig {
     /// Longest wait for a response to start (status and headers), and for the whole body of a
     /// reply that is not streamed.
     pub timeout: Duration,
-    /// Longest silence in a streamed reply: no byte for this long fails the attempt. A reply
+    /// Longest silence in a streamed reply: no byte for this long fails the call (not retried:
+    /// part of the reply may already have been streamed to `events`). A reply
     /// that keeps sending may take as long as it needs in total.
     pub idle_timeout: Duration,
     /// The token-limit field to send; `None` decides by the model name

@@ -87,7 +87,8 @@ pub enum ModelError {
         /// The response body, as text.
         body: String,
     },
-    /// The call took longer than the configured timeout.
+    /// No response started within `EndpointConfig::timeout`, or a streamed reply fell silent
+    /// for `EndpointConfig::idle_timeout` (the limit, in milliseconds).
     #[error("model call timed out after {0} ms")]
     Timeout(u64),
     /// The call was cancelled.

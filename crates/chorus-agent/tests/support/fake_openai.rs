@@ -303,6 +303,39 @@ fn event_stream(
         .body(Body::from_stream(events))
 }
 
+/// A server on `127.0.0.1:0` whose `GET route` (an axum path such as
+/// `/v1/agents/{agent}/inbox`) answers `chunks` as a `text/event-stream` body, one write each,
+/// and then keeps the stream open; its base URL (`http://127.0.0.1:PORT`) and task.
+pub async fn event_stream_server(
+    route: &str,
+    chunks: Vec<Vec<u8>>,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let app = Router::new().route(
+        route,
+        axum::routing::get(move || {
+            let chunks = chunks.clone();
+            async move {
+                let body = futures::StreamExt::chain(
+                    futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)),
+                    futures::stream::pending(),
+                );
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "text/event-stream")
+                    .body(Body::from_stream(body))
+                    .unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let base = format!("http://{}", listener.local_addr().expect("local address"));
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.ok();
+    });
+    (base, task)
+}
+
 /// `text` cut into byte chunks so that every multi-byte character is split between two
 /// chunks (its first byte ends one, its other bytes start the next).
 pub fn split_inside_chars(text: &str) -> Vec<Vec<u8>> {
