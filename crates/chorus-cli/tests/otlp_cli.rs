@@ -144,18 +144,33 @@ const OTEL_VARS: [&str; 9] = [
     "OTEL_TRACES_EXPORTER",
 ];
 
-/// Runs the flow against a fake model (a tool call, then an answer) with `env`.
-async fn run_flow(dir: &Path, env: &[(&str, String)]) -> Output {
-    let fake = FakeOpenAi::start(vec![
+/// The model's part in [`FLOW`]: a tool call, then an answer.
+fn script() -> Vec<Reply> {
+    vec![
         Reply::call("call_1", "shout", r#"{"words":"hello"}"#, (10, 3)),
         Reply::answer("Said hello.", (20, 4)),
-    ])
-    .await;
+    ]
+}
+
+/// Runs the flow against a fake model (a tool call, then an answer) with `env`.
+async fn run_flow(dir: &Path, env: &[(&str, String)]) -> Output {
+    run_flow_with(dir, env, &[], script()).await
+}
+
+/// [`run_flow`] with more arguments and the model's replies `replies`.
+async fn run_flow_with(
+    dir: &Path,
+    env: &[(&str, String)],
+    args: &[&str],
+    replies: Vec<Reply>,
+) -> Output {
+    let fake = FakeOpenAi::start(replies).await;
     let flow = dir.join("flow.toml");
     std::fs::write(&flow, FLOW).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_chorus"));
     command
         .args(["run", flow.to_str().unwrap()])
+        .args(args)
         .current_dir(dir)
         .env("CHORUS_MODEL_BASE_URL", fake.base_url())
         .env_remove("CHORUS_LOG");
@@ -168,7 +183,7 @@ async fn run_flow(dir: &Path, env: &[(&str, String)]) -> Output {
     let out = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap();
-    assert_eq!(fake.remaining(), 0, "both model replies were used");
+    assert_eq!(fake.remaining(), 0, "every model reply was used");
     out
 }
 
@@ -396,6 +411,37 @@ async fn the_traces_endpoint_and_the_service_name_of_the_environment_win() {
         "the traces endpoint is used as given: {paths:?}"
     );
     assert_eq!(service(&received).as_deref(), Some("desk-agents"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chorus_run_writes_json_log_lines_with_their_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut replies = vec![Reply::status(429).retry_after("0")];
+    replies.extend(script());
+    let out = run_flow_with(
+        dir.path(),
+        &[("CHORUS_LOG", "chorus_agent=debug".to_owned())],
+        &["--log-format", "json"],
+        replies,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let stderr = common::stderr(&out);
+    let logs: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let retried = logs
+        .iter()
+        .find(|l| l["fields"]["message"] == "model call retried")
+        .unwrap_or_else(|| panic!("no retry line in {stderr}"));
+    assert_eq!(retried["level"], "DEBUG");
+    assert_eq!(
+        retried["span"]["gen_ai.operation.name"], "chat",
+        "{retried}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "no colour on a pipe");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -63,14 +63,6 @@ impl Telemetry {
             let _ = p.force_flush();
         }
     }
-
-    /// True when spans are exported.
-    pub fn exports(&self) -> bool {
-        #[cfg(feature = "otlp")]
-        return self.provider.is_some();
-        #[cfg(not(feature = "otlp"))]
-        false
-    }
 }
 
 impl Drop for Telemetry {
