@@ -71,6 +71,8 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     let _telemetry = args.log.init("chorus serve", "chorus-server", "info");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     runtime.block_on(async {
+        // Before the address is printed: a SIGTERM from then on stops the server gracefully.
+        let shutdown = shutdown_signal();
         let bus = store.open(&config).await.map_err(CliError::usage)?;
         let side = store.open_side(&config).map_err(CliError::usage)?;
         let server = Server::with_side(bus, side, &config);
@@ -88,10 +90,10 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         }
         let served = match acceptor {
             Some(acceptor) => match tls::TlsListener::new(listener, acceptor) {
-                Ok(l) => server.serve(l, shutdown_signal()).await,
+                Ok(l) => server.serve(l, shutdown).await,
                 Err(e) => Err(e),
             },
-            None => server.serve(listener, shutdown_signal()).await,
+            None => server.serve(listener, shutdown).await,
         };
         served.map_err(CliError::usage)?;
         outln!("chorus serve: stopped");

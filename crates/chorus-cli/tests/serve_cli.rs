@@ -88,9 +88,10 @@ fn text_logs_on_a_pipe_have_no_colour_and_a_bad_log_format_is_refused() {
         "GET /healthz HTTP/1.1\r\nHost: x\r\nx-request-id: plain-1\r\nConnection: close\r\n\r\n",
     );
     assert!(health.contains("x-request-id: plain-1"), "{health}");
-    assert!(served.stop().success());
+    let status = served.stop();
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut served.child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status:?}: {stderr}");
     assert!(stderr.contains("request.id=\"plain-1\""), "{stderr}");
     assert!(
         !stderr.contains('\u{1b}'),
