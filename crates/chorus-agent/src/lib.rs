@@ -44,6 +44,7 @@ pub mod confirm;
 pub mod cost;
 pub mod flow;
 pub mod model;
+pub mod sse;
 pub mod structured;
 pub mod tools;
 

@@ -17,6 +17,7 @@ use chorus_server::Store;
 
 use crate::error::CliError;
 use crate::output::FormatArgs;
+use crate::telemetry::LogArgs;
 
 /// How often a waiting flow reads the confirmation store.
 const POLL: Duration = Duration::from_millis(500);
@@ -45,6 +46,8 @@ pub struct RunArgs {
     pub await_approval: Option<u64>,
     #[command(flatten)]
     pub output: FormatArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// Runs `chorus run`: exit 0 when the flow ends normally, 1 when it fails, 2 on usage or I/O
@@ -62,6 +65,9 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         }
         None => None,
     };
+    // Kept to the end: dropping it sends the spans not yet exported. Warnings only by default:
+    // the progress lines are the run's own story.
+    let _telemetry = args.log.init("chorus run", "chorus", "warn");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     let models = env_model_factory();
     let confirmations = open_confirmations(&args, &spec).map_err(CliError::usage)?;

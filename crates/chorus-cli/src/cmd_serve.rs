@@ -7,6 +7,7 @@ use chorus_server::{Server, ServerConfig, Store, bind, hash_token, shutdown_sign
 use crate::error::CliError;
 use crate::input::read_text;
 use crate::output::warn;
+use crate::telemetry::LogArgs;
 
 /// Arguments of `chorus serve`.
 #[derive(clap::Args, Debug)]
@@ -27,6 +28,8 @@ pub struct ServeArgs {
     /// itself shows in the process list and the shell history.
     #[arg(long, value_name = "-|@FILE|TOKEN")]
     pub hash_token: Option<String>,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// The token `--hash-token` names: read from standard input (`-`) or a file (`@FILE`), else the
@@ -65,9 +68,11 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     };
     let store = Store::parse(&args.store).map_err(CliError::usage)?;
     // Kept to the end: dropping it sends the spans not yet exported.
-    let _telemetry = chorus_server::telemetry::init();
+    let _telemetry = args.log.init("chorus serve", "chorus-server", "info");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     runtime.block_on(async {
+        // Before the address is printed: a SIGTERM from then on stops the server gracefully.
+        let shutdown = shutdown_signal();
         let bus = store.open(&config).await.map_err(CliError::usage)?;
         let side = store.open_side(&config).map_err(CliError::usage)?;
         let server = Server::with_side(bus, side, &config);
@@ -85,10 +90,10 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         }
         let served = match acceptor {
             Some(acceptor) => match tls::TlsListener::new(listener, acceptor) {
-                Ok(l) => server.serve(l, shutdown_signal()).await,
+                Ok(l) => server.serve(l, shutdown).await,
                 Err(e) => Err(e),
             },
-            None => server.serve(listener, shutdown_signal()).await,
+            None => server.serve(listener, shutdown).await,
         };
         served.map_err(CliError::usage)?;
         outln!("chorus serve: stopped");

@@ -22,6 +22,7 @@ mod conversation;
 mod counting;
 mod error;
 mod input;
+mod telemetry;
 
 use std::process::ExitCode;
 

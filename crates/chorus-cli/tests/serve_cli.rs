@@ -69,3 +69,40 @@ fn refuses_a_bad_store_and_a_bad_config() {
         "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
     );
 }
+
+#[test]
+fn text_logs_on_a_pipe_have_no_colour_and_a_bad_log_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut served = Served::start_with(
+        dir.path(),
+        &["--store", "memory", "--log-format", "text"],
+        Stdio::piped(),
+        |command| {
+            command.env("CHORUS_LOG", "chorus_server=debug,tower_http=debug");
+            command.env_remove("NO_COLOR");
+        },
+    );
+    served.keep_reading();
+    let health = http(
+        &served.addr,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nx-request-id: plain-1\r\nConnection: close\r\n\r\n",
+    );
+    assert!(health.contains("x-request-id: plain-1"), "{health}");
+    let status = served.stop();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut served.child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert!(stderr.contains("request.id=\"plain-1\""), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no escape codes on a pipe: {stderr:?}"
+    );
+
+    let bad = common::chorus(&["serve", "--log-format", "yaml"], "");
+    assert_eq!(common::code(&bad), 2);
+    assert!(
+        common::stderr(&bad).contains("`text` or `json`"),
+        "{}",
+        common::stderr(&bad)
+    );
+}

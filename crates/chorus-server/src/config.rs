@@ -97,6 +97,55 @@ pub struct ServerConfig {
     /// How long messages, dead letters, blobs, trace contexts and confirmations are kept.
     #[serde(default)]
     pub retention: RetentionConfig,
+    /// Longest time the server may take to answer a request, in seconds (503 after it); the
+    /// event streams (`GET /v1/agents/{agent}/inbox`, `/v1/events`) are not limited. 0: no
+    /// limit.
+    #[serde(default = "default_request_timeout_secs")]
+    pub request_timeout_secs: u64,
+    /// Cross-origin requests from browsers (`[cors]`); off unless origins are listed.
+    #[serde(default)]
+    pub cors: CorsConfig,
+}
+
+/// Which web pages of other origins may call the API (CORS).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorsConfig {
+    /// Origins allowed (`https://app.example.com`), or `["*"]` for any; empty: CORS is off.
+    #[serde(default)]
+    pub allow_origins: Vec<String>,
+    /// How long a browser may keep a preflight answer, in seconds.
+    #[serde(default)]
+    pub max_age_secs: Option<u64>,
+}
+
+impl CorsConfig {
+    /// What is wrong with the origins, if anything.
+    pub fn problem(&self) -> Option<String> {
+        if self.allow_origins.len() > 1 && self.allow_origins.iter().any(|o| o == "*") {
+            return Some("cors.allow_origins: `*` allows every origin; list it alone".into());
+        }
+        self.allow_origins.iter().enumerate().find_map(|(i, origin)| {
+            let scheme_host = origin
+                .strip_prefix("https://")
+                .or_else(|| origin.strip_prefix("http://"));
+            let fine = origin == "*"
+                || scheme_host.is_some_and(|rest| {
+                    !rest.is_empty()
+                        && !rest.contains('/')
+                        && rest.chars().all(|c| c.is_ascii_graphic())
+                });
+            (!fine).then(|| {
+                format!(
+                    "cors.allow_origins[{i}]: expected an origin such as https://app.example.com (scheme and host, no path), found {origin:?}"
+                )
+            })
+        })
+    }
+}
+
+fn default_request_timeout_secs() -> u64 {
+    30
 }
 
 /// One agent of the config: its token and what it may do.
@@ -220,6 +269,8 @@ impl Default for ServerConfig {
             retention: RetentionConfig::default(),
             routes: Vec::new(),
             subscriptions: Vec::new(),
+            request_timeout_secs: default_request_timeout_secs(),
+            cors: CorsConfig::default(),
         }
     }
 }
@@ -296,6 +347,9 @@ impl ServerConfig {
             }
         }
         check_in_flight("max_in_flight", Some(self.max_in_flight)).map_err(fail)?;
+        if let Some(why) = self.cors.problem() {
+            return Err(fail(why));
+        }
         for (i, route) in self.routes.iter().enumerate() {
             if let Some(why) = route.problem(&format!("routes[{i}]")) {
                 return Err(fail(why));
@@ -326,6 +380,11 @@ impl ServerConfig {
             return Err(fail(why));
         }
         Ok(())
+    }
+
+    /// The longest a request may take (`None`: no limit).
+    pub fn request_timeout(&self) -> Option<Duration> {
+        (self.request_timeout_secs > 0).then(|| Duration::from_secs(self.request_timeout_secs))
     }
 
     /// The ack deadline as a duration.

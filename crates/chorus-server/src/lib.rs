@@ -33,6 +33,7 @@ mod connections;
 mod error;
 mod ids;
 mod inbox;
+mod layers;
 mod metrics;
 mod observe;
 mod policy;

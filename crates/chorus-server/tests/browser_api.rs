@@ -152,28 +152,16 @@ async fn tasks_and_conversations_are_listed_most_recent_first() {
 }
 
 /// The next `change` event's data on an open event stream, within `wait`.
-async fn next_change(
-    stream: &mut reqwest::Response,
-    buffer: &mut String,
-    wait: Duration,
-) -> Option<Value> {
+async fn next_change(stream: &mut chorus_agent::sse::SseReader, wait: Duration) -> Option<Value> {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            if block.lines().any(|l| l == "event: change") {
-                let data = block
-                    .lines()
-                    .find_map(|l| l.strip_prefix("data: "))
-                    .expect("data");
-                return Some(serde_json::from_str(data).expect("JSON data"));
-            }
-        }
-        let chunk = tokio::time::timeout_at(deadline, stream.chunk())
+        let event = tokio::time::timeout_at(deadline, stream.next())
             .await
-            .ok()?
-            .expect("read")?;
-        buffer.push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+            .ok()??
+            .expect("read");
+        if event.event == "change" {
+            return Some(serde_json::from_str(&event.data).expect("JSON data"));
+        }
     }
 }
 
@@ -182,9 +170,9 @@ async fn the_event_stream_tells_the_admin_what_changed() {
     let (_dir, server) = fresh(30).await;
     assert_eq!(get(&server, "/v1/events", None).await.status(), 401);
     assert_eq!(get(&server, "/v1/events", Some(BOB)).await.status(), 403);
-    let mut stream = get(&server, "/v1/events", Some(ADMIN)).await;
+    let stream = get(&server, "/v1/events", Some(ADMIN)).await;
     assert_eq!(stream.headers()["content-type"], "text/event-stream");
-    let mut buffer = String::new();
+    let mut stream = chorus_agent::sse::SseReader::response(stream, None);
 
     assert_eq!(
         publish(&server, ALICE, &message("m1", "alice", "bob", "hi"))
@@ -192,9 +180,7 @@ async fn the_event_stream_tells_the_admin_what_changed() {
             .status(),
         201
     );
-    let change = next_change(&mut stream, &mut buffer, PATIENCE)
-        .await
-        .expect("a change");
+    let change = next_change(&mut stream, PATIENCE).await.expect("a change");
     assert_eq!(change, json!({"kind": "published", "path": "/v1/messages"}));
 
     assert_eq!(
@@ -206,9 +192,7 @@ async fn the_event_stream_tells_the_admin_what_changed() {
     let mut no_recipient = message("m2", "alice", "bob", "x");
     no_recipient.as_object_mut().unwrap().remove("recipient");
     assert_eq!(publish(&server, ALICE, &no_recipient).await.status(), 422);
-    let change = next_change(&mut stream, &mut buffer, PATIENCE)
-        .await
-        .expect("a change");
+    let change = next_change(&mut stream, PATIENCE).await.expect("a change");
     assert_eq!(
         change,
         json!({"kind": "dead_lettered", "path": "/v1/dead-letters"}),
@@ -218,15 +202,13 @@ async fn the_event_stream_tells_the_admin_what_changed() {
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
     assert_eq!(delivered(&inbox.next().await), ("m1".into(), 1));
     assert_eq!(settle(&server, "bob", BOB, "m1", "ack").await, 204);
-    let change = next_change(&mut stream, &mut buffer, PATIENCE)
-        .await
-        .expect("a change");
+    let change = next_change(&mut stream, PATIENCE).await.expect("a change");
     assert_eq!(
         change,
         json!({"kind": "acked", "path": "/v1/agents/bob/inbox/m1/ack"})
     );
     assert_eq!(
-        next_change(&mut stream, &mut buffer, Duration::from_millis(1500)).await,
+        next_change(&mut stream, Duration::from_millis(1500)).await,
         None,
         "nothing else changed"
     );

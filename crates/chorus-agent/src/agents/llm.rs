@@ -322,6 +322,7 @@ impl LlmAgent {
             messages,
             tools,
             temperature: self.config.temperature,
+            conversation_id: Some(task_id.to_owned()),
             ..ModelRequest::default()
         };
         let reply = self

@@ -6,7 +6,7 @@ use tracing::Instrument;
 use super::{FlowAgent, Item};
 
 /// Runs `agent.handle(input, task_id)` in an `invoke_agent {name}` span with
-/// `gen_ai.agent.name`, the task id, the input's message id and, for a handoff, its type;
+/// `gen_ai.agent.name`, the task id (also as `gen_ai.conversation.id`), the input's message id and, for a handoff, its type;
 /// `error.type` is `agent_error` when the agent fails.
 pub async fn handle_traced(
     agent: &dyn FlowAgent,
@@ -20,6 +20,7 @@ pub async fn handle_traced(
         otel.kind = "internal",
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.name = name,
+        gen_ai.conversation.id = task_id,
         chorus.task_id = task_id,
         chorus.message.id = input.id(),
         chorus.handoff.type = input.handoff_type(),

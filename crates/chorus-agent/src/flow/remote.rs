@@ -4,13 +4,13 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::error::FlowError;
 use super::spec::ServerSpec;
+use crate::sse::SseReader;
 
 /// A connection to a chorus server on behalf of a flow's agents.
 pub struct Remote {
@@ -161,33 +161,20 @@ async fn read_inbox(
     if !response.status().is_success() {
         return Err(fail(format!("the server answered {}", response.status())));
     }
-    let mut stream = response.bytes_stream();
-    let mut buffer = String::new();
+    let mut events = SseReader::response(response, None);
     let mut seen = HashSet::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| fail(e.to_string()))?;
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let (mut event, mut data) = (String::new(), String::new());
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    event = v.trim().to_owned();
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.strip_prefix(' ').unwrap_or(v));
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| fail(e.to_string()))?;
+        match event.event.as_str() {
+            "message" => {
+                let e: InboxEvent = serde_json::from_str(&event.data)
+                    .map_err(|e| fail(format!("unreadable event: {e}")))?;
+                if seen.insert(e.message_id.clone()) {
+                    let _ = tx.send(Ok((agent.to_owned(), e.message_id, e.message)));
                 }
             }
-            match event.as_str() {
-                "message" => {
-                    let e: InboxEvent = serde_json::from_str(&data)
-                        .map_err(|e| fail(format!("unreadable event: {e}")))?;
-                    if seen.insert(e.message_id.clone()) {
-                        let _ = tx.send(Ok((agent.to_owned(), e.message_id, e.message)));
-                    }
-                }
-                "error" => return Err(fail(data)),
-                _ => {}
-            }
+            "error" => return Err(fail(event.data)),
+            _ => {}
         }
     }
     Ok(())

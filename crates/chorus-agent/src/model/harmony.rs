@@ -26,7 +26,7 @@ use tracing::Instrument;
 
 use super::config::EndpointConfig;
 use super::harmony_reply::ReplyReader;
-use super::http::{self, Failure, SseReader};
+use super::http::{self, ChunkReader, Failure};
 use super::stamp::{Measured, stamp};
 use super::trace::{self, Operation};
 use super::{ModelClient, ModelError, ModelReply, ModelRequest, StreamEvent};
@@ -133,6 +133,7 @@ impl HarmonyClient {
         if let Some(t) = request.temperature {
             body.insert("temperature".into(), json!(t));
         }
+        // The completions API has only `max_tokens` (gpt-oss is no OpenAI reasoning family).
         if let Some(n) = request.max_tokens {
             body.insert("max_tokens".into(), json!(n));
         }
@@ -154,7 +155,7 @@ impl HarmonyClient {
         let mut usage = None;
         let mut finish = None;
         if http::is_event_stream(&response) {
-            let mut reader = SseReader::new(response);
+            let mut reader = ChunkReader::new(response, &self.config);
             while let Some(chunk) = reader.next().await? {
                 reply.chunk(&chunk, started)?;
                 usage = chunk
@@ -165,9 +166,7 @@ impl HarmonyClient {
                 finish = finish_reason(&chunk).or(finish);
             }
         } else {
-            let chunk: Value = response.json().await.map_err(|e| {
-                ModelError::Protocol(format!("the response is neither a stream nor JSON: {e}"))
-            })?;
+            let chunk = http::json_body(response, &self.config).await?;
             reply.chunk(&chunk, started)?;
             usage = chunk.get("usage").filter(|u| !u.is_null()).cloned();
             finish = finish_reason(&chunk);

@@ -1,16 +1,16 @@
-//! Sending a request with retries, backoff and a per-attempt timeout; reading server-sent events.
+//! Sending a request with retries, backoff and timeouts (to the response's start, and of silence
+//! in a streamed body); reading the JSON chunks of server-sent events.
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::ModelError;
 use super::config::EndpointConfig;
+use crate::sse::{SseError, SseReader};
 
 /// Why one attempt failed, and whether another may succeed.
 pub(crate) enum Failure {
@@ -42,10 +42,7 @@ where
     let attempts = config.max_attempts.max(1);
     let mut number = 1;
     loop {
-        let outcome = tokio::time::timeout(config.timeout, attempt())
-            .await
-            .map_err(|_| ModelError::Timeout(config.timeout.as_millis() as u64))?;
-        let (error, after) = match outcome {
+        let (error, after) = match attempt().await {
             Ok(value) => return Ok(value),
             Err(Failure::Fatal(error)) => return Err(error),
             Err(Failure::Retry { error, after }) => (error, after),
@@ -69,7 +66,8 @@ fn backoff(base: Duration, retry: u32) -> Duration {
     full.mul_f64(0.5 + random as f64 / 2000.0)
 }
 
-/// Posts `body` as JSON to `path`; statuses 429 and 5xx and connection failures are retryable.
+/// Posts `body` as JSON to `path`, waiting at most `config.timeout` for the response to start;
+/// statuses 429 and 5xx and connection failures are retryable (a timeout is not).
 pub(crate) async fn post(
     http: &reqwest::Client,
     config: &EndpointConfig,
@@ -81,10 +79,13 @@ pub(crate) async fn post(
     if let Some(key) = &config.api_key {
         request = request.bearer_auth(key);
     }
-    let response = request.send().await.map_err(|e| Failure::Retry {
-        error: ModelError::Transport(format!("POST {url}: {e}")),
-        after: None,
-    })?;
+    let response = tokio::time::timeout(config.timeout, request.send())
+        .await
+        .map_err(|_| ModelError::Timeout(config.timeout.as_millis() as u64))?
+        .map_err(|e| Failure::Retry {
+            error: ModelError::Transport(format!("POST {url}: {e}")),
+            after: None,
+        })?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);
@@ -149,63 +150,71 @@ pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
         .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
-/// Reads the `data:` payloads of a server-sent events body, as JSON values, until `[DONE]`.
-pub(crate) struct SseReader {
-    body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    buffer: Vec<u8>,
+/// The whole JSON body of a response that is not a stream, within `config.timeout`.
+pub(crate) async fn json_body(
+    response: reqwest::Response,
+    config: &EndpointConfig,
+) -> Result<Value, ModelError> {
+    tokio::time::timeout(config.timeout, response.json::<Value>())
+        .await
+        .map_err(|_| ModelError::Timeout(config.timeout.as_millis() as u64))?
+        .map_err(|e| {
+            ModelError::Protocol(format!("the response is neither a stream nor JSON: {e}"))
+        })
+}
+
+/// Reads the JSON `data:` payloads of a server-sent events body until `[DONE]`, on the shared
+/// [`SseReader`]; the stream fails when no byte arrives for `config.idle_timeout`.
+pub(crate) struct ChunkReader {
+    events: SseReader,
     done: bool,
 }
 
-impl SseReader {
+impl ChunkReader {
     /// Starts reading `response`.
-    pub(crate) fn new(response: reqwest::Response) -> Self {
-        SseReader {
-            body: response
-                .bytes_stream()
-                .map(|piece| piece.map(|bytes| bytes.to_vec()))
-                .boxed(),
-            buffer: Vec::new(),
+    pub(crate) fn new(response: reqwest::Response, config: &EndpointConfig) -> Self {
+        ChunkReader {
+            events: SseReader::response(response, Some(config.idle_timeout)),
             done: false,
         }
     }
 
     /// The next event's JSON payload; `None` after `[DONE]` or the end of the body. A payload
-    /// with an `error` object (sent mid-stream by some servers) becomes an error.
+    /// with an `error` object, or an event of type `error` (sent mid-stream by some servers),
+    /// becomes an error.
     pub(crate) async fn next(&mut self) -> Result<Option<Value>, Failure> {
-        while !self.done {
-            if let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = self.buffer.drain(..=end).collect();
-                let line = String::from_utf8_lossy(&line);
-                let Some(data) = line.trim_end().strip_prefix("data:") else {
-                    continue;
-                };
-                let data = data.trim();
-                if data == "[DONE]" {
-                    self.done = true;
-                    break;
-                }
-                let value: Value = serde_json::from_str(data).map_err(|e| {
-                    ModelError::Protocol(format!("an event is not JSON ({e}): {data:.200}"))
-                })?;
-                if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
-                    return Err(Failure::Fatal(ModelError::Protocol(format!(
-                        "the stream reported an error: {error}"
-                    ))));
-                }
-                return Ok(Some(value));
-            }
-            match self.body.next().await {
-                Some(Ok(bytes)) => self.buffer.extend_from_slice(&bytes),
-                Some(Err(e)) => {
-                    return Err(Failure::Fatal(ModelError::Transport(format!(
-                        "the stream broke: {e}"
-                    ))));
-                }
-                None if self.buffer.is_empty() => self.done = true,
-                None => self.buffer.push(b'\n'),
-            }
+        if self.done {
+            return Ok(None);
         }
-        Ok(None)
+        let Some(event) = self.events.next().await else {
+            self.done = true;
+            return Ok(None);
+        };
+        let event = event.map_err(|e| {
+            Failure::Fatal(match e {
+                SseError::Idle(idle) => ModelError::Timeout(idle.as_millis() as u64),
+                other => ModelError::Transport(other.to_string()),
+            })
+        })?;
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(None);
+        }
+        if event.event == "error" {
+            return Err(Failure::Fatal(ModelError::Protocol(format!(
+                "the stream reported an error: {data:.500}"
+            ))));
+        }
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            ModelError::Protocol(format!("an event is not JSON ({e}): {data:.200}"))
+        })?;
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(Failure::Fatal(ModelError::Protocol(format!(
+                "the stream reported an error: {error}"
+            ))));
+        }
+        Ok(Some(value))
     }
 }
 

@@ -2,8 +2,8 @@
 //!
 //! Both clients read their endpoint from an [`EndpointConfig`] (base URL from
 //! `CHORUS_MODEL_BASE_URL`, else `OPENAI_BASE_URL`; key from `OPENAI_API_KEY`), retry 429 and
-//! 5xx answers with exponential backoff and jitter (honouring `Retry-After`), bound each attempt
-//! by a timeout, and put `token_usage` (with `total_cost_usd` from the price table) and
+//! 5xx answers with exponential backoff and jitter (honouring `Retry-After`), bound the wait for
+//! a response to start and the silence inside a streamed one (not its total length), and put `token_usage` (with `total_cost_usd` from the price table) and
 //! `latency_ms` (`ttft`, `total_time`) into the metadata of the reply's last message.
 //! Each call runs in a `chat` or `text_completion` span with OpenTelemetry GenAI attributes.
 //! Cancellation: drop the future returned by [`ModelClient::complete`].
@@ -16,7 +16,7 @@ mod openai;
 mod stamp;
 mod trace;
 
-pub use config::EndpointConfig;
+pub use config::{EndpointConfig, MaxTokensField};
 pub use harmony::{HarmonyClient, HarmonyPrompt, PromptForm};
 pub use openai::OpenAiChatClient;
 
@@ -39,6 +39,9 @@ pub struct ModelRequest {
     pub temperature: Option<f64>,
     /// Upper bound on generated tokens.
     pub max_tokens: Option<u32>,
+    /// The conversation the call belongs to (a flow's task id): `gen_ai.conversation.id` of
+    /// its span; not sent.
+    pub conversation_id: Option<String>,
 }
 
 /// A streamed piece of a reply, for progress output and UIs.
@@ -84,7 +87,8 @@ pub enum ModelError {
         /// The response body, as text.
         body: String,
     },
-    /// The call took longer than the configured timeout.
+    /// No response started within `EndpointConfig::timeout`, or a streamed reply fell silent
+    /// for `EndpointConfig::idle_timeout` (the limit, in milliseconds).
     #[error("model call timed out after {0} ms")]
     Timeout(u64),
     /// The call was cancelled.

@@ -22,7 +22,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
 
 use super::config::EndpointConfig;
-use super::http::{self, Failure, SseReader};
+use super::http::{self, ChunkReader, Failure};
 use super::stamp::{Measured, ensure_call_ids, stamp};
 use super::trace::{self, Operation};
 use super::{ModelClient, ModelError, ModelReply, ModelRequest, StreamEvent};
@@ -85,7 +85,8 @@ impl OpenAiChatClient {
             body.insert("temperature".into(), json!(t));
         }
         if let Some(n) = request.max_tokens {
-            body.insert("max_tokens".into(), json!(n));
+            let key = self.config.max_tokens_key(&request.model);
+            body.insert(key.into(), json!(n));
         }
         if let Some((name, schema)) = &request.output_schema {
             body.insert(
@@ -107,11 +108,9 @@ impl OpenAiChatClient {
         let started = Instant::now();
         let response = http::post(&self.http, &self.config, "chat/completions", body).await?;
         let (conversation, ttft) = if http::is_event_stream(&response) {
-            read_stream(response, started, events).await?
+            read_stream(ChunkReader::new(response, &self.config), started, events).await?
         } else {
-            let value: Value = response.json().await.map_err(|e| {
-                ModelError::Protocol(format!("the response is neither a stream nor JSON: {e}"))
-            })?;
+            let value = http::json_body(response, &self.config).await?;
             let conversation = decode_response(value).map_err(|e| {
                 ModelError::Protocol(format!("not a chat.completion response: {e}"))
             })?;
@@ -208,11 +207,10 @@ pub(crate) fn strict_compatible(schema: &Value) -> bool {
 
 /// Reads a chunk stream; returns the decoded reply and the time to the first generated piece.
 async fn read_stream(
-    response: reqwest::Response,
+    mut reader: ChunkReader,
     started: Instant,
     events: Option<&UnboundedSender<StreamEvent>>,
 ) -> Result<(Conversation, Option<std::time::Duration>), Failure> {
-    let mut reader = SseReader::new(response);
     let mut accumulator = StreamAccumulator::new();
     let mut ttft = None;
     let mut announced = HashSet::new();

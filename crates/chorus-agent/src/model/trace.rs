@@ -33,10 +33,11 @@ macro_rules! model_span {
             gen_ai.operation.name = $name,
             gen_ai.provider.name = PROVIDER,
             gen_ai.request.model = %$request.model,
+            gen_ai.conversation.id = $request.conversation_id.as_deref(),
             gen_ai.request.temperature = $request.temperature,
-            gen_ai.request.max_tokens = $request.max_tokens,
+            gen_ai.request.max_tokens = $request.max_tokens.map(i64::from),
             server.address = address,
-            server.port = port,
+            server.port = port.map(i64::from),
             gen_ai.response.model = Empty,
             gen_ai.response.finish_reasons = Empty,
             gen_ai.usage.input_tokens = Empty,
@@ -75,8 +76,7 @@ pub(crate) fn record(span: &Span, outcome: &Result<ModelReply, ModelError>) {
         }
     };
     if let Some(reason) = &reply.finish_reason {
-        let reasons = serde_json::json!([reason]).to_string();
-        span.record("gen_ai.response.finish_reasons", reasons.as_str());
+        finish_reasons(span, reason);
     }
     let Some(metadata) = reply.messages.last().and_then(|m| m.metadata.as_ref()) else {
         return;
@@ -85,8 +85,33 @@ pub(crate) fn record(span: &Span, outcome: &Result<ModelReply, ModelError>) {
         span.record("gen_ai.response.model", model.as_str());
     }
     if let Some(usage) = &metadata.token_usage {
-        span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
-        span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+        span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
+        span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
+    }
+}
+
+/// A count as a signed integer: OpenTelemetry's integers are i64 (tracing-opentelemetry writes
+/// a `u64` field as text).
+fn int(count: Option<u64>) -> Option<i64> {
+    count.and_then(|n| i64::try_from(n).ok())
+}
+
+/// `gen_ai.response.finish_reasons`: a string array as the conventions type it (feature
+/// `otel`, through the span's OpenTelemetry side), else the array as JSON text.
+fn finish_reasons(span: &Span, reason: &str) {
+    #[cfg(feature = "otel")]
+    {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let reasons = opentelemetry::Array::String(vec![reason.to_owned().into()]);
+        span.set_attribute(
+            "gen_ai.response.finish_reasons",
+            opentelemetry::Value::Array(reasons),
+        );
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        let reasons = serde_json::json!([reason]).to_string();
+        span.record("gen_ai.response.finish_reasons", reasons.as_str());
     }
 }
 

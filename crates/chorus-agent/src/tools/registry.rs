@@ -121,7 +121,8 @@ impl ToolRegistry {
     /// Handles one model tool call for `agent`: parses and validates the argument string, asks
     /// for confirmation where required, runs the tool. Never fails: problems are error results.
     /// Runs in an `execute_tool {name}` span (OpenTelemetry GenAI conventions) with the tool
-    /// name and call id, and `error.type` when the result is an error.
+    /// name, type (`function`: the model calls it and chorus runs it), call id and the task as
+    /// `gen_ai.conversation.id`, and `error.type` when the result is an error.
     pub async fn invoke(&self, agent: &str, call: &ToolCall, task_id: Option<&str>) -> ToolOutput {
         let name = &call.function.name;
         let span = tracing::info_span!(
@@ -130,8 +131,10 @@ impl ToolRegistry {
             otel.kind = "internal",
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %name,
+            gen_ai.tool.type = "function",
             gen_ai.tool.call.id = %call.id,
             gen_ai.agent.name = agent,
+            gen_ai.conversation.id = task_id,
             error.type = tracing::field::Empty,
         );
         let output = self

@@ -57,6 +57,8 @@ pub struct Reply {
 #[derive(Debug, Clone)]
 enum Payload {
     Sse(Vec<String>),
+    /// A `text/event-stream` body sent as these byte chunks, exactly.
+    Raw(Vec<Vec<u8>>),
     Json(Value),
     Text(String),
 }
@@ -96,6 +98,12 @@ impl Reply {
     /// Server-sent events with the given `data:` payloads, as written; `[DONE]` follows.
     pub fn sse(data: Vec<String>) -> Self {
         Self::new(Payload::Sse(data), 200)
+    }
+
+    /// A `text/event-stream` body written as `chunks`, byte for byte, one network write each
+    /// (see [`split_inside_chars`]); [`Reply::chunk_delay`] waits between them.
+    pub fn raw(chunks: Vec<Vec<u8>>) -> Self {
+        Self::new(Payload::Raw(chunks), 200)
     }
 
     /// A non-streamed JSON body with status 200.
@@ -263,26 +271,84 @@ async fn answer(
             .body(Body::from(text)),
         Payload::Sse(mut data) => {
             data.push("[DONE]".to_owned());
-            let delay = reply.chunk_delay;
-            let events = futures::stream::unfold(
-                (data.into_iter(), true),
-                move |(mut rest, first)| async move {
-                    let item = rest.next()?;
-                    if !first && !delay.is_zero() {
-                        tokio::time::sleep(delay).await;
-                    }
-                    Some((
-                        Ok::<_, Infallible>(format!("data: {item}\n\n")),
-                        (rest, false),
-                    ))
-                },
-            );
-            response
-                .header(header::CONTENT_TYPE, "text/event-stream")
-                .body(Body::from_stream(events))
+            let chunks = data
+                .into_iter()
+                .map(|item| format!("data: {item}\n\n").into_bytes())
+                .collect();
+            event_stream(response, chunks, reply.chunk_delay)
         }
+        Payload::Raw(chunks) => event_stream(response, chunks, reply.chunk_delay),
     }
     .unwrap()
+}
+
+/// `chunks` as a `text/event-stream` body, one write each, `delay` between them.
+fn event_stream(
+    response: axum::http::response::Builder,
+    chunks: Vec<Vec<u8>>,
+    delay: Duration,
+) -> Result<Response, axum::http::Error> {
+    let events = futures::stream::unfold(
+        (chunks.into_iter(), true),
+        move |(mut rest, first)| async move {
+            let item = rest.next()?;
+            if !first && !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            Some((Ok::<_, Infallible>(item), (rest, false)))
+        },
+    );
+    response
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(events))
+}
+
+/// A server on `127.0.0.1:0` whose `GET route` (an axum path such as
+/// `/v1/agents/{agent}/inbox`) answers `chunks` as a `text/event-stream` body, one write each,
+/// and then keeps the stream open; its base URL (`http://127.0.0.1:PORT`) and task.
+pub async fn event_stream_server(
+    route: &str,
+    chunks: Vec<Vec<u8>>,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let app = Router::new().route(
+        route,
+        axum::routing::get(move || {
+            let chunks = chunks.clone();
+            async move {
+                let body = futures::StreamExt::chain(
+                    futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)),
+                    futures::stream::pending(),
+                );
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "text/event-stream")
+                    .body(Body::from_stream(body))
+                    .unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let base = format!("http://{}", listener.local_addr().expect("local address"));
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.ok();
+    });
+    (base, task)
+}
+
+/// `text` cut into byte chunks so that every multi-byte character is split between two
+/// chunks (its first byte ends one, its other bytes start the next).
+pub fn split_inside_chars(text: &str) -> Vec<Vec<u8>> {
+    let mut chunks = vec![Vec::new()];
+    for c in text.chars() {
+        let mut buf = [0; 4];
+        let bytes = c.encode_utf8(&mut buf).as_bytes();
+        chunks.last_mut().expect("a chunk").push(bytes[0]);
+        if bytes.len() > 1 {
+            chunks.push(bytes[1..].to_vec());
+        }
+    }
+    chunks
 }
 
 /// Chat Completions chunk builders.

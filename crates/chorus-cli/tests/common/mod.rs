@@ -62,15 +62,26 @@ impl Served {
     /// Starts `chorus serve --listen 127.0.0.1:0 ARGS` in `dir`, its standard error going to
     /// `stderr`, and reads the address from its first line.
     pub fn start(dir: &std::path::Path, args: &[&str], stderr: Stdio) -> Served {
+        Served::start_with(dir, args, stderr, |_| {})
+    }
+
+    /// [`Served::start`] with the command adjusted by `adjust` first (its environment).
+    pub fn start_with(
+        dir: &std::path::Path,
+        args: &[&str],
+        stderr: Stdio,
+        adjust: impl FnOnce(&mut Command),
+    ) -> Served {
         use std::io::BufRead;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_chorus"));
+        command
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .current_dir(dir)
             .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
+            .stderr(stderr);
+        adjust(&mut command);
+        let mut child = command.spawn().unwrap();
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
         let first_line = lines
             .next()

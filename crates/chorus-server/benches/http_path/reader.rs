@@ -34,21 +34,14 @@ struct EventData {
     attempt: u32,
 }
 
-/// The data of the `message` event in one SSE block (none for a comment).
-fn event_data(block: &[u8]) -> Option<EventData> {
-    let text = std::str::from_utf8(block).expect("events are UTF-8");
-    let mut name = "message";
-    let mut data = None;
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("event:") {
-            name = v.trim();
-        } else if let Some(v) = line.strip_prefix("data:") {
-            data = Some(v.trim_start());
-        }
-    }
-    let data = data?;
-    assert_eq!(name, "message", "the inbox stream failed: {data}");
-    Some(serde_json::from_str(data).expect("event data"))
+/// The data of an inbox event (read with chorus-agent's shared SSE reader).
+fn event_data(event: chorus_agent::sse::Event) -> EventData {
+    assert_eq!(
+        event.event, "message",
+        "the inbox stream failed: {}",
+        event.data
+    );
+    serde_json::from_str(&event.data).expect("event data")
 }
 
 /// One agent's consumer: reads its inbox stream, hands each delivery to its acker.
@@ -63,41 +56,33 @@ pub struct Reader {
 impl Reader {
     /// Reads `expect` messages; returns the delivery and ack latencies and when the last ack
     /// was answered.
-    pub async fn consume(self, mut response: reqwest::Response, expect: usize) -> Consumed {
+    pub async fn consume(self, response: reqwest::Response, expect: usize) -> Consumed {
         let (tx, rx) = mpsc::unbounded_channel::<Held>();
         let clock = self.clock.clone();
         let acker = tokio::spawn(self.acker(rx));
         let mut deliver = Vec::with_capacity(expect);
-        let mut buffer = Vec::new();
+        let mut events = chorus_agent::sse::SseReader::response(response, Some(PATIENCE));
         while deliver.len() < expect {
-            let chunk = tokio::time::timeout(PATIENCE, response.chunk())
-                .await
-                .expect("an event within the patience")
-                .expect("stream read")
-                .expect("the stream stays open");
-            buffer.extend_from_slice(&chunk);
-            let mut used = 0;
-            while let Some(end) = buffer[used..].windows(2).position(|w| w == b"\n\n") {
-                let block = &buffer[used..used + end];
-                used += end + 2;
-                let Some(data) = event_data(block) else {
-                    continue;
-                };
-                let read_at = clock.now();
-                if let Some(latency) = clock.delivered(index(&data.message_id), read_at) {
-                    deliver.push(latency);
-                }
-                let held = Held {
-                    id: data.message_id,
-                    attempt: data.attempt,
-                    read_at,
-                };
-                tx.send(held).expect("the acker runs");
+            let data = event_data(
+                events
+                    .next()
+                    .await
+                    .expect("the stream stays open")
+                    .expect("an event within the patience"),
+            );
+            let read_at = clock.now();
+            if let Some(latency) = clock.delivered(index(&data.message_id), read_at) {
+                deliver.push(latency);
             }
-            buffer.drain(..used);
+            let held = Held {
+                id: data.message_id,
+                attempt: data.attempt,
+                read_at,
+            };
+            tx.send(held).expect("the acker runs");
         }
         drop(tx);
-        drop(response);
+        drop(events);
         let (acks, last) = acker.await.expect("the acker");
         Consumed {
             deliver,

@@ -109,13 +109,16 @@ fn constrain_id(parameter: &mut utoipa::openapi::path::Parameter) {
     }
 }
 
-/// The application with every route, and its OpenAPI document.
-pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+/// The application with every route, and its OpenAPI document; each answer but the event
+/// streams' takes at most `timeout`.
+pub fn router(
+    state: AppState,
+    timeout: Option<std::time::Duration>,
+) -> (Router, utoipa::openapi::OpenApi) {
     let limit = state.max_body_bytes;
-    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let router = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(publish::publish))
         .routes(routes!(batch::publish_batch))
-        .routes(routes!(inbox::inbox))
         .routes(routes!(peek::inbox_messages))
         .routes(routes!(inbox::ack))
         .routes(routes!(batch::ack_batch))
@@ -128,7 +131,6 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::conversation))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::metrics))
-        .routes(routes!(events::events))
         .routes(routes!(catalog::tasks))
         .routes(routes!(catalog::conversations))
         .routes(routes!(search::search))
@@ -138,15 +140,24 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(confirmations::reject))
         .routes(routes!(confirmations::consume))
         .routes(routes!(blobs::blob))
+        .route(
+            "/v1/agents/{agent}/inbox/{message_id}/{action}",
+            post(inbox::settle),
+        );
+    // The routes above answer at once; the event streams below stay open as long as the
+    // reader wants, so the timeout is only around the former.
+    let router = match timeout {
+        Some(limit) => router.route_layer(crate::layers::timeout(limit)),
+        None => router,
+    };
+    let (router, openapi) = router
+        .routes(routes!(inbox::inbox))
+        .routes(routes!(events::events))
         .split_for_parts();
     let mut openapi = openapi;
     document_bad_requests(&mut openapi);
     let document = openapi.clone();
     let router = router
-        .route(
-            "/v1/agents/{agent}/inbox/{message_id}/{action}",
-            post(inbox::settle),
-        )
         .route("/openapi.json", get(move || async move { Json(document) }))
         .merge(crate::ui::routes())
         .fallback(|| async {

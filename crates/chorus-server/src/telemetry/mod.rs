@@ -1,10 +1,13 @@
 //! Tracing across handoffs: the W3C trace context carried in stored messages, spans named
-//! after the OpenTelemetry messaging conventions, and (feature `otlp`) an OTLP exporter.
+//! after the OpenTelemetry messaging conventions, the one tracing setup of `chorus serve` and
+//! `chorus run` (logs, and with feature `otlp` an OTLP exporter).
 
 #[cfg(feature = "otlp")]
 mod otlp;
+mod setup;
 mod traces;
 
+pub use setup::{LogFormat, Setup, Telemetry, init, init_with};
 pub use traces::Traces;
 
 use chorus_bus::Delivery;
@@ -12,9 +15,6 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 use tracing::Span;
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
 
 /// `messaging.system` of every chorus span.
 pub(crate) const SYSTEM: &str = "chorus";
@@ -192,71 +192,6 @@ pub(crate) fn span_for(
     );
     link(&span, traceparent);
     span
-}
-
-/// Keeps the exporter alive; dropping it flushes the spans not yet sent.
-pub struct Telemetry {
-    #[cfg(feature = "otlp")]
-    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
-}
-
-impl Telemetry {
-    /// Sends every finished span now (with the `otlp` feature and an endpoint).
-    pub fn flush(&self) {
-        #[cfg(feature = "otlp")]
-        if let Some(p) = &self.provider {
-            let _ = p.force_flush();
-        }
-    }
-}
-
-impl Drop for Telemetry {
-    fn drop(&mut self) {
-        #[cfg(feature = "otlp")]
-        if let Some(p) = self.provider.take() {
-            let _ = p.shutdown();
-        }
-    }
-}
-
-/// Logs to standard error (filtered by `CHORUS_LOG`, default `info`) and, with the `otlp`
-/// feature and `OTEL_EXPORTER_OTLP_ENDPOINT` set, exports spans over OTLP/HTTP.
-pub fn init() -> Telemetry {
-    init_with(std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok().as_deref())
-}
-
-/// [`init`] with the OTLP endpoint given (e.g. `http://127.0.0.1:4318`); does nothing when a
-/// subscriber is already installed.
-pub fn init_with(endpoint: Option<&str>) -> Telemetry {
-    let filter = EnvFilter::try_from_env("CHORUS_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    let registry = tracing_subscriber::registry().with(filter).with(fmt);
-    #[cfg(feature = "otlp")]
-    {
-        let endpoint = endpoint.filter(|e| !e.trim().is_empty());
-        match endpoint.map(otlp::layer) {
-            Some(Ok((layer, provider))) => {
-                let _ = registry.with(layer).try_init();
-                return Telemetry {
-                    provider: Some(provider),
-                };
-            }
-            Some(Err(e)) => eprintln!("chorus serve: OTLP export is off: {e}"),
-            None => {}
-        }
-        let _ = registry.try_init();
-        Telemetry { provider: None }
-    }
-    #[cfg(not(feature = "otlp"))]
-    {
-        if endpoint.is_some_and(|e| !e.trim().is_empty()) {
-            eprintln!(
-                "chorus serve: OTEL_EXPORTER_OTLP_ENDPOINT is set but this build has no OTLP exporter (build with the `otlp` feature)"
-            );
-        }
-        let _ = registry.try_init();
-        Telemetry {}
-    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! A server on 127.0.0.1 with a temporary SQLite store, and a small SSE reader.
+//! A server on 127.0.0.1 with a temporary SQLite store, and an inbox reader (on chorus-agent's
+//! shared SSE reader).
 
 // Each test file uses a part of these helpers.
 #![allow(dead_code)]
@@ -178,7 +179,9 @@ pub async fn publish(server: &TestServer, token: &str, body: &Value) -> reqwest:
 /// One server-sent event.
 #[derive(Debug, Clone)]
 pub struct SseEvent {
+    /// The last event id (`None` before any `id:` line).
     pub id: Option<String>,
+    /// The event type (`message` when the event names none).
     pub event: Option<String>,
     pub data: String,
 }
@@ -191,9 +194,7 @@ impl SseEvent {
 
 /// Reads events from a `text/event-stream` response.
 pub struct SseReader {
-    response: reqwest::Response,
-    /// Bytes read and not yet parsed: a chunk may end inside a multi-byte character.
-    buffer: Vec<u8>,
+    events: chorus_agent::sse::SseReader,
 }
 
 impl SseReader {
@@ -266,8 +267,7 @@ impl SseReader {
             "text/event-stream"
         );
         Ok(SseReader {
-            response,
-            buffer: Vec::new(),
+            events: chorus_agent::sse::SseReader::response(response, None),
         })
     }
 
@@ -282,23 +282,15 @@ impl SseReader {
 
     /// Like [`SseReader::next_within`], with an error when the stream breaks or ends.
     pub async fn try_next_within(&mut self, wait: Duration) -> Result<Option<SseEvent>, String> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
-                let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
-                let block = std::str::from_utf8(&block).expect("an event is UTF-8");
-                if let Some(e) = parse_block(block) {
-                    return Ok(Some(e));
-                }
-            }
-            let Ok(chunk) = tokio::time::timeout_at(deadline, self.response.chunk()).await else {
-                return Ok(None);
-            };
-            match chunk {
-                Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
-                Ok(None) => return Err(STREAM_ENDED.into()),
-                Err(e) => return Err(e.to_string()),
-            }
+        match tokio::time::timeout(wait, self.events.next()).await {
+            Err(_) => Ok(None),
+            Ok(None) => Err(STREAM_ENDED.into()),
+            Ok(Some(Err(e))) => Err(e.to_string()),
+            Ok(Some(Ok(e))) => Ok(Some(SseEvent {
+                id: (!e.id.is_empty()).then_some(e.id),
+                event: Some(e.event),
+                data: e.data,
+            })),
         }
     }
 
@@ -312,29 +304,3 @@ impl SseReader {
 
 /// What [`SseReader::try_next_within`] says when the server ended the stream.
 pub const STREAM_ENDED: &str = "the stream ended";
-
-fn parse_block(block: &str) -> Option<SseEvent> {
-    let mut e = SseEvent {
-        id: None,
-        event: None,
-        data: String::new(),
-    };
-    let mut has_data = false;
-    for line in block.lines() {
-        let (field, value) = line.split_once(':').unwrap_or((line, ""));
-        let value = value.strip_prefix(' ').unwrap_or(value);
-        match field {
-            "id" => e.id = Some(value.to_owned()),
-            "event" => e.event = Some(value.to_owned()),
-            "data" => {
-                if has_data {
-                    e.data.push('\n');
-                }
-                e.data.push_str(value);
-                has_data = true;
-            }
-            _ => {}
-        }
-    }
-    has_data.then_some(e)
-}

@@ -1,0 +1,241 @@
+//! The one Server-Sent Events reader of chorus, on `eventsource-stream` (the WHATWG parsing
+//! rules: `event:`, `id:`, `retry:`, multi-line `data:`, comments, CR/LF/CRLF line ends, a
+//! byte-order mark), byte-safe across chunk boundaries (a character split between two network
+//! chunks is joined, never replaced by U+FFFD), with an optional silence limit.
+//!
+//! It lives in chorus-agent because its production readers are here (the model clients and the
+//! inbox client of `chorus run --server`) and chorus-server, whose tests and benches read inbox
+//! streams with it, already depends on chorus-agent; chorus-core has no HTTP and no async.
+
+use std::fmt::Display;
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+
+pub use eventsource_stream::Event;
+
+/// Why an event stream stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SseError {
+    /// The connection broke or the body could not be read.
+    #[error("the stream broke: {0}")]
+    Transport(String),
+    /// No byte arrived for the silence limit.
+    #[error("no byte arrived for {} ms", .0.as_millis())]
+    Idle(Duration),
+    /// The stream is not UTF-8 (or ended inside a character).
+    #[error("the stream is not UTF-8: {0}")]
+    Utf8(String),
+    /// A line the event-stream grammar cannot read.
+    #[error("unreadable event stream: {0}")]
+    Parse(String),
+}
+
+/// Reads the events of a `text/event-stream` body.
+pub struct SseReader {
+    events: BoxStream<'static, Result<Event, SseError>>,
+}
+
+impl SseReader {
+    /// Reads the events of a stream of byte chunks, cut anywhere.
+    pub fn new<S, B, E>(bytes: S) -> Self
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: AsRef<[u8]> + Send + 'static,
+        E: Display + Send + 'static,
+    {
+        Self::limited(bytes, None)
+    }
+
+    /// As [`SseReader::new`], ending with [`SseError::Idle`] when `idle` passes without a byte
+    /// (`None`: wait as long as the connection lasts). Only silence counts, not total length.
+    pub fn limited<S, B, E>(bytes: S, idle: Option<Duration>) -> Self
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: AsRef<[u8]> + Send + 'static,
+        E: Display + Send + 'static,
+    {
+        let bytes = bytes.map(|chunk| chunk.map_err(|e| SseError::Transport(e.to_string())));
+        let bytes = match idle {
+            Some(idle) => until_silent(bytes, idle).boxed(),
+            None => bytes.boxed(),
+        };
+        let events = without_bom(bytes)
+            .eventsource()
+            .map(|event| {
+                event.map_err(|e| match e {
+                    EventStreamError::Transport(e) => e,
+                    EventStreamError::Utf8(e) => SseError::Utf8(e.to_string()),
+                    EventStreamError::Parser(e) => SseError::Parse(e.to_string()),
+                })
+            })
+            .boxed();
+        SseReader { events }
+    }
+
+    /// Reads the body of `response`, with the silence limit `idle`.
+    pub fn response(response: reqwest::Response, idle: Option<Duration>) -> Self {
+        Self::limited(response.bytes_stream(), idle)
+    }
+
+    /// The next event; `None` when the stream ended. Events without data are not dispatched
+    /// (as the WHATWG rules say); a comment line (`: keep-alive`) is no event.
+    pub async fn next(&mut self) -> Option<Result<Event, SseError>> {
+        self.events.next().await
+    }
+}
+
+/// The UTF-8 byte-order mark a stream may start with.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `bytes` without a leading byte-order mark (even one cut across chunks), after a blank line.
+///
+/// `eventsource-stream` 0.2.3 slices one byte off a leading mark, which panics on its three;
+/// it never sees one here. The blank line dispatches nothing and keeps any further mark (part
+/// of the first line's field name, as the rules say) away from that slicing.
+fn without_bom<S, B>(bytes: S) -> impl Stream<Item = Result<Vec<u8>, SseError>> + Send
+where
+    S: Stream<Item = Result<B, SseError>> + Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+{
+    let mut head = Some(Vec::new());
+    let body = bytes.map(move |chunk| {
+        chunk.map(|chunk| {
+            let chunk = chunk.as_ref();
+            let Some(mut start) = head.take() else {
+                return chunk.to_vec();
+            };
+            start.extend_from_slice(chunk);
+            if start.len() < BOM.len() && BOM.starts_with(&start) {
+                head = Some(start);
+                return Vec::new();
+            }
+            if start.starts_with(BOM) {
+                start.drain(..BOM.len());
+            }
+            start
+        })
+    });
+    futures::stream::once(async { Ok(b"\n".to_vec()) }).chain(body)
+}
+
+/// The chunks of `bytes`, ending with [`SseError::Idle`] after `idle` without one.
+fn until_silent<S, B>(bytes: S, idle: Duration) -> impl Stream<Item = Result<B, SseError>> + Send
+where
+    S: Stream<Item = Result<B, SseError>> + Send + 'static,
+    B: Send + 'static,
+{
+    futures::stream::unfold(Some(bytes.boxed()), move |state| async move {
+        let mut bytes = state?;
+        match tokio::time::timeout(idle, bytes.next()).await {
+            Ok(Some(chunk)) => Some((chunk, Some(bytes))),
+            Ok(None) => None,
+            Err(_) => Some((Err(SseError::Idle(idle)), None)),
+        }
+    })
+}
+
+/// The fake model server of the integration tests, for its chunk splitter.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../tests/support/fake_openai.rs"]
+mod fake_openai;
+
+#[cfg(test)]
+mod tests {
+    use super::fake_openai::split_inside_chars;
+    use super::*;
+
+    async fn read_all(chunks: Vec<Vec<u8>>) -> Vec<Event> {
+        let mut reader = SseReader::new(futures::stream::iter(
+            chunks.into_iter().map(Ok::<_, std::io::Error>),
+        ));
+        let mut events = Vec::new();
+        while let Some(event) = reader.next().await {
+            events.push(event.expect("an event"));
+        }
+        events
+    }
+
+    const STREAM: &str = "\u{feff}: a comment\r\nretry: 1500\nid: 7\nevent: message\n\
+        data: Grüße, 世界 🎉\ndata: ещё строка\n\n\
+        data: é\r\n\r\nevent: error\ndata:no space — ünd\n\n";
+
+    fn check(events: &[Event]) {
+        assert_eq!(events.len(), 3, "{events:?}");
+        assert_eq!(events[0].event, "message");
+        assert_eq!(events[0].id, "7");
+        assert_eq!(events[0].retry, Some(Duration::from_millis(1500)));
+        assert_eq!(events[0].data, "Grüße, 世界 🎉\nещё строка");
+        assert_eq!(events[1].event, "message", "the default type");
+        assert_eq!(events[1].data, "é");
+        assert_eq!(events[1].id, "7", "the last event id carries over");
+        assert_eq!(events[2].event, "error");
+        assert_eq!(events[2].data, "no space — ünd");
+    }
+
+    #[tokio::test]
+    async fn every_multi_byte_character_split_across_chunks_reads_whole() {
+        let chunks = split_inside_chars(STREAM);
+        let wide = STREAM.chars().filter(|c| c.len_utf8() > 1).count();
+        assert_eq!(chunks.len(), wide + 1);
+        assert!(
+            chunks.iter().all(|c| std::str::from_utf8(c).is_err()),
+            "no chunk is whole UTF-8 on its own"
+        );
+        check(&read_all(chunks).await);
+    }
+
+    #[tokio::test]
+    async fn one_byte_chunks_and_one_chunk_read_the_same() {
+        let bytes = STREAM.as_bytes();
+        check(&read_all(bytes.iter().map(|b| vec![*b]).collect()).await);
+        check(&read_all(vec![bytes.to_vec()]).await);
+    }
+
+    #[tokio::test]
+    async fn a_second_byte_order_mark_is_part_of_the_first_field_name() {
+        let events = read_all(vec![
+            b"\xEF\xBB".to_vec(),
+            b"\xBF\xEF\xBB\xBFdata: hidden\n\ndata: seen\n\n".to_vec(),
+        ])
+        .await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].data, "seen");
+    }
+
+    #[tokio::test]
+    async fn an_unfinished_event_at_the_end_is_dropped() {
+        let events = read_all(vec![b"data: whole\n\ndata: cut".to_vec()]).await;
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data, "whole");
+    }
+
+    #[tokio::test]
+    async fn silence_past_the_limit_ends_the_stream_but_slow_bytes_do_not() {
+        let slow = futures::stream::iter(STREAM.as_bytes().chunks(8).map(<[u8]>::to_vec)).then(
+            |chunk| async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                Ok::<_, std::io::Error>(chunk)
+            },
+        );
+        let mut reader = SseReader::limited(slow, Some(Duration::from_millis(200)));
+        let mut events = Vec::new();
+        while let Some(event) = reader.next().await {
+            events.push(event.expect("slow but never silent past the limit"));
+        }
+        check(&events);
+
+        let silent = futures::stream::iter([Ok::<_, std::io::Error>(b"data: a\n\n".to_vec())])
+            .chain(futures::stream::pending());
+        let mut reader = SseReader::limited(silent, Some(Duration::from_millis(50)));
+        assert_eq!(reader.next().await.unwrap().unwrap().data, "a");
+        assert_eq!(
+            reader.next().await.unwrap(),
+            Err(SseError::Idle(Duration::from_millis(50)))
+        );
+        assert!(reader.next().await.is_none());
+    }
+}
