@@ -28,7 +28,7 @@ pub struct ToolSpec {
     /// Timeout per call in milliseconds (default 30 000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// `kind = "http"` or `"command"`, and the options of that kind.
+    /// `kind = "http"`, `"command"` or `"mcp"`, and the options of that kind.
     pub kind: ToolKind,
 }
 
@@ -53,6 +53,8 @@ pub enum ToolKind {
     Http(HttpToolSpec),
     /// A program run without a shell.
     Command(CommandToolSpec),
+    /// An MCP server: every tool it lists, named `<name>__<tool>` (feature `mcp`).
+    Mcp(McpToolSpec),
 }
 
 /// The options of a `kind = "http"` tool.
@@ -80,6 +82,32 @@ pub struct CommandToolSpec {
     pub args: Vec<String>,
 }
 
+/// The options of a `kind = "mcp"` entry: one MCP server, reached through `command` (stdio) or
+/// `url` (streamable HTTP), whose tools all join the registry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpToolSpec {
+    /// The server's program, started without a shell; it speaks MCP on its standard input and
+    /// output.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// The program's arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables for the program (added to chorus's own).
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// The streamable HTTP endpoint (`http://host:port/mcp`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The server's tools (their MCP names) that need a person's approval for each call.
+    #[serde(default)]
+    pub confirm: Vec<String>,
+    /// How long connecting and listing the tools may take, in milliseconds (default 30 000).
+    #[serde(default)]
+    pub connect_timeout_ms: Option<u64>,
+}
+
 /// A tool entry that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool `{tool}`: {message}")]
@@ -91,7 +119,22 @@ pub struct ToolSpecError {
 }
 
 impl ToolSpec {
-    /// Builds the tool.
+    /// True when a call of some tool of this entry may need a person's approval.
+    pub fn may_require_confirmation(&self) -> bool {
+        self.requires_confirmation
+            || matches!(&self.kind, ToolKind::Mcp(mcp) if !mcp.confirm.is_empty())
+    }
+
+    /// Builds the entry's tools: one, or for `kind = "mcp"` every tool the server lists (the
+    /// server is connected to now and stays connected while a tool holds it).
+    pub fn build_all(&self) -> Result<Vec<Arc<dyn Tool>>, ToolSpecError> {
+        match &self.kind {
+            ToolKind::Mcp(mcp) => super::mcp::build(self, mcp),
+            _ => Ok(vec![self.build()?]),
+        }
+    }
+
+    /// Builds the tool of an `http` or `command` entry (an `mcp` entry has many: [`Self::build_all`]).
     pub fn build(&self) -> Result<Arc<dyn Tool>, ToolSpecError> {
         let parameters = self
             .parameters
@@ -118,6 +161,14 @@ impl ToolSpec {
                         .with_timeout(timeout)
                         .with_confirmation(self.requires_confirmation);
                 Arc::new(tool)
+            }
+            ToolKind::Mcp(_) => {
+                return Err(ToolSpecError {
+                    tool: self.name.clone(),
+                    message:
+                        "an mcp entry names a server with many tools; build it with `build_all`"
+                            .into(),
+                });
             }
         };
         Ok(tool)
