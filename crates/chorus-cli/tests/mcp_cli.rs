@@ -7,6 +7,8 @@
 //! it the tests say "not run: …"; with it and no `mcp` package they fail.
 
 mod common;
+/// The fake OpenAI-compatible server of chorus-agent's tests (not every helper is used here).
+#[allow(dead_code)]
 #[path = "../../chorus-agent/tests/support/fake_openai.rs"]
 mod fake_openai;
 
