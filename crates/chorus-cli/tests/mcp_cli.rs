@@ -190,11 +190,19 @@ async fn run_and_check(flow: &Path, python: &Path, refunds: &Path) {
         last_tool_message(&requests[2].body),
         "Order A-1001: 2 x router R7, delivered, total 129.00 EUR"
     );
-    // The image as an image part: the PNG the server made, as a data URL.
-    let with_photo = requests[3].body.to_string();
+    // The image as an image part of the tool result: the PNG the server made, as a data URL.
+    // Chat Completions takes no image in a tool message, so its codec moves it into a user
+    // message right after the tool results.
+    let messages = requests[3].body["messages"].as_array().unwrap();
+    let photo = messages
+        .iter()
+        .position(|m| m["role"] == "tool" && m["tool_call_id"] == "call_2")
+        .expect("the photo's tool message");
+    let next = &messages[photo + 1];
+    assert_eq!(next["role"], "user", "{next}");
     assert!(
-        with_photo.contains("data:image/png;base64,iVBORw0KGgo"),
-        "{with_photo}"
+        next.to_string().contains("data:image/png;base64,iVBORw0KGgo"),
+        "{next}"
     );
     // The refund first halted, and after the approval the model got its real result.
     assert!(last_tool_message(&requests[4].body).contains("human_confirmation_required"));
@@ -319,6 +327,34 @@ fn an_unreachable_mcp_server_fails_the_flow_file_with_its_entry() {
     let err = stderr(&out);
     assert!(
         err.contains("tools[0]: tool `orders`: `/nonexistent/mcp-server` could not be started"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_confirm_name_the_server_does_not_list_is_refused_with_the_ones_it_lists() {
+    let Some(python) = python() else { return };
+    let example = std::fs::read_to_string(repo().join(EXAMPLE)).unwrap();
+    let confirm = "confirm = [\"refund_order\"]";
+    assert!(example.contains(confirm), "the example changed; update this test");
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("flow.toml");
+    std::fs::write(&flow, example.replace(confirm, "confirm = [\"refund\"]")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["run", flow.to_str().unwrap()])
+        .current_dir(repo())
+        .env("PATH", path_with(&python))
+        .env("CHORUS_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains(
+            "tools[0]: tool `orders`: `confirm` names \"refund\", which the server does not \
+             list; it lists: lookup_order, order_photo, refund_order"
+        ),
         "{err}"
     );
 }
