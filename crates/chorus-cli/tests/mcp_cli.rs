@@ -201,7 +201,8 @@ async fn run_and_check(flow: &Path, python: &Path, refunds: &Path) {
     let next = &messages[photo + 1];
     assert_eq!(next["role"], "user", "{next}");
     assert!(
-        next.to_string().contains("data:image/png;base64,iVBORw0KGgo"),
+        next.to_string()
+            .contains("data:image/png;base64,iVBORw0KGgo"),
         "{next}"
     );
     // The refund first halted, and after the approval the model got its real result.
@@ -336,7 +337,10 @@ fn a_confirm_name_the_server_does_not_list_is_refused_with_the_ones_it_lists() {
     let Some(python) = python() else { return };
     let example = std::fs::read_to_string(repo().join(EXAMPLE)).unwrap();
     let confirm = "confirm = [\"refund_order\"]";
-    assert!(example.contains(confirm), "the example changed; update this test");
+    assert!(
+        example.contains(confirm),
+        "the example changed; update this test"
+    );
     let dir = tempfile::tempdir().unwrap();
     let flow = dir.path().join("flow.toml");
     std::fs::write(&flow, example.replace(confirm, "confirm = [\"refund\"]")).unwrap();

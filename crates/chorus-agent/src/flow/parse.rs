@@ -248,6 +248,14 @@ mod tests {
             (Some(5), Some(7))
         );
         assert!(tool.may_require_confirmation() && !tool.requires_confirmation);
+        // Descriptions and parameters come from the server: refused before connecting.
+        let described = FlowSpec::parse(&format!(
+            "{HEAD}[[tools]]\nname = \"s\"\nkind = \"mcp\"\ncommand = \"p\"\n\
+             description = \"d\"\n[[agents]]\nname = \"a\"\nkind = \"rule\"\n[[agents.rules]]\n"
+        ))
+        .unwrap();
+        let e = described.tools[0].build_all().err().unwrap();
+        assert!(e.message.contains("remove `description`"), "{e}");
         // A namespaced name needs an mcp entry of that name.
         refused(
             "[[tools]]\nname = \"orders\"\nkind = \"command\"\nprogram = \"p\"\n\

@@ -54,11 +54,11 @@ mod template;
 pub use command::CommandTool;
 pub use function::FunctionTool;
 pub use http::HttpTool;
-pub use mcp::mcp_tool_name;
 #[cfg(feature = "mcp")]
 pub use mcp::{McpEndpoint, McpServer, McpTool};
+pub use mcp::{McpToolSpec, mcp_tool_name};
 pub use registry::{RegistryError, ToolRegistry, confirmation_id};
-pub use spec::{CommandToolSpec, HttpToolSpec, McpToolSpec, ToolKind, ToolSpec, ToolSpecError};
+pub use spec::{CommandToolSpec, HttpToolSpec, ToolKind, ToolSpec, ToolSpecError};
 pub use template::{TemplateError, percent_encode, render as render_template};
 
 use async_trait::async_trait;

@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::mcp::McpToolSpec;
 use super::{CommandTool, HttpTool, Tool, definition};
 
 /// One `[[tools]]` entry of a flow file (read with `FlowSpec::parse`, which puts the options of
@@ -82,32 +83,6 @@ pub struct CommandToolSpec {
     pub args: Vec<String>,
 }
 
-/// The options of a `kind = "mcp"` entry: one MCP server, reached through `command` (stdio) or
-/// `url` (streamable HTTP), whose tools all join the registry.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpToolSpec {
-    /// The server's program, started without a shell; it speaks MCP on its standard input and
-    /// output.
-    #[serde(default)]
-    pub command: Option<String>,
-    /// The program's arguments.
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Environment variables for the program (added to chorus's own).
-    #[serde(default)]
-    pub env: IndexMap<String, String>,
-    /// The streamable HTTP endpoint (`http://host:port/mcp`).
-    #[serde(default)]
-    pub url: Option<String>,
-    /// The server's tools (their MCP names) that need a person's approval for each call.
-    #[serde(default)]
-    pub confirm: Vec<String>,
-    /// How long connecting and listing the tools may take, in milliseconds (default 30 000).
-    #[serde(default)]
-    pub connect_timeout_ms: Option<u64>,
-}
-
 /// A tool entry that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool `{tool}`: {message}")]
@@ -129,7 +104,22 @@ impl ToolSpec {
     /// server is connected to now and stays connected while a tool holds it).
     pub fn build_all(&self) -> Result<Vec<Arc<dyn Tool>>, ToolSpecError> {
         match &self.kind {
-            ToolKind::Mcp(mcp) => super::mcp::build(self, mcp),
+            ToolKind::Mcp(mcp) => {
+                let fail = |message: String| ToolSpecError {
+                    tool: self.name.clone(),
+                    message,
+                };
+                if self.description.is_some() || self.parameters.is_some() {
+                    return Err(fail(
+                        "an mcp entry takes its tools' descriptions and parameters from the \
+                         server; remove `description` and `parameters`"
+                            .into(),
+                    ));
+                }
+                let timeout = Duration::from_millis(self.timeout_ms.unwrap_or(30_000));
+                super::mcp::build(&self.name, mcp, self.requires_confirmation, timeout)
+                    .map_err(fail)
+            }
             _ => Ok(vec![self.build()?]),
         }
     }

@@ -17,6 +17,10 @@ mod server;
 mod tool;
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
 
 pub use names::mcp_tool_name;
 #[cfg(feature = "mcp")]
@@ -25,60 +29,77 @@ pub use server::{McpEndpoint, McpServer};
 pub use tool::McpTool;
 
 use super::Tool;
-use super::spec::{McpToolSpec, ToolSpec, ToolSpecError};
 
-/// Checks the options of an `mcp` entry, connects to its server and builds one tool per tool
-/// the server lists.
+/// The options of a `kind = "mcp"` entry: one MCP server, reached through `command` (stdio) or
+/// `url` (streamable HTTP), whose tools all join the registry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpToolSpec {
+    /// The server's program, started without a shell; it speaks MCP on its standard input and
+    /// output.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// The program's arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables for the program (added to chorus's own).
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// The streamable HTTP endpoint (`http://host:port/mcp`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The server's tools (their MCP names) that need a person's approval for each call.
+    #[serde(default)]
+    pub confirm: Vec<String>,
+    /// How long connecting and listing the tools may take, in milliseconds (default 30 000).
+    #[serde(default)]
+    pub connect_timeout_ms: Option<u64>,
+}
+
+/// Checks the options of the `mcp` entry `name`, connects to its server and builds one tool per
+/// tool the server lists; `confirm_all` marks every one as needing approval, `call_timeout`
+/// bounds each call.
 pub(super) fn build(
-    spec: &ToolSpec,
+    name: &str,
     mcp: &McpToolSpec,
-) -> Result<Vec<Arc<dyn Tool>>, ToolSpecError> {
-    let fail = |message: String| ToolSpecError {
-        tool: spec.name.clone(),
-        message,
-    };
-    if !names::is_server_name(&spec.name) {
-        return Err(fail(format!(
+    confirm_all: bool,
+    call_timeout: Duration,
+) -> Result<Vec<Arc<dyn Tool>>, String> {
+    if !names::is_server_name(name) {
+        return Err(format!(
             "expected the MCP server's name (it prefixes its tools' names) of letters, digits, `_` \
-             and `-`, found {:?}",
-            spec.name
-        )));
-    }
-    if spec.description.is_some() || spec.parameters.is_some() {
-        return Err(fail(
-            "an mcp entry takes its tools' descriptions and parameters from the server; remove \
-             `description` and `parameters`"
-                .into(),
+             and `-`, at most 32, found {name:?}"
         ));
     }
     match (&mcp.command, &mcp.url) {
         (Some(_), Some(_)) | (None, None) => {
-            return Err(fail(
-                "expected exactly one of `command` (a server on standard input and output) and \
-                 `url` (a streamable HTTP server)"
+            return Err(
+                "expected exactly one of `command` (a server on standard input and \
+                        output) and `url` (a streamable HTTP server)"
                     .into(),
-            ));
+            );
         }
         (None, Some(url)) if !url.starts_with("http://") => {
-            return Err(fail(format!(
+            return Err(format!(
                 "expected an http:// URL, found {url:?}; this chorus speaks MCP over plain HTTP \
                  only (no TLS yet): reach an https server through a local proxy"
-            )));
+            ));
         }
         (None, Some(_)) if !mcp.args.is_empty() || !mcp.env.is_empty() => {
-            return Err(fail(
-                "`args` and `env` go with `command`; a `url` server takes neither".into(),
-            ));
+            return Err("`args` and `env` go with `command`; a `url` server takes neither".into());
         }
         _ => {}
     }
-    connect(spec, mcp).map_err(fail)
+    connect(name, mcp, confirm_all, call_timeout)
 }
 
 #[cfg(feature = "mcp")]
-fn connect(spec: &ToolSpec, mcp: &McpToolSpec) -> Result<Vec<Arc<dyn Tool>>, String> {
-    use std::time::Duration;
-
+fn connect(
+    name: &str,
+    mcp: &McpToolSpec,
+    confirm_all: bool,
+    call_timeout: Duration,
+) -> Result<Vec<Arc<dyn Tool>>, String> {
     let endpoint = match (&mcp.command, &mcp.url) {
         (Some(program), _) => McpEndpoint::Command {
             program: program.clone(),
@@ -89,7 +110,7 @@ fn connect(spec: &ToolSpec, mcp: &McpToolSpec) -> Result<Vec<Arc<dyn Tool>>, Str
         (None, None) => unreachable!("checked by build"),
     };
     let connect_timeout = Duration::from_millis(mcp.connect_timeout_ms.unwrap_or(30_000));
-    let (server, listed) = McpServer::connect(&spec.name, endpoint, connect_timeout)?;
+    let (server, listed) = McpServer::connect(name, endpoint, connect_timeout)?;
     let offered: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
     if let Some(missing) = mcp.confirm.iter().find(|c| !offered.contains(&c.as_str())) {
         return Err(format!(
@@ -97,19 +118,17 @@ fn connect(spec: &ToolSpec, mcp: &McpToolSpec) -> Result<Vec<Arc<dyn Tool>>, Str
             offered.join(", ")
         ));
     }
-    let call_timeout = Duration::from_millis(spec.timeout_ms.unwrap_or(30_000));
     Ok(listed
         .into_iter()
         .map(|listed| {
-            let confirm =
-                spec.requires_confirmation || mcp.confirm.iter().any(|c| *c == listed.name);
+            let confirm = confirm_all || mcp.confirm.iter().any(|c| *c == listed.name);
             Arc::new(McpTool::new(server.clone(), &listed, call_timeout, confirm)) as Arc<dyn Tool>
         })
         .collect())
 }
 
 #[cfg(not(feature = "mcp"))]
-fn connect(_: &ToolSpec, _: &McpToolSpec) -> Result<Vec<Arc<dyn Tool>>, String> {
+fn connect(_: &str, _: &McpToolSpec, _: bool, _: Duration) -> Result<Vec<Arc<dyn Tool>>, String> {
     Err(
         "this chorus was built without MCP support; build it with the cargo feature `mcp` \
          (chorus-cli has it by default)"
@@ -119,32 +138,39 @@ fn connect(_: &ToolSpec, _: &McpToolSpec) -> Result<Vec<Arc<dyn Tool>>, String> 
 
 #[cfg(test)]
 mod tests {
-    use crate::flow::FlowSpec;
+    use super::*;
 
-    /// The message of building the one tool entry whose options are `options`.
-    fn refused(options: &str) -> String {
-        let text = format!(
-            "name = \"x\"\n[input]\ntext = \"hi\"\n[[tools]]\nkind = \"mcp\"\n{options}\n\
-             [[agents]]\nname = \"a\"\nkind = \"rule\"\n[[agents.rules]]\n"
-        );
-        let spec = FlowSpec::parse(&text).unwrap();
-        match spec.tools[0].build_all() {
-            Ok(_) => panic!("built {options}"),
-            Err(e) => e.to_string(),
+    /// The message of building an entry named `name` with `options`.
+    fn refused(name: &str, options: McpToolSpec) -> String {
+        match build(name, &options, false, Duration::from_secs(1)) {
+            Ok(_) => panic!("built {options:?}"),
+            Err(e) => e,
+        }
+    }
+
+    fn options(command: Option<&str>, url: Option<&str>) -> McpToolSpec {
+        McpToolSpec {
+            command: command.map(str::to_owned),
+            args: Vec::new(),
+            env: IndexMap::new(),
+            url: url.map(str::to_owned),
+            confirm: Vec::new(),
+            connect_timeout_ms: None,
         }
     }
 
     #[test]
     fn options_that_cannot_work_are_refused_before_connecting() {
-        let both = refused("name = \"s\"\ncommand = \"p\"\nurl = \"http://h/mcp\"");
+        let both = refused("s", options(Some("p"), Some("http://h/mcp")));
         assert!(both.contains("exactly one of `command`"), "{both}");
-        let neither = refused("name = \"s\"");
+        let neither = refused("s", options(None, None));
         assert!(neither.contains("exactly one of `command`"), "{neither}");
-        let https = refused("name = \"s\"\nurl = \"https://h/mcp\"");
+        let https = refused("s", options(None, Some("https://h/mcp")));
         assert!(https.contains("expected an http:// URL"), "{https}");
-        let named = refused("name = \"my server\"\ncommand = \"p\"");
+        let mut with_args = options(None, Some("http://h/mcp"));
+        with_args.args = vec!["x".into()];
+        assert!(refused("s", with_args).contains("`args` and `env` go with `command`"));
+        let named = refused("my server", options(Some("p"), None));
         assert!(named.contains("letters, digits"), "{named}");
-        let described = refused("name = \"s\"\ncommand = \"p\"\ndescription = \"d\"");
-        assert!(described.contains("remove `description`"), "{described}");
     }
 }
