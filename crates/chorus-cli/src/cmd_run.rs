@@ -213,7 +213,7 @@ fn open_confirmations(args: &RunArgs, spec: &FlowSpec) -> Result<ConfirmationSto
         store: Arc::new(MemoryConfirmations::new()),
         decide_with: None,
     };
-    if !spec.tools.iter().any(|t| t.requires_confirmation) {
+    if !spec.tools.iter().any(|t| t.may_require_confirmation()) {
         return Ok(memory());
     }
     let store = Store::parse(&args.confirmations)

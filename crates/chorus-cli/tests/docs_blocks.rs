@@ -1,6 +1,6 @@
 //! The code blocks of the README and of every page in `docs/`, as a reader copies them: every
 //! ```toml and ```json block parses; a block after `<!-- test: chorus.toml -->` loads as a
-//! server config; JSON after `<!-- test: validate -->` passes `chorus validate`; shell blocks
+//! server config; a block after `<!-- test: flow -->` parses as a flow file; JSON after `<!-- test: validate -->` passes `chorus validate`; shell blocks
 //! after `<!-- test: run -->` run with bash from the repository root (with `chorus` on the PATH)
 //! against a real `chorus serve` started with `examples/clients/chorus.toml` (`CHORUS_URL` and
 //! `CHORUS_ADMIN_TOKEN` set), and exit 0.
@@ -125,6 +125,15 @@ fn marked_config_blocks_load_as_a_server_config() {
     for block in marked(&blocks(), "chorus.toml") {
         if let Err(e) = chorus_server::ServerConfig::from_toml(&block.text) {
             panic!("{}: {}", block.at, e.detail);
+        }
+    }
+}
+
+#[test]
+fn marked_flow_blocks_parse_as_flow_files() {
+    for block in marked(&blocks(), "flow") {
+        if let Err(e) = chorus_agent::flow::FlowSpec::parse(&block.text) {
+            panic!("{}: {e}", block.at);
         }
     }
 }

@@ -8,7 +8,7 @@ use super::spec::{AgentKind, ClientKind, FlowSpec, LlmAgentSpec, SpecError};
 use crate::agents::{FlowAgent, LlmAgent, LlmAgentConfig, RuleAgent};
 use crate::confirm::Confirmations;
 use crate::model::ModelClient;
-use crate::tools::ToolRegistry;
+use crate::tools::{ToolKind, ToolRegistry};
 
 /// Gives each LLM agent its model client, from the agent's options.
 pub type ModelFactory =
@@ -23,14 +23,16 @@ pub fn build_agents(
     let mut registry = ToolRegistry::new().with_confirmations(confirmations);
     for (i, tool) in spec.tools.iter().enumerate() {
         let location = format!("tools[{i}]");
-        let built = tool.build().map_err(|e| SpecError {
+        let built = tool.build_all().map_err(|e| SpecError {
             location: location.clone(),
             message: e.to_string(),
         })?;
-        registry.register(built).map_err(|e| SpecError {
-            location,
-            message: e.to_string(),
-        })?;
+        for built in built {
+            registry.register(built).map_err(|e| SpecError {
+                location: location.clone(),
+                message: e.to_string(),
+            })?;
+        }
     }
     let mut agents: IndexMap<String, Arc<dyn FlowAgent>> = IndexMap::new();
     for (i, a) in spec.agents.iter().enumerate() {
@@ -58,7 +60,11 @@ pub fn build_agents(
                     a.personality.clone().unwrap_or_default(),
                     llm.model.clone(),
                 );
-                config.tools = a.tools.clone();
+                config.tools =
+                    agent_tools(spec, &a.tools, &registry).map_err(|message| SpecError {
+                        location: format!("agents[{i}].tools"),
+                        message,
+                    })?;
                 config.handoffs = a.handoffs.clone();
                 config.context_budget = llm.context_budget;
                 config.max_steps = llm.max_steps.unwrap_or(config.max_steps);
@@ -76,6 +82,39 @@ pub fn build_agents(
         agents.insert(a.name.clone(), agent);
     }
     Ok(agents)
+}
+
+/// The registry names of an agent's `tools`: an `mcp` entry's name stands for every tool of its
+/// server; a `<server>__<tool>` name must be one the server listed.
+fn agent_tools(
+    spec: &FlowSpec,
+    names: &[String],
+    registry: &ToolRegistry,
+) -> Result<Vec<String>, String> {
+    let mut tools = Vec::new();
+    for name in names {
+        let mcp = spec
+            .tools
+            .iter()
+            .any(|t| t.name == *name && matches!(t.kind, ToolKind::Mcp(_)));
+        if mcp {
+            let prefix = format!("{name}__");
+            tools.extend(
+                registry
+                    .definitions(None)
+                    .into_iter()
+                    .map(|d| d.function.name)
+                    .filter(|n| n.starts_with(&prefix)),
+            );
+        } else if registry.contains(name) {
+            tools.push(name.clone());
+        } else {
+            return Err(format!(
+                "expected a tool declared in [[tools]] or listed by an mcp server, found `{name}`"
+            ));
+        }
+    }
+    Ok(tools)
 }
 
 /// Model clients from the environment (`CHORUS_MODEL_BASE_URL` or `OPENAI_BASE_URL`, and

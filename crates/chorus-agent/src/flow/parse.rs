@@ -221,6 +221,58 @@ mod tests {
         assert_eq!((rule.rules.len(), b.personality.as_deref()), (1, Some("q")));
     }
 
+    #[test]
+    fn an_mcp_entry_reads_its_options_and_agents_may_name_its_tools() {
+        let spec = FlowSpec::parse(&format!(
+            "{HEAD}[[tools]]\nname = \"orders\"\nkind = \"mcp\"\ncommand = \"python3\"\n\
+             args = [\"s.py\"]\nenv = {{ K = \"v\" }}\nconfirm = [\"refund_order\"]\n\
+             connect_timeout_ms = 5\ntimeout_ms = 7\n\
+             [[agents]]\nname = \"a\"\nkind = \"llm\"\nmodel = \"m\"\n\
+             tools = [\"orders\", \"orders__lookup_order\"]\n"
+        ))
+        .unwrap();
+        let tool = &spec.tools[0];
+        let ToolKind::Mcp(mcp) = &tool.kind else {
+            panic!("{:?}", tool.kind)
+        };
+        assert_eq!(
+            (
+                mcp.command.as_deref(),
+                mcp.args.as_slice(),
+                mcp.env["K"].as_str()
+            ),
+            (Some("python3"), &["s.py".to_owned()][..], "v")
+        );
+        assert_eq!(
+            (mcp.connect_timeout_ms, tool.timeout_ms),
+            (Some(5), Some(7))
+        );
+        assert!(tool.may_require_confirmation() && !tool.requires_confirmation);
+        // Descriptions and parameters come from the server: refused before connecting.
+        let described = FlowSpec::parse(&format!(
+            "{HEAD}[[tools]]\nname = \"s\"\nkind = \"mcp\"\ncommand = \"p\"\n\
+             description = \"d\"\n[[agents]]\nname = \"a\"\nkind = \"rule\"\n[[agents.rules]]\n"
+        ))
+        .unwrap();
+        let e = described.tools[0].build_all().err().unwrap();
+        assert!(e.message.contains("remove `description`"), "{e}");
+        // A namespaced name needs an mcp entry of that name.
+        refused(
+            "[[tools]]\nname = \"orders\"\nkind = \"command\"\nprogram = \"p\"\n\
+             [[agents]]\nname = \"a\"\nkind = \"rule\"\ntools = [\"orders__x\"]\n\
+             [[agents.rules]]\n",
+            "agents[0].tools[0]",
+            "expected a tool declared in [[tools]]",
+            "found `orders__x`",
+        );
+        refused(
+            "[[tools]]\nname = \"orders\"\nkind = \"mcp\"\nprogram = \"p\"\n",
+            "line 7, column 1",
+            "unknown field `program`, expected one of `command`",
+            "`timeout_ms`",
+        );
+    }
+
     /// Asserts that `body` after [`HEAD`] is refused at `location` with a message that starts
     /// with `message` and ends with `end`.
     fn refused(body: &str, location: &str, message: &str, end: &str) {

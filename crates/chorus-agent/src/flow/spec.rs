@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Deserialize;
 
 use crate::agents::Rule;
-use crate::tools::ToolSpec;
+use crate::tools::{ToolKind, ToolSpec};
 
 /// How the agents of a flow connect.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -201,9 +201,17 @@ impl FlowSpec {
             }
         }
         let tools: HashSet<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        // `<server>__<tool>` names one tool of an mcp entry; the server says at build time.
+        let of_mcp = |t: &str| {
+            self.tools.iter().any(|s| {
+                matches!(s.kind, ToolKind::Mcp(_))
+                    && t.strip_prefix(s.name.as_str())
+                        .is_some_and(|rest| rest.starts_with("__"))
+            })
+        };
         for (i, a) in self.agents.iter().enumerate() {
             for (j, t) in a.tools.iter().enumerate() {
-                if !tools.contains(t.as_str()) {
+                if !tools.contains(t.as_str()) && !of_mcp(t) {
                     return err(
                         format!("agents[{i}].tools[{j}]"),
                         format!("expected a tool declared in [[tools]], found `{t}`"),

@@ -4,7 +4,8 @@
 //! validated against the tool's schema; anything that goes wrong before or during the call comes
 //! back as the seed's error result (`status: error`, `error_type`, `message` with a hint) so the
 //! model can repair its call. Built-in kinds: [`HttpTool`], [`CommandTool`] and [`FunctionTool`]
-//! (a typed Rust function whose schema is derived with schemars).
+//! (a typed Rust function whose schema is derived with schemars), and with the `mcp` feature
+//! the tools of MCP servers (`McpTool`, through an `McpServer` connection).
 
 /// The builder methods (`with_timeout`, `with_confirmation`) and the [`Tool`] impl of a tool
 /// kind with fields `definition`, `timeout` and `requires_confirmation` and a method
@@ -45,6 +46,7 @@ macro_rules! configured_tool {
 mod command;
 mod function;
 mod http;
+mod mcp;
 mod registry;
 mod spec;
 mod template;
@@ -52,6 +54,9 @@ mod template;
 pub use command::CommandTool;
 pub use function::FunctionTool;
 pub use http::HttpTool;
+#[cfg(feature = "mcp")]
+pub use mcp::{McpEndpoint, McpServer, McpTool};
+pub use mcp::{McpToolSpec, mcp_tool_name};
 pub use registry::{RegistryError, ToolRegistry, confirmation_id};
 pub use spec::{CommandToolSpec, HttpToolSpec, ToolKind, ToolSpec, ToolSpecError};
 pub use template::{TemplateError, percent_encode, render as render_template};

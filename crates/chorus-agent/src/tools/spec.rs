@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::mcp::McpToolSpec;
 use super::{CommandTool, HttpTool, Tool, definition};
 
 /// One `[[tools]]` entry of a flow file (read with `FlowSpec::parse`, which puts the options of
@@ -28,7 +29,7 @@ pub struct ToolSpec {
     /// Timeout per call in milliseconds (default 30 000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// `kind = "http"` or `"command"`, and the options of that kind.
+    /// `kind = "http"`, `"command"` or `"mcp"`, and the options of that kind.
     pub kind: ToolKind,
 }
 
@@ -53,6 +54,8 @@ pub enum ToolKind {
     Http(HttpToolSpec),
     /// A program run without a shell.
     Command(CommandToolSpec),
+    /// An MCP server: every tool it lists, named `<name>__<tool>` (feature `mcp`).
+    Mcp(McpToolSpec),
 }
 
 /// The options of a `kind = "http"` tool.
@@ -91,7 +94,37 @@ pub struct ToolSpecError {
 }
 
 impl ToolSpec {
-    /// Builds the tool.
+    /// True when a call of some tool of this entry may need a person's approval.
+    pub fn may_require_confirmation(&self) -> bool {
+        self.requires_confirmation
+            || matches!(&self.kind, ToolKind::Mcp(mcp) if !mcp.confirm.is_empty())
+    }
+
+    /// Builds the entry's tools: one, or for `kind = "mcp"` every tool the server lists (the
+    /// server is connected to now and stays connected while a tool holds it).
+    pub fn build_all(&self) -> Result<Vec<Arc<dyn Tool>>, ToolSpecError> {
+        match &self.kind {
+            ToolKind::Mcp(mcp) => {
+                let fail = |message: String| ToolSpecError {
+                    tool: self.name.clone(),
+                    message,
+                };
+                if self.description.is_some() || self.parameters.is_some() {
+                    return Err(fail(
+                        "an mcp entry takes its tools' descriptions and parameters from the \
+                         server; remove `description` and `parameters`"
+                            .into(),
+                    ));
+                }
+                let timeout = Duration::from_millis(self.timeout_ms.unwrap_or(30_000));
+                super::mcp::build(&self.name, mcp, self.requires_confirmation, timeout)
+                    .map_err(fail)
+            }
+            _ => Ok(vec![self.build()?]),
+        }
+    }
+
+    /// Builds the tool of an `http` or `command` entry (an `mcp` entry has many: [`Self::build_all`]).
     pub fn build(&self) -> Result<Arc<dyn Tool>, ToolSpecError> {
         let parameters = self
             .parameters
@@ -118,6 +151,14 @@ impl ToolSpec {
                         .with_timeout(timeout)
                         .with_confirmation(self.requires_confirmation);
                 Arc::new(tool)
+            }
+            ToolKind::Mcp(_) => {
+                return Err(ToolSpecError {
+                    tool: self.name.clone(),
+                    message:
+                        "an mcp entry names a server with many tools; build it with `build_all`"
+                            .into(),
+                });
             }
         };
         Ok(tool)
