@@ -296,6 +296,16 @@ fn names(spans: &[Span]) -> Vec<&str> {
     spans.iter().map(|s| s.name.as_str()).collect()
 }
 
+/// The request paths of every export received.
+fn paths(received: &Received) -> Vec<String> {
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| e.path.clone())
+        .collect()
+}
+
 /// `service.name` of the first export.
 fn service(received: &Received) -> Option<String> {
     let received = received.lock().unwrap();
@@ -366,12 +376,7 @@ async fn chorus_run_exports_genai_spans_over_https() {
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     let spans = spans_when(&received, has_genai_spans).await;
     check_genai_spans(&spans);
-    let paths: Vec<String> = received
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|e| e.path.clone())
-        .collect();
+    let paths = paths(&received);
     assert!(paths.iter().all(|p| p == "/v1/traces"), "{paths:?}");
     assert_eq!(service(&received).as_deref(), Some("chorus"));
 }
@@ -400,12 +405,7 @@ async fn the_traces_endpoint_and_the_service_name_of_the_environment_win() {
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     let spans = spans_when(&received, has_genai_spans).await;
     check_genai_spans(&spans);
-    let paths: Vec<String> = received
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|e| e.path.clone())
-        .collect();
+    let paths = paths(&received);
     assert!(
         paths.iter().all(|p| p == "/collector/traces"),
         "the traces endpoint is used as given: {paths:?}"
