@@ -43,6 +43,7 @@ pub mod agents;
 pub mod confirm;
 pub mod cost;
 pub mod flow;
+pub mod journal;
 pub mod model;
 pub mod sse;
 pub mod structured;

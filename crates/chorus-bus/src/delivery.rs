@@ -53,16 +53,25 @@ pub enum DeadReason {
     },
     /// No recipient and no binding matched.
     NoRoute,
+    /// Its handler failed on each of `attempts` deliveries and gave up (retries spent, no
+    /// escalation target): settled as a dead letter by the worker.
+    Failed {
+        /// Deliveries made.
+        attempts: u32,
+        /// The handler's last error.
+        error: String,
+    },
 }
 
 impl DeadReason {
-    /// A short name: `invalid`, `expired`, `max_deliver`, `no_route`.
+    /// A short name: `invalid`, `expired`, `max_deliver`, `no_route`, `failed`.
     pub fn kind(&self) -> &'static str {
         match self {
             DeadReason::Invalid { .. } => "invalid",
             DeadReason::Expired { .. } => "expired",
             DeadReason::MaxDeliver { .. } => "max_deliver",
             DeadReason::NoRoute => "no_route",
+            DeadReason::Failed { .. } => "failed",
         }
     }
 }

@@ -5,6 +5,7 @@
 #[macro_use]
 mod output;
 
+mod cmd_agent;
 mod cmd_bench;
 mod cmd_completions;
 mod cmd_confirm;
@@ -91,6 +92,11 @@ enum Command {
         after_help = "Example:\n  chorus run examples/support-desk.toml --transcript t.jsonl"
     )]
     Run(cmd_run::RunArgs),
+    /// Run one agent of a flow as a long-lived worker on a chorus server.
+    #[command(
+        after_help = "Example:\n  chorus agent run examples/support-desk.toml --agent technical_support --server http://127.0.0.1:7700"
+    )]
+    Agent(cmd_agent::AgentArgs),
     /// List, approve and reject tool calls waiting for a person's confirmation.
     #[command(
         after_help = "Example:\n  chorus confirm list --server http://127.0.0.1:7700 --admin-token \"$ADMIN\""
@@ -118,6 +124,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => (args.prefix(), cmd_bench::run(args)),
         Command::Serve(args) => ("chorus serve", cmd_serve::run(args)),
         Command::Run(args) => ("chorus run", cmd_run::run(args)),
+        Command::Agent(args) => ("chorus agent", cmd_agent::run(args)),
         Command::Confirm(args) => ("chorus confirm", cmd_confirm::run(args)),
         Command::Completions(args) => (
             "chorus completions",

@@ -288,6 +288,8 @@ function reasonText(reason) {
       return `max_deliver: delivered ${r.attempts} times without an ack`;
     case "no_route":
       return "no_route: no recipient or binding matched";
+    case "failed":
+      return `failed: the handler gave up after ${r.attempts} attempts: ${r.error}`;
     default:
       return JSON.stringify(r);
   }

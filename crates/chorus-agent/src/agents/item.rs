@@ -35,6 +35,18 @@ impl Item {
         .unwrap_or(Value::Null)
     }
 
+    /// The task it belongs to: a handoff's `metadata.task_id`, a message's `metadata.task_id`.
+    pub fn task_id(&self) -> Option<&str> {
+        match self {
+            Item::Message(m) => m
+                .metadata
+                .as_ref()
+                .and_then(|meta| meta.extra.get("task_id"))
+                .and_then(Value::as_str),
+            Item::Handoff(h) => Some(h.metadata.task_id.as_str()),
+        }
+    }
+
     /// The sender: a message's `name`, a handoff's `sender_id`.
     pub fn sender(&self) -> Option<&str> {
         match self {

@@ -11,6 +11,7 @@ use chorus_context::data::assemble;
 use chorus_context::trim::trim_chorus;
 use chorus_core::channel;
 use chorus_core::{ContentPart, DataPart, Message, Nullable, Role, ToolCall, ToolDefinition};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::packet::new_message_id;
@@ -18,6 +19,7 @@ use super::transfer::{REPLY_TOOL, TRANSFER_PREFIX, packet_from_call, reply_tool,
 use super::{FlowAgent, Item};
 use crate::confirm::ConfirmationState;
 use crate::cost::UsageTotals;
+use crate::journal::Book;
 use crate::model::{ModelClient, ModelRequest};
 use crate::tools::{ToolOutput, ToolRegistry};
 
@@ -76,6 +78,53 @@ pub struct LlmAgent {
     origins: Mutex<HashMap<String, Item>>,
     refusals_told: Mutex<HashSet<String>>,
     usage: Mutex<UsageTotals>,
+}
+
+/// The key prefix of an LLM agent's conversation steps in its journal.
+const STEP_PREFIX: &str = "step-";
+
+/// One recorded step of an LLM agent's work on a task: the conversation after it, and the
+/// outputs when it ended the input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedStep {
+    /// The input being handled (its message id).
+    input: String,
+    /// Model calls made for that input so far.
+    step: usize,
+    /// The conversation after the step.
+    history: Vec<Message>,
+    /// What first brought the task to this agent (JSON).
+    origin: Option<Value>,
+    /// Rejected confirmations already told to the model.
+    refusals_told: Vec<String>,
+    /// The task's model usage so far.
+    usage: UsageTotals,
+    /// The outputs, when the step ended the input.
+    outputs: Option<Vec<Value>>,
+}
+
+/// What the journal holds of a task for this agent.
+#[derive(Default)]
+struct Saved {
+    /// Steps recorded.
+    count: usize,
+    /// The last of them.
+    last: Option<SavedStep>,
+    /// The task's model usage so far.
+    usage: UsageTotals,
+}
+
+/// The id an input is known by in the journal: its message id, else a digest of its JSON.
+fn input_key(input: &Item) -> String {
+    match input.id() {
+        Some(id) => id.to_owned(),
+        None => {
+            let text = input.to_json().to_string();
+            uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, text.as_bytes())
+                .simple()
+                .to_string()
+        }
+    }
 }
 
 /// What one step of the loop decided.
@@ -228,6 +277,88 @@ impl LlmAgent {
         Ok(())
     }
 
+    /// The steps this agent recorded for `task_id` in its tools' journal (none without one).
+    async fn load(&self, task_id: &str) -> Result<Saved, AgentError> {
+        let Some(journal) = self.tools.journal() else {
+            return Ok(Saved::default());
+        };
+        let book = Book::new(&self.config.name, task_id);
+        let records = journal
+            .records(&book)
+            .await
+            .map_err(|e| self.fail(e.to_string()))?;
+        let steps: Vec<Value> = records
+            .into_iter()
+            .filter(|(key, _)| key.starts_with(STEP_PREFIX))
+            .map(|(_, record)| record)
+            .collect();
+        let count = steps.len();
+        let last = match steps.into_iter().last() {
+            Some(record) => Some(
+                serde_json::from_value::<SavedStep>(record)
+                    .map_err(|e| self.fail(format!("an unreadable recorded step: {e}")))?,
+            ),
+            None => None,
+        };
+        let usage = last.as_ref().map(|l| l.usage).unwrap_or_default();
+        Ok(Saved { count, last, usage })
+    }
+
+    /// Records the conversation after a step of the input `input_id` (its outputs when it is
+    /// the last); fails when another replica recorded this step first.
+    async fn save(
+        &self,
+        task_id: &str,
+        saved: &mut Saved,
+        input_id: &str,
+        step: usize,
+        history: &[Message],
+        outputs: Option<Vec<Value>>,
+    ) -> Result<(), AgentError> {
+        let Some(journal) = self.tools.journal() else {
+            return Ok(());
+        };
+        let origin = self
+            .origins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(task_id)
+            .map(Item::to_json);
+        let refusals_told = self
+            .refusals_told
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        let record = SavedStep {
+            input: input_id.to_owned(),
+            step,
+            history: history.to_vec(),
+            origin,
+            refusals_told,
+            usage: saved.usage,
+            outputs,
+        };
+        let value = serde_json::to_value(&record).map_err(|e| self.fail(e.to_string()))?;
+        let key = format!("{STEP_PREFIX}{:06}", saved.count + 1);
+        let book = Book::new(&self.config.name, task_id);
+        let fresh = journal
+            .record(&book, &key, &value)
+            .await
+            .map_err(|e| self.fail(e.to_string()))?;
+        if !fresh {
+            return Err(self.fail(format!(
+                "another replica of {} recorded step {} of task {task_id} first",
+                self.config.name,
+                saved.count + 1
+            )));
+        }
+        saved.count += 1;
+        saved.last = Some(record);
+        Ok(())
+    }
+
     /// Who a final answer goes to: the sender of the input, except that news (STATUS_UPDATE,
     /// NOTIFICATION) is passed on to whoever first brought the task to this agent; `None` when
     /// that is the news's own sender.
@@ -306,6 +437,7 @@ impl LlmAgent {
         input: &Item,
         task_id: &str,
         history: &mut Vec<Message>,
+        task_usage: &mut UsageTotals,
     ) -> Result<Step, AgentError> {
         let tools = self.definitions(input);
         let view = assemble(history);
@@ -335,6 +467,7 @@ impl LlmAgent {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .add_reply(last);
+            task_usage.add_reply(last);
         }
         history.extend(reply.messages.iter().cloned());
         let calls: Vec<ToolCall> = reply
@@ -409,24 +542,66 @@ impl FlowAgent for LlmAgent {
     }
 
     async fn handle(&self, input: &Item, task_id: &str) -> Result<Vec<Item>, AgentError> {
-        let mut history = {
-            let histories = self.histories.lock().unwrap_or_else(|e| e.into_inner());
-            histories.get(task_id).cloned()
+        let mut saved = self.load(task_id).await?;
+        let input_id = input_key(input);
+        let resuming = saved
+            .last
+            .as_ref()
+            .is_some_and(|last| last.input == input_id);
+        if let Some(last) = saved.last.as_ref().filter(|_| resuming)
+            && let Some(outputs) = &last.outputs
+        {
+            // This input was handled to the end before (a redelivery): the same outputs again.
+            return outputs
+                .iter()
+                .map(|o| Item::from_json(o).map_err(|e| self.fail(e)))
+                .collect();
         }
-        .unwrap_or_else(|| vec![Message::new(Role::System, self.system_prompt())]);
+        let kept = match &saved.last {
+            Some(last) => Some(last.history.clone()),
+            None => {
+                let histories = self.histories.lock().unwrap_or_else(|e| e.into_inner());
+                histories.get(task_id).cloned()
+            }
+        };
+        let mut history =
+            kept.unwrap_or_else(|| vec![Message::new(Role::System, self.system_prompt())]);
+        if let Some(last) = &saved.last {
+            let mut told = self.refusals_told.lock().unwrap_or_else(|e| e.into_inner());
+            told.extend(last.refusals_told.iter().cloned());
+            if let Some(origin) = last.origin.as_ref().and_then(|o| Item::from_json(o).ok()) {
+                self.origins
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(task_id.to_owned())
+                    .or_insert(origin);
+            }
+        }
         self.origins
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(task_id.to_owned())
             .or_insert_with(|| input.clone());
-        self.resume_approved(task_id, &mut history).await?;
-        history.push(Self::input_message(input));
+        if !resuming {
+            self.resume_approved(task_id, &mut history).await?;
+            history.push(Self::input_message(input));
+        }
         let mut result = Err(self.fail(format!(
             "no final answer within the step limit of {} model calls",
             self.config.max_steps
         )));
-        for _ in 0..self.config.max_steps {
-            match self.step(input, task_id, &mut history).await {
+        let done_before = saved.last.as_ref().filter(|_| resuming).map_or(0, |l| l.step);
+        for step in done_before..self.config.max_steps {
+            let outcome = self.step(input, task_id, &mut history, &mut saved.usage).await;
+            let outputs = match &outcome {
+                Ok(Step::Done(out)) => Some(out.iter().map(Item::to_json).collect()),
+                _ => None,
+            };
+            if outcome.is_ok() {
+                self.save(task_id, &mut saved, &input_id, step + 1, &history, outputs)
+                    .await?;
+            }
+            match outcome {
                 Ok(Step::Continue) => continue,
                 Ok(Step::Done(out)) => {
                     result = Ok(out);

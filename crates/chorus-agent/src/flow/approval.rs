@@ -12,7 +12,7 @@ use chorus_core::{Message, Role};
 
 use super::error::FlowError;
 use super::failure::handle_with_strategy;
-use crate::agents::{FlowAgent, Item, new_message_id};
+use crate::agents::{FlowAgent, Item, handle_traced, new_message_id};
 use crate::confirm::{Confirmation, ConfirmationState, Confirmations};
 
 /// Called once for each confirmation the flow starts waiting for.
@@ -37,6 +37,8 @@ pub(super) struct Delivery<'a> {
     /// Who the decision message comes from (the person who started the flow).
     pub person: &'a str,
     pub store: &'a dyn Confirmations,
+    /// Handle once, without the strategy's in-process retries (a worker retries by nack).
+    pub once: bool,
 }
 
 /// Where the items of a delivery go as soon as the agent made them (published on the bus or
@@ -79,7 +81,11 @@ impl ApprovalWait {
                 .into_iter()
                 .map(|c| c.id)
                 .collect();
-            let result = handle_with_strategy(d.agent, d.input, d.task_id).await;
+            let result = if d.once {
+                handle_traced(d.agent, d.input, d.task_id).await
+            } else {
+                handle_with_strategy(d.agent, d.input, d.task_id).await
+            };
             let halted: Vec<Confirmation> = pending(d.store, d.task_id)
                 .await?
                 .into_iter()

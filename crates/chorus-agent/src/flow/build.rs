@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use super::spec::{AgentKind, ClientKind, FlowSpec, LlmAgentSpec, SpecError};
 use crate::agents::{FlowAgent, LlmAgent, LlmAgentConfig, RuleAgent};
 use crate::confirm::Confirmations;
+use crate::journal::Journal;
 use crate::model::ModelClient;
 use crate::tools::{ToolKind, ToolRegistry};
 
@@ -20,7 +21,21 @@ pub fn build_agents(
     models: Option<&ModelFactory>,
     confirmations: Arc<dyn Confirmations>,
 ) -> Result<IndexMap<String, Arc<dyn FlowAgent>>, SpecError> {
+    build_journaled_agents(spec, models, confirmations, None)
+}
+
+/// As [`build_agents`], the agents keeping their tool calls and conversations in `journal`
+/// (see [`crate::journal`]) when one is given.
+pub fn build_journaled_agents(
+    spec: &FlowSpec,
+    models: Option<&ModelFactory>,
+    confirmations: Arc<dyn Confirmations>,
+    journal: Option<Arc<dyn Journal>>,
+) -> Result<IndexMap<String, Arc<dyn FlowAgent>>, SpecError> {
     let mut registry = ToolRegistry::new().with_confirmations(confirmations);
+    if let Some(journal) = journal {
+        registry = registry.with_journal(journal);
+    }
     for (i, tool) in spec.tools.iter().enumerate() {
         let location = format!("tools[{i}]");
         let built = tool.build_all().map_err(|e| SpecError {
@@ -28,10 +43,14 @@ pub fn build_agents(
             message: e.to_string(),
         })?;
         for built in built {
+            let name = built.definition().function.name.clone();
             registry.register(built).map_err(|e| SpecError {
                 location: location.clone(),
                 message: e.to_string(),
             })?;
+            if !tool.idempotent {
+                registry.set_not_idempotent(&name);
+            }
         }
     }
     let mut agents: IndexMap<String, Arc<dyn FlowAgent>> = IndexMap::new();

@@ -28,29 +28,32 @@ pub async fn handle_with_strategy(
         }
         result = handle_traced(agent, input, task_id).await;
     }
-    let error = match result {
-        Ok(items) => return Ok(items),
-        Err(e) => e,
+    match result {
+        Ok(items) => Ok(items),
+        Err(error) => give_up(agent.name(), packet, error),
+    }
+}
+
+/// What `agent` sends when it gives up on `packet` (its retries spent): the packet forwarded to
+/// the strategy's `escalate_to` and a notice of its `fallback_action` to the sender; `error`
+/// itself when the packet names neither.
+pub(crate) fn give_up(
+    agent: &str,
+    packet: &HandoffMessage,
+    error: AgentError,
+) -> Result<Vec<Item>, AgentError> {
+    let Some(strategy) = packet.instructions.failure_handling_strategy.as_ref() else {
+        return Err(error);
     };
     if strategy.escalate_to.is_none() && strategy.fallback_action.is_none() {
         return Err(error);
     }
     let mut out = Vec::new();
     if let Some(target) = &strategy.escalate_to {
-        out.push(Item::Handoff(forward(
-            packet,
-            agent.name(),
-            target,
-            &error,
-        )?));
+        out.push(Item::Handoff(forward(packet, agent, target, &error)?));
     }
     if let Some(action) = &strategy.fallback_action {
-        out.push(Item::Handoff(fallback_notice(
-            packet,
-            agent.name(),
-            action,
-            &error,
-        )?));
+        out.push(Item::Handoff(fallback_notice(packet, agent, action, &error)?));
     }
     Ok(out)
 }

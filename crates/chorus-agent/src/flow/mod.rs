@@ -12,15 +12,17 @@ mod remote;
 mod remote_confirm;
 mod run;
 mod spec;
+mod worker;
 
 pub use approval::{ApprovalWait, WaitNotice};
-pub use build::{ModelFactory, build_agents, env_model_factory};
+pub use build::{ModelFactory, build_agents, build_journaled_agents, env_model_factory};
 pub use error::FlowError;
 pub use failure::handle_with_strategy;
-pub use remote::Remote;
+pub use remote::{InboxDelivery, Remote, Settlement};
 pub use remote_confirm::RemoteConfirmations;
 pub use run::{Flow, FlowReport};
 pub use spec::{
     AgentKind, AgentSpec, ClientKind, FlowSpec, InputSpec, LlmAgentSpec, Mode, RuleAgentSpec,
     ServerSpec, SpecError,
 };
+pub use worker::{Worker, WorkerOptions, WorkerReport};

@@ -20,16 +20,45 @@ pub struct Remote {
     http: reqwest::Client,
 }
 
-/// One inbox event: the agent, the message id to ack, the document.
-type Delivery = (String, String, Value);
+/// One inbox event: the inbox it came from, the message id and attempt to settle, the document.
+#[derive(Debug, Clone)]
+pub struct InboxDelivery {
+    /// The inbox (an agent or a pool) that delivered it.
+    pub inbox: String,
+    /// The message id.
+    pub message_id: String,
+    /// 1 on the first delivery, more on redeliveries.
+    pub attempt: u32,
+    /// The document as published.
+    pub message: Value,
+}
 
 /// Deliveries from every inbox read, or the error that stopped a reader.
-pub(crate) type Inbox = mpsc::UnboundedReceiver<Result<Delivery, FlowError>>;
+pub(crate) type Inbox = mpsc::UnboundedReceiver<Result<InboxDelivery, FlowError>>;
 
 #[derive(Deserialize)]
 struct InboxEvent {
     message_id: String,
+    #[serde(default = "first_attempt")]
+    attempt: u32,
     message: Value,
+}
+
+fn first_attempt() -> u32 {
+    1
+}
+
+/// How a worker settles a delivery it held.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settlement {
+    /// Done: never delivered again.
+    Ack,
+    /// Deliver again after the delay.
+    Nack(Duration),
+    /// Still working: the lease starts again.
+    InProgress,
+    /// Given up: a dead letter with the error.
+    DeadLetter(String),
 }
 
 impl Remote {
@@ -99,27 +128,54 @@ impl Remote {
 
     /// Acknowledges a delivery of `agent`'s inbox.
     pub async fn ack(&self, agent: &str, message_id: &str) -> Result<(), FlowError> {
-        let url = format!(
-            "{}/v1/agents/{}/inbox/{}/ack",
+        self.settle(agent, agent, message_id, None, &Settlement::Ack)
+            .await
+    }
+
+    /// Settles the delivery `attempt` (any, when `None`) of `message_id` held by `inbox`,
+    /// as `who` (the agent whose token reads the inbox).
+    pub async fn settle(
+        &self,
+        inbox: &str,
+        who: &str,
+        message_id: &str,
+        attempt: Option<u32>,
+        how: &Settlement,
+    ) -> Result<(), FlowError> {
+        let (word, body) = match how {
+            Settlement::Ack => ("ack", None),
+            Settlement::Nack(delay) => (
+                "nack",
+                Some(serde_json::json!({"delay_ms": u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)})),
+            ),
+            Settlement::InProgress => ("in-progress", None),
+            Settlement::DeadLetter(error) => ("dead-letter", Some(serde_json::json!({"error": error}))),
+        };
+        let mut url = format!(
+            "{}/v1/agents/{}/inbox/{}/{word}",
             self.base,
-            crate::tools::percent_encode(agent),
+            crate::tools::percent_encode(inbox),
             crate::tools::percent_encode(message_id)
         );
-        let response = self
-            .http
-            .post(url)
-            .bearer_auth(self.token(agent)?)
+        if let Some(attempt) = attempt {
+            url.push_str(&format!("?attempt={attempt}"));
+        }
+        let mut request = self.http.post(url).bearer_auth(self.token(who)?);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request
             .send()
             .await
-            .map_err(|e| FlowError::Failed(format!("acking on the server: {e}")))?;
+            .map_err(|e| FlowError::Failed(format!("{word} on the server: {e}")))?;
         if response.status().is_success() {
-            Ok(())
-        } else {
-            Err(FlowError::Failed(format!(
-                "the server refused to ack {message_id} for {agent}: {}",
-                response.status()
-            )))
+            return Ok(());
         }
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        Err(FlowError::Failed(format!(
+            "the server refused to {word} {message_id} for {inbox} ({status}): {body}"
+        )))
     }
 
     /// Starts reading the inboxes of `agents`; deliveries (or a reader's error) arrive on the
@@ -131,30 +187,53 @@ impl Remote {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut tasks = Vec::new();
         for agent in agents {
-            let request = self
-                .http
-                .get(format!(
-                    "{}/v1/agents/{}/inbox",
-                    self.base,
-                    crate::tools::percent_encode(agent)
-                ))
-                .bearer_auth(self.token(agent)?);
-            let tx = tx.clone();
-            let agent = agent.clone();
-            tasks.push(tokio::spawn(async move {
-                if let Err(e) = read_inbox(request, &agent, &tx).await {
-                    let _ = tx.send(Err(e));
-                }
-            }));
+            tasks.push(self.read(agent, agent, None, tx.clone())?);
         }
         Ok((rx, tasks))
+    }
+
+    /// Starts reading `inbox` (the agent's own, or a pool it may read) as `who`, holding at
+    /// most `max_in_flight` unsettled deliveries (the server's default when `None`).
+    pub(crate) fn listen_as(
+        &self,
+        inbox: &str,
+        who: &str,
+        max_in_flight: Option<usize>,
+    ) -> Result<(Inbox, tokio::task::JoinHandle<()>), FlowError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = self.read(inbox, who, max_in_flight, tx)?;
+        Ok((rx, task))
+    }
+
+    fn read(
+        &self,
+        inbox: &str,
+        who: &str,
+        max_in_flight: Option<usize>,
+        tx: mpsc::UnboundedSender<Result<InboxDelivery, FlowError>>,
+    ) -> Result<tokio::task::JoinHandle<()>, FlowError> {
+        let mut url = format!(
+            "{}/v1/agents/{}/inbox",
+            self.base,
+            crate::tools::percent_encode(inbox)
+        );
+        if let Some(n) = max_in_flight {
+            url.push_str(&format!("?max_in_flight={n}"));
+        }
+        let request = self.http.get(url).bearer_auth(self.token(who)?);
+        let inbox = inbox.to_owned();
+        Ok(tokio::spawn(async move {
+            if let Err(e) = read_inbox(request, &inbox, &tx).await {
+                let _ = tx.send(Err(e));
+            }
+        }))
     }
 }
 
 async fn read_inbox(
     request: reqwest::RequestBuilder,
     agent: &str,
-    tx: &mpsc::UnboundedSender<Result<Delivery, FlowError>>,
+    tx: &mpsc::UnboundedSender<Result<InboxDelivery, FlowError>>,
 ) -> Result<(), FlowError> {
     let fail = |e: String| FlowError::Failed(format!("inbox of {agent}: {e}"));
     let response = request.send().await.map_err(|e| fail(e.to_string()))?;
@@ -169,8 +248,14 @@ async fn read_inbox(
             "message" => {
                 let e: InboxEvent = serde_json::from_str(&event.data)
                     .map_err(|e| fail(format!("unreadable event: {e}")))?;
-                if seen.insert(e.message_id.clone()) {
-                    let _ = tx.send(Ok((agent.to_owned(), e.message_id, e.message)));
+                // A reconnection sends held deliveries again; a redelivery has a new attempt.
+                if seen.insert((e.message_id.clone(), e.attempt)) {
+                    let _ = tx.send(Ok(InboxDelivery {
+                        inbox: agent.to_owned(),
+                        message_id: e.message_id,
+                        attempt: e.attempt,
+                        message: e.message,
+                    }));
                 }
             }
             "error" => return Err(fail(event.data)),

@@ -11,22 +11,23 @@ use chorus_core::{Message, Role};
 use indexmap::IndexMap;
 
 use super::approval::{ApprovalWait, Delivery, Outbox, pending};
-use super::build::{ModelFactory, build_agents};
+use super::build::{ModelFactory, build_journaled_agents};
 use super::error::FlowError;
 use super::failure::handle_with_strategy;
-use super::remote::Remote;
+use super::remote::{InboxDelivery, Remote};
 use super::spec::{FlowSpec, Mode, SpecError};
 use crate::agents::{BusAgent, FlowAgent, Item, new_message_id};
 use crate::confirm::{Confirmation, Confirmations};
 use crate::cost::UsageTotals;
+use crate::journal::Journal;
 
 /// A flow ready to run.
 pub struct Flow {
-    spec: FlowSpec,
-    agents: IndexMap<String, Arc<dyn FlowAgent>>,
-    confirmations: Arc<dyn Confirmations>,
+    pub(super) spec: FlowSpec,
+    pub(super) agents: IndexMap<String, Arc<dyn FlowAgent>>,
+    pub(super) confirmations: Arc<dyn Confirmations>,
     task_id: String,
-    approval: Option<ApprovalWait>,
+    pub(super) approval: Option<ApprovalWait>,
 }
 
 /// How a flow ended normally. A flow run is one task, so its totals are the task's.
@@ -51,7 +52,18 @@ impl Flow {
         models: Option<&ModelFactory>,
         confirmations: Arc<dyn Confirmations>,
     ) -> Result<Flow, FlowError> {
-        let agents = build_agents(&spec, models, confirmations.clone())?;
+        Self::journaled(spec, models, confirmations, None)
+    }
+
+    /// Builds the agents and tools of `spec`, keeping their work in `journal` when one is
+    /// given (see [`crate::journal`]).
+    pub fn journaled(
+        spec: FlowSpec,
+        models: Option<&ModelFactory>,
+        confirmations: Arc<dyn Confirmations>,
+        journal: Option<Arc<dyn Journal>>,
+    ) -> Result<Flow, FlowError> {
+        let agents = build_journaled_agents(&spec, models, confirmations.clone(), journal)?;
         let task_id = spec
             .task_id
             .clone()
@@ -95,6 +107,7 @@ impl Flow {
                 task_id: &self.task_id,
                 person: &self.spec.input.from,
                 store: self.confirmations.as_ref(),
+                once: false,
             };
             return wait.handle(delivery, out).await;
         }
@@ -183,8 +196,18 @@ impl Flow {
             observe,
         )
         .await?;
+        let mut handled = std::collections::HashSet::new();
         while let Ok(Some(next)) = tokio::time::timeout(remote.idle(), rx.recv()).await {
-            let (name, message_id, document) = next?;
+            let InboxDelivery {
+                inbox: name,
+                message_id,
+                message: document,
+                ..
+            } = next?;
+            // A redelivery (the lease ran out while this run waited) of what this run handled.
+            if !handled.insert(message_id.clone()) {
+                continue;
+            }
             self.count_step(&mut report)?;
             let Some(agent) = self.agents.get(&name) else {
                 continue;
@@ -247,17 +270,7 @@ impl Flow {
     /// a server then files the person's messages and the agents' replies under the task, beside
     /// its handoffs.
     fn in_task(&self, item: Item) -> Item {
-        match item {
-            Item::Message(mut message) => {
-                let metadata = message.metadata.get_or_insert_with(Default::default);
-                metadata
-                    .extra
-                    .entry("task_id")
-                    .or_insert_with(|| self.task_id.clone().into());
-                Item::Message(message)
-            }
-            other => other,
-        }
+        in_task(item, &self.task_id)
     }
 
     /// Adds usage and pending confirmations to a finished run's report.
@@ -357,6 +370,21 @@ impl Flow {
         let replies = result.map_err(fail)?;
         report.outputs = replies.into_iter().map(Item::Message).collect();
         Ok(report)
+    }
+}
+
+/// `item` with `task_id` as `metadata.task_id` when it is a message without one.
+pub(super) fn in_task(item: Item, task_id: &str) -> Item {
+    match item {
+        Item::Message(mut message) => {
+            let metadata = message.metadata.get_or_insert_with(Default::default);
+            metadata
+                .extra
+                .entry("task_id")
+                .or_insert_with(|| task_id.to_owned().into());
+            Item::Message(message)
+        }
+        other => other,
     }
 }
 

@@ -1,15 +1,17 @@
 //! The tool registry: parses and validates arguments, asks for confirmation, runs the tool.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use chorus_core::validate::json_type;
-use chorus_core::{ToolCall, ToolDefinition};
+use chorus_core::{ToolCall, ToolDefinition, ToolOutcome};
 use indexmap::IndexMap;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tracing::Instrument;
 
 use super::{Tool, ToolOutput};
 use crate::confirm::{ConfirmError, Confirmation, ConfirmationState, Confirmations};
+use crate::journal::{Book, Journal};
 
 /// The halted reason of a call that waits for a person (seed 000, exercise 2).
 const CONFIRMATION_REQUIRED: &str = "human_confirmation_required";
@@ -24,6 +26,8 @@ struct Entry {
 pub struct ToolRegistry {
     tools: IndexMap<String, Arc<Entry>>,
     confirmations: Option<Arc<dyn Confirmations>>,
+    journal: Option<Arc<dyn Journal>>,
+    not_idempotent: HashSet<String>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -31,6 +35,7 @@ impl std::fmt::Debug for ToolRegistry {
         f.debug_struct("ToolRegistry")
             .field("tools", &self.tools.keys().collect::<Vec<_>>())
             .field("confirmations", &self.confirmations.is_some())
+            .field("journal", &self.journal.is_some())
             .finish()
     }
 }
@@ -72,6 +77,26 @@ impl ToolRegistry {
     pub fn with_confirmations(mut self, store: Arc<dyn Confirmations>) -> Self {
         self.confirmations = Some(store);
         self
+    }
+
+    /// The same registry recording each call of a task in `journal` before it runs and its
+    /// result after: a call already recorded as done returns its recorded result without
+    /// running again (a redelivered step), and a call that started but has no result runs
+    /// again only when its tool is idempotent (else only with a person's approval).
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Marks tool `name` as not idempotent: a call of it that may have run (recorded as started,
+    /// never finished) is not run again without a person's approval.
+    pub fn set_not_idempotent(&mut self, name: &str) {
+        self.not_idempotent.insert(name.to_owned());
+    }
+
+    /// The journal, if any.
+    pub fn journal(&self) -> Option<&Arc<dyn Journal>> {
+        self.journal.as_ref()
     }
 
     /// The confirmation store, if any.
@@ -169,12 +194,52 @@ impl ToolRegistry {
         {
             return output;
         }
+        let journal = match (&self.journal, task_id) {
+            (Some(journal), Some(task)) => Some((journal, Book::new(agent, task))),
+            _ => None,
+        };
+        let keys = CallKeys::of(call);
+        if let Some((journal, book)) = &journal {
+            match journal.find(book, &keys.done).await {
+                Ok(Some(record)) => return recorded_output(&record),
+                Ok(None) => {}
+                Err(e) => return ToolOutput::error("JournalUnavailable", e.to_string()),
+            }
+        }
         if entry.tool.requires_confirmation()
             && let Some(halt) = self.confirm(agent, call, task_id).await
         {
             return halt;
         }
-        entry.tool.call(arguments).await
+        if let Some((journal, book)) = &journal {
+            let start = json!({"tool": name, "call_id": call.id, "arguments": call.function.arguments});
+            match journal.record(book, &keys.started, &start).await {
+                Ok(true) => {}
+                // It started before and left no result: it may have had its effect.
+                Ok(false) if self.not_idempotent.contains(name.as_str()) => {
+                    let rerun = ToolCall {
+                        id: format!("{}-rerun", call.id),
+                        ..call.clone()
+                    };
+                    if let Some(halt) = self.confirm(agent, &rerun, task_id).await {
+                        return halt;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => return ToolOutput::error("JournalUnavailable", e.to_string()),
+            }
+        }
+        let output = entry.tool.call(arguments).await;
+        if let Some((journal, book)) = &journal {
+            let done = json!({
+                "outcome": output.outcome.to_text(),
+                "media": output.media,
+            });
+            if let Err(e) = journal.record(book, &keys.done, &done).await {
+                tracing::warn!(tool = %name, error = %e, "a tool result was not journaled");
+            }
+        }
+        output
     }
 
     /// `None` when the call may run now (its approval was consumed); else the result to return.
@@ -245,6 +310,48 @@ impl ToolRegistry {
             }
         }
     }
+}
+
+/// The journal keys of one call: the same call id, tool and arguments give the same keys.
+struct CallKeys {
+    started: String,
+    done: String,
+}
+
+impl CallKeys {
+    fn of(call: &ToolCall) -> CallKeys {
+        let key = [
+            call.id.as_str(),
+            call.function.name.as_str(),
+            call.function.arguments.as_str(),
+        ]
+        .join("\u{0}");
+        let id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).simple();
+        CallKeys {
+            started: format!("tool-{id}-started"),
+            done: format!("tool-{id}-done"),
+        }
+    }
+}
+
+/// The output a journal recorded for a call.
+fn recorded_output(record: &Value) -> ToolOutput {
+    let outcome = record
+        .get("outcome")
+        .and_then(Value::as_str)
+        .map_or_else(
+            || ToolOutcome::Error {
+                error_type: "JournalUnreadable".into(),
+                message: "the recorded result of this call has no outcome".into(),
+            },
+            ToolOutcome::from_text,
+        );
+    let media = record
+        .get("media")
+        .cloned()
+        .and_then(|m| serde_json::from_value(m).ok())
+        .unwrap_or_default();
+    ToolOutput { outcome, media }
 }
 
 fn parse_arguments(text: &str) -> Result<Value, ToolOutput> {

@@ -29,6 +29,11 @@ pub struct ToolSpec {
     /// Timeout per call in milliseconds (default 30 000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// Whether running a call twice does no harm (default true). A call of a tool with
+    /// `idempotent = false` that may have run (a worker stopped during it) is not run again
+    /// without a person's approval.
+    #[serde(default = "yes")]
+    pub idempotent: bool,
     /// `kind = "http"`, `"command"` or `"mcp"`, and the options of that kind.
     pub kind: ToolKind,
 }
@@ -43,7 +48,12 @@ impl ToolSpec {
         "parameters",
         "requires_confirmation",
         "timeout_ms",
+        "idempotent",
     ];
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// What a tool does, by its `kind`.

@@ -3,7 +3,6 @@
 //! several held deliveries. Every item goes through exactly what a single request does; the
 //! items run concurrently, so that the store commits them together.
 
-use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
@@ -17,7 +16,7 @@ use serde_path_to_error::Segment;
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiPath;
-use crate::api::inbox::{Delivered, Settle, SettleOptions, settle_as};
+use crate::api::inbox::{Action, Delivered, SettleOptions, settle_as};
 use crate::api::publish::{body_error, named_id, publish_body, publisher};
 use crate::auth::Caller;
 use crate::config::MAX_IN_FLIGHT;
@@ -204,9 +203,8 @@ pub async fn ack_batch(
             app.clone(),
             caller.clone(),
             delivered,
-            Settle::Ack,
+            Action::Ack,
             options,
-            Duration::ZERO,
         );
         async move {
             let (status, problem) = match one.await {

@@ -49,7 +49,7 @@ pub struct DeadLetterBody {
     pub message_id: Option<String>,
     /// The inbox it was taken from (none when refused on publish).
     pub queue: Option<String>,
-    /// Why: `kind` is invalid, expired, max_deliver or no_route, with details.
+    /// Why: `kind` is invalid, expired, max_deliver, no_route or failed, with details.
     #[schema(value_type = Object)]
     pub reason: Value,
     /// The document as published (a string when it was not JSON).

@@ -64,6 +64,15 @@ pub struct NackBody {
     pub delay_ms: u64,
 }
 
+/// Body of a dead-letter settle.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterSettle {
+    /// Why the handler gave up (kept in the dead letter's reason).
+    #[serde(default)]
+    pub error: String,
+}
+
 fn event(app: &AppState, seq: u64, d: &Delivery, traceparent: Option<String>) -> Event {
     let data = InboxEvent {
         message_id: d.envelope.id.clone(),
@@ -277,6 +286,9 @@ pub enum Settle {
     /// Still working: the ack deadline starts again (as JetStream's `+WPI`).
     #[serde(rename = "in-progress")]
     InProgress,
+    /// Given up: the message becomes a dead letter at once (body `{"error": "..."}`).
+    #[serde(rename = "dead-letter")]
+    DeadLetter,
 }
 
 impl Settle {
@@ -285,6 +297,32 @@ impl Settle {
             Settle::Ack => "ack",
             Settle::Nack => "nack",
             Settle::InProgress => "in-progress",
+            Settle::DeadLetter => "dead-letter",
+        }
+    }
+}
+
+/// A settle with what its body says: the delay of a nack, the error of a dead letter.
+#[derive(Debug, Clone)]
+pub(crate) enum Action {
+    /// Done.
+    Ack,
+    /// Deliver again after the delay.
+    Nack(Duration),
+    /// Still working.
+    InProgress,
+    /// Given up, with the handler's error.
+    DeadLetter(String),
+}
+
+impl Action {
+    /// The path word this action is named by.
+    fn word(&self) -> Settle {
+        match self {
+            Action::Ack => Settle::Ack,
+            Action::Nack(_) => Settle::Nack,
+            Action::InProgress => Settle::InProgress,
+            Action::DeadLetter(_) => Settle::DeadLetter,
         }
     }
 }
@@ -355,7 +393,7 @@ pub async fn ack(
     ApiPath(delivered): ApiPath<Delivered>,
     ApiQuery(options): ApiQuery<SettleOptions>,
 ) -> Result<StatusCode, ApiError> {
-    settle_as(app, caller, delivered, Settle::Ack, options, Duration::ZERO).await
+    settle_as(app, caller, delivered, Action::Ack, options).await
 }
 
 /// Gives a held delivery of `agent`'s inbox back: delivered again after `delay_ms`.
@@ -380,7 +418,7 @@ pub async fn nack(
 ) -> Result<StatusCode, ApiError> {
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let delay = nack_delay(&bytes)?;
-    settle_as(app, caller, delivered, Settle::Nack, options, delay).await
+    settle_as(app, caller, delivered, Action::Nack(delay), options).await
 }
 
 /// Says a held delivery of `agent`'s inbox is still being worked on: its ack deadline starts
@@ -402,15 +440,34 @@ pub async fn in_progress(
     ApiPath(delivered): ApiPath<Delivered>,
     ApiQuery(options): ApiQuery<SettleOptions>,
 ) -> Result<StatusCode, ApiError> {
-    settle_as(
-        app,
-        caller,
-        delivered,
-        Settle::InProgress,
-        options,
-        Duration::ZERO,
-    )
-    .await
+    settle_as(app, caller, delivered, Action::InProgress, options).await
+}
+
+/// Gives up on a held delivery of `agent`'s inbox: its handler failed and will not retry, so
+/// the message becomes a dead letter now (reason `failed` with the attempts and the error),
+/// without waiting for `max_deliver` redeliveries.
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{agent}/inbox/{message_id}/dead-letter",
+    tag = "inbox",
+    params(Delivered, SettleOptions),
+    request_body(content = DeadLetterSettle, content_type = "application/json", description = "Optional: the handler's error"),
+    responses(
+        (status = 204, description = "Dead-lettered"),
+        SettleRefusals,
+    ),
+    security(("bearer" = []))
+)]
+pub async fn dead_letter(
+    State(app): State<AppState>,
+    caller: Caller,
+    ApiPath(delivered): ApiPath<Delivered>,
+    ApiQuery(options): ApiQuery<SettleOptions>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
+    let action = Action::DeadLetter(dead_letter_error(&bytes)?);
+    settle_as(app, caller, delivered, action, options).await
 }
 
 /// Any other action word under a delivery (not in the OpenAPI document): `ack`, `nack` and
@@ -423,12 +480,14 @@ pub async fn settle(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<StatusCode, ApiError> {
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
-    let delay = match action {
-        Settle::Nack => nack_delay(&bytes)?,
-        Settle::Ack | Settle::InProgress => Duration::ZERO,
+    let action = match action {
+        Settle::Ack => Action::Ack,
+        Settle::Nack => Action::Nack(nack_delay(&bytes)?),
+        Settle::InProgress => Action::InProgress,
+        Settle::DeadLetter => Action::DeadLetter(dead_letter_error(&bytes)?),
     };
     let delivered = Delivered { agent, message_id };
-    settle_as(app, caller, delivered, action, options, delay).await
+    settle_as(app, caller, delivered, action, options).await
 }
 
 /// Settles (or extends) the held delivery of `message_id` in `agent`'s inbox.
@@ -436,9 +495,8 @@ pub(crate) async fn settle_as(
     app: AppState,
     caller: Caller,
     Delivered { agent, message_id }: Delivered,
-    action: Settle,
+    action: Action,
     options: SettleOptions,
-    delay: Duration,
 ) -> Result<StatusCode, ApiError> {
     check_id("the agent id", &agent)?;
     check_id("the message id", &message_id)?;
@@ -467,27 +525,49 @@ pub(crate) async fn settle_as(
             ),
         ));
     }
+    let word = action.word();
     match action {
-        Settle::InProgress => {
+        Action::InProgress => {
             app.bus.in_progress(&d).await?;
             app.inboxes.renew(&agent, &message_id);
             tracing::debug!(%agent, %message_id, "in progress");
             return Ok(StatusCode::NO_CONTENT);
         }
-        Settle::Ack => {
+        Action::Ack => {
             app.bus.ack(&d).await?;
             app.metrics.acked.inc();
             app.metrics.ack_seconds.observe(held_for.as_secs_f64());
         }
-        Settle::Nack => {
+        Action::Nack(delay) => {
             app.bus.nack(&d, delay).await?;
             app.metrics.nacked.inc();
         }
+        Action::DeadLetter(error) => {
+            let reason = chorus_bus::DeadReason::Failed {
+                attempts: d.attempt,
+                error,
+            };
+            app.bus.dead_letter(&d, reason).await?;
+        }
     }
     app.inboxes.settle(&agent, &d);
-    let span = telemetry::span_for("settle", action.name(), &agent, &d, tp.as_deref());
-    tracing::info!(parent: &span, %agent, %message_id, action = ?action, "settled");
+    let span = telemetry::span_for("settle", word.name(), &agent, &d, tp.as_deref());
+    tracing::info!(parent: &span, %agent, %message_id, action = ?word, "settled");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The error of a dead-letter body: empty, or `{"error": "..."}`.
+fn dead_letter_error(bytes: &[u8]) -> Result<String, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(String::new());
+    }
+    let body: DeadLetterSettle = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(
+            "malformed_json",
+            format!("the body must be {{\"error\": <text>}} or empty: {e}"),
+        )
+    })?;
+    Ok(body.error)
 }
 
 /// The delay of a nack body: empty, or `{"delay_ms": n}`.

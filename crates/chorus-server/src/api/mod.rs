@@ -9,6 +9,7 @@ pub mod confirmations;
 pub mod events;
 pub mod extract;
 pub mod inbox;
+pub mod journal;
 pub mod ops;
 pub mod pages;
 pub mod peek;
@@ -124,6 +125,9 @@ pub fn router(
         .routes(routes!(batch::ack_batch))
         .routes(routes!(inbox::nack))
         .routes(routes!(inbox::in_progress))
+        .routes(routes!(inbox::dead_letter))
+        .routes(routes!(journal::records))
+        .routes(routes!(journal::record))
         .routes(routes!(admin::dead_letters))
         .routes(routes!(admin::replay))
         .routes(routes!(admin::delete_dead_letter))
