@@ -87,7 +87,9 @@ fn run_worker(args: WorkerArgs) -> Result<(), CliError> {
     let confirmations = Arc::new(RemoteConfirmations::new(&remote));
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     let models = env_model_factory();
-    let mut flow = Flow::new(spec, models.as_ref(), confirmations).map_err(|e| in_flow(&e))?;
+    let journal = Arc::new(remote.journal());
+    let mut flow = Flow::journaled(spec, models.as_ref(), confirmations, Some(journal))
+        .map_err(|e| in_flow(&e))?;
     if args.await_approval > 0 {
         let server = args.server.clone();
         flow = flow.await_approval(ApprovalWait {

@@ -338,8 +338,15 @@ fn a_handler_slower_than_the_ack_wait_keeps_its_lease_and_runs_once() {
     assert_eq!(lines(&runs), vec!["m-slow-1"], "handled once");
     assert!(waiting(&addr, "worker_a").is_empty(), "acked");
     assert!(dead_letters(&addr).is_empty());
+    // A delivery held at SIGTERM goes back to the inbox at once, not after the ack wait.
+    send(&addr, "worker_a", "m-slow-2", "interrupted");
+    wait_until(10, "the second run", || lines(&runs).len() == 2);
     let log = stop(w.take(), dir.path(), "worker_a-1.log");
-    assert!(log.contains("1 acked, 0 retried"), "{log}");
+    assert!(log.contains("1 acked, 0 retried, 0 escalated, 0 dead-lettered, 1 handed back"), "{log}");
+    let back = waiting(&addr, "worker_a");
+    assert_eq!(back.len(), 1, "{back:?}");
+    assert_eq!(back[0]["message"]["id"], "m-slow-2");
+    assert_eq!(back[0]["state"], "ready", "{back:?}");
     drop(server);
 }
 
@@ -433,4 +440,154 @@ fn flow_slow(dir: &Path, runs: &Path) -> PathBuf {
         "tech",
         &format!("echo \"$PPID $1\" >> {}; sleep 2", runs.display()),
     )
+}
+
+/// A flow whose agent `worker_a` runs, for each message, the tool `effect` (appends the message
+/// id to `effects`), then `slow` (touches `slow-started`, sleeps 3 s; `idempotent` as given),
+/// then replies.
+fn two_step_flow(dir: &Path, slow_idempotent: bool) -> PathBuf {
+    let effects = dir.join("effects");
+    let started = dir.join("slow-started");
+    let text = format!(
+        r#"name = "effects-test"
+mode = "handoffs"
+[input]
+from = "ops"
+text = "unused"
+
+[[tools]]
+name = "effect"
+kind = "command"
+program = "sh"
+args = ["-c", "echo \"$1\" >> {effects}", "sh", "{{m}}"]
+
+[[tools]]
+name = "slow"
+kind = "command"
+program = "sh"
+args = ["-c", "echo \"$1\" >> {started}; sleep 3", "sh", "{{m}}"]
+idempotent = {slow_idempotent}
+requires_confirmation = false
+
+[[agents]]
+name = "worker_a"
+kind = "rule"
+
+[[agents.rules]]
+on = "message"
+[[agents.rules.then]]
+action = "tool"
+tool = "effect"
+arguments = {{ m = "${{message_id}}" }}
+[[agents.rules.then]]
+action = "tool"
+tool = "slow"
+arguments = {{ m = "${{message_id}}" }}
+[[agents.rules.then]]
+action = "reply"
+text = "done ${{message_id}}"
+"#,
+        effects = effects.display(),
+        started = started.display(),
+    ) + &server_table();
+    let path = dir.join("two-step.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Starts a worker on `flow`, waits until it is inside the slow tool for `id`, kills it with
+/// SIGKILL; returns when it is dead.
+fn kill_inside_slow_tool(dir: &Path, flow: &Path, addr: &str, id: &str, n: u32, extra: &[&str]) {
+    let started = dir.join("slow-started");
+    let mut w = Guard(Some(worker(dir, flow, "worker_a", addr, extra, n)));
+    wait_until(20, "the slow tool to start", || {
+        lines(&started).iter().any(|l| l == id)
+    });
+    let mut child = w.take();
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_tool_call_that_finished_before_a_kill_is_not_run_again_on_redelivery() {
+    let dir = tempfile::tempdir().unwrap();
+    server_config(dir.path(), 1);
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
+    let flow = two_step_flow(dir.path(), true);
+    send(&addr, "worker_a", "m-once-1", "do it");
+    kill_inside_slow_tool(dir.path(), &flow, &addr, "m-once-1", 1, &[]);
+    assert_eq!(lines(&dir.path().join("effects")), vec!["m-once-1"]);
+
+    // A new worker gets the delivery again: `effect` is answered from the journal, `slow`
+    // (idempotent, started but unfinished) runs again, and the reply goes out.
+    let mut w = Guard(Some(worker(dir.path(), &flow, "worker_a", &addr, &["--renew-ms", "300"], 2)));
+    wait_until(30, "the reply", || !waiting(&addr, "ops").is_empty());
+    assert_eq!(
+        lines(&dir.path().join("effects")),
+        vec!["m-once-1"],
+        "the side effect ran exactly once"
+    );
+    assert_eq!(
+        lines(&dir.path().join("slow-started")),
+        vec!["m-once-1", "m-once-1"],
+        "the unfinished idempotent call ran again"
+    );
+    let replies = waiting(&addr, "ops");
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_eq!(replies[0]["message"]["content"], "done m-once-1");
+    let (status, body) = request(&addr, "GET", "/v1/agents/worker_a/journal/m-once-1", &token("worker_a"), None);
+    assert_eq!(status, 200, "{body}");
+    let journal: Value = serde_json::from_str(&body).unwrap();
+    let keys: Vec<&str> = journal["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 5, "each call started (once: the re-run of slow finds its start) and done, the outputs: {keys:?}");
+    assert!(keys.last().unwrap().starts_with("outputs-"), "{keys:?}");
+    let (status, _) = request(&addr, "GET", "/v1/agents/worker_a/journal/m-once-1", &token("ops"), None);
+    assert_eq!(status, 403, "another agent's journal");
+    stop(w.take(), dir.path(), "worker_a-2.log");
+    drop(server);
+}
+
+#[test]
+fn a_non_idempotent_call_that_may_have_run_waits_for_a_person_before_it_runs_again() {
+    let dir = tempfile::tempdir().unwrap();
+    server_config(dir.path(), 1);
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
+    let flow = two_step_flow(dir.path(), false);
+    send(&addr, "worker_a", "m-risky-1", "do it");
+    kill_inside_slow_tool(dir.path(), &flow, &addr, "m-risky-1", 1, &[]);
+
+    let args = ["--retries", "50", "--backoff-ms", "200", "--max-backoff-ms", "400"];
+    let mut w = Guard(Some(worker(dir.path(), &flow, "worker_a", &addr, &args, 2)));
+    let pending = || {
+        let (status, body) = request(&addr, "GET", "/v1/confirmations?state=pending", ADMIN, None);
+        assert_eq!(status, 200, "{body}");
+        let page: Value = serde_json::from_str(&body).unwrap();
+        page["items"].as_array().cloned().unwrap_or_default()
+    };
+    wait_until(20, "a confirmation for the re-run", || !pending().is_empty());
+    // Not run again, no reply, while the person has not decided.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(lines(&dir.path().join("slow-started")), vec!["m-risky-1"]);
+    assert!(waiting(&addr, "ops").is_empty());
+    let confirmation = &pending()[0];
+    assert_eq!(confirmation["tool"], "slow", "{confirmation}");
+    let id = confirmation["id"].as_str().unwrap();
+    let (status, body) = request(&addr, "POST", &format!("/v1/confirmations/{id}/approve"), ADMIN, Some(&json!({})));
+    assert_eq!(status, 200, "{body}");
+    wait_until(30, "the reply", || !waiting(&addr, "ops").is_empty());
+    assert_eq!(
+        lines(&dir.path().join("slow-started")),
+        vec!["m-risky-1", "m-risky-1"],
+        "run again once, after the approval"
+    );
+    assert_eq!(lines(&dir.path().join("effects")), vec!["m-risky-1"]);
+    stop(w.take(), dir.path(), "worker_a-2.log");
+    drop(server);
 }

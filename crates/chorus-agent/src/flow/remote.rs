@@ -97,6 +97,11 @@ impl Remote {
         self.tokens.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// The server's journal (see [`crate::journal`]), used with each agent's token.
+    pub fn journal(&self) -> crate::journal::HttpJournal {
+        crate::journal::HttpJournal::new(&self.base, self.tokens())
+    }
+
     /// The token of `who`.
     pub(crate) fn token(&self, who: &str) -> Result<&str, FlowError> {
         self.tokens.get(who).map(String::as_str).ok_or_else(|| {

@@ -21,6 +21,8 @@ use super::run::{Flow, in_task};
 use super::spec::SpecError;
 use crate::agents::{FlowAgent, Item, handle_traced};
 use crate::confirm::Confirmations;
+use crate::journal::{Book, Journal, JournalError};
+use serde_json::{Value, json};
 
 /// How a worker consumes and settles.
 #[derive(Debug, Clone)]
@@ -91,6 +93,7 @@ enum Outcome {
 /// One agent of a flow, ready to consume its inbox on a server.
 pub struct Worker {
     agent: Arc<dyn FlowAgent>,
+    journal: Arc<dyn Journal>,
     remote: Arc<Remote>,
     confirmations: Arc<dyn Confirmations>,
     approval: Option<ApprovalWait>,
@@ -119,6 +122,7 @@ impl Flow {
         remote.token(name)?;
         Ok(Worker {
             agent,
+            journal: Arc::new(remote.journal()),
             remote: Arc::new(remote),
             confirmations: self.confirmations.clone(),
             approval: self.approval.clone(),
@@ -305,7 +309,26 @@ impl Worker {
             };
             return wait.handle(delivery, out).await.map_err(fail);
         }
-        let items = handle_traced(self.agent.as_ref(), input, task_id).await?;
+        // What this delivery sends is recorded before it is sent: a redelivery (the worker
+        // stopped before its ack) sends the same items again, which the hub takes as duplicates.
+        let book = Book::new(self.agent.name(), task_id);
+        let key = outputs_key(input);
+        let recorded = self.journal.find(&book, &key).await.map_err(journal)?;
+        let items = match recorded {
+            Some(record) => items_of(&record).map_err(|e| AgentError::new(self.agent.name(), e))?,
+            None => {
+                let items = handle_traced(self.agent.as_ref(), input, task_id).await?;
+                let record = json!({"items": items.iter().map(|i| in_task(i.clone(), task_id).to_json()).collect::<Vec<_>>()});
+                if self.journal.record(&book, &key, &record).await.map_err(journal)? {
+                    items
+                } else {
+                    // Another replica finished it first: send what it recorded.
+                    let record = self.journal.find(&book, &key).await.map_err(journal)?;
+                    items_of(&record.unwrap_or_default())
+                        .map_err(|e| AgentError::new(self.agent.name(), e))?
+                }
+            }
+        };
         for item in items {
             out.send(item).await.map_err(fail)?;
         }
@@ -323,6 +346,28 @@ impl Worker {
             )
             .await
     }
+}
+
+/// The journal key of a delivery's outputs.
+fn outputs_key(input: &Item) -> String {
+    let id = input.id().map_or_else(|| input.to_json().to_string(), str::to_owned);
+    let digest = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, id.as_bytes()).simple();
+    format!("outputs-{digest}")
+}
+
+/// The items of an outputs record.
+fn items_of(record: &Value) -> Result<Vec<Item>, String> {
+    record
+        .get("items")
+        .and_then(Value::as_array)
+        .ok_or("a recorded output without items")?
+        .iter()
+        .map(Item::from_json)
+        .collect()
+}
+
+fn journal(e: JournalError) -> AgentError {
+    AgentError::new("journal", e.to_string())
 }
 
 fn count(report: &mut WorkerReport, done: Result<Result<Outcome, FlowError>, tokio::task::JoinError>) {

@@ -80,9 +80,10 @@ impl ToolRegistry {
     }
 
     /// The same registry recording each call of a task in `journal` before it runs and its
-    /// result after: a call already recorded as done returns its recorded result without
-    /// running again (a redelivered step), and a call that started but has no result runs
-    /// again only when its tool is idempotent (else only with a person's approval).
+    /// result after: a call with a recorded successful result returns it without running again
+    /// (a redelivered step); one whose runs ended in error results runs again (a retry); one
+    /// that started and left no result runs again only when its tool is idempotent, else only
+    /// with a person's approval.
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
         self.journal = Some(journal);
         self
@@ -199,12 +200,20 @@ impl ToolRegistry {
             _ => None,
         };
         let keys = CallKeys::of(call);
+        // Runs that ended in an error result (the tool ran and failed) may run again: a retry.
+        let mut run = 1;
         if let Some((journal, book)) = &journal {
-            match journal.find(book, &keys.done).await {
-                Ok(Some(record)) => return recorded_output(&record),
-                Ok(None) => {}
+            let records = match journal.records(book).await {
+                Ok(records) => records,
                 Err(e) => return ToolOutput::error("JournalUnavailable", e.to_string()),
+            };
+            if let Some((_, record)) = records.iter().find(|(k, _)| *k == keys.done) {
+                return recorded_output(record);
             }
+            run += records
+                .iter()
+                .filter(|(k, _)| k.starts_with(&keys.failed))
+                .count();
         }
         if entry.tool.requires_confirmation()
             && let Some(halt) = self.confirm(agent, call, task_id).await
@@ -213,12 +222,12 @@ impl ToolRegistry {
         }
         if let Some((journal, book)) = &journal {
             let start = json!({"tool": name, "call_id": call.id, "arguments": call.function.arguments});
-            match journal.record(book, &keys.started, &start).await {
+            match journal.record(book, &keys.started(run), &start).await {
                 Ok(true) => {}
-                // It started before and left no result: it may have had its effect.
+                // This run started before and left no result: it may have had its effect.
                 Ok(false) if self.not_idempotent.contains(name.as_str()) => {
                     let rerun = ToolCall {
-                        id: format!("{}-rerun", call.id),
+                        id: format!("{}-rerun-{run}", call.id),
                         ..call.clone()
                     };
                     if let Some(halt) = self.confirm(agent, &rerun, task_id).await {
@@ -231,11 +240,16 @@ impl ToolRegistry {
         }
         let output = entry.tool.call(arguments).await;
         if let Some((journal, book)) = &journal {
-            let done = json!({
+            let record = json!({
                 "outcome": output.outcome.to_text(),
                 "media": output.media,
             });
-            if let Err(e) = journal.record(book, &keys.done, &done).await {
+            let key = if output.is_error() {
+                format!("{}{run}", keys.failed)
+            } else {
+                keys.done.clone()
+            };
+            if let Err(e) = journal.record(book, &key, &record).await {
                 tracing::warn!(tool = %name, error = %e, "a tool result was not journaled");
             }
         }
@@ -314,8 +328,11 @@ impl ToolRegistry {
 
 /// The journal keys of one call: the same call id, tool and arguments give the same keys.
 struct CallKeys {
-    started: String,
+    id: String,
+    /// A successful result.
     done: String,
+    /// The prefix of error results, followed by the run's number.
+    failed: String,
 }
 
 impl CallKeys {
@@ -328,9 +345,15 @@ impl CallKeys {
         .join("\u{0}");
         let id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).simple();
         CallKeys {
-            started: format!("tool-{id}-started"),
             done: format!("tool-{id}-done"),
+            failed: format!("tool-{id}-failed-"),
+            id: id.to_string(),
         }
+    }
+
+    /// Run number `run` started.
+    fn started(&self, run: usize) -> String {
+        format!("tool-{}-started-{run}", self.id)
     }
 }
 
