@@ -13,6 +13,8 @@ use chorus_agent::flow::{
     ApprovalWait, Flow, FlowError, FlowReport, FlowSpec, Remote, RemoteConfirmations,
     env_model_factory,
 };
+use chorus_agent::journal::{Book, BusJournal, Journal};
+use chorus_bus::{Bus, BusConfig, SqliteBus};
 use chorus_server::Store;
 
 use crate::error::CliError;
@@ -21,6 +23,9 @@ use crate::telemetry::LogArgs;
 
 /// How often a waiting flow reads the confirmation store.
 const POLL: Duration = Duration::from_millis(500);
+/// The lease of a delivery on a run's store: a run killed while handling one gives it back
+/// this long after (the running flow extends it while its agent works).
+const LEASE: Duration = Duration::from_secs(2);
 
 /// Arguments of `chorus run`.
 #[derive(clap::Args, Debug)]
@@ -31,9 +36,19 @@ pub struct RunArgs {
     /// in the flow file's `[server]` table).
     #[arg(long)]
     pub server: Option<String>,
-    /// Write every message and handoff as chorus JSON lines to this file.
+    /// Write every message and handoff as chorus JSON lines to this file (appended to by
+    /// `--resume`).
     #[arg(long)]
     pub transcript: Option<PathBuf>,
+    /// Keep the embedded bus and the agents' work (outputs, tool calls, conversations) in this
+    /// SQLite file, so that an interrupted run can go on with `--resume`. Default: beside the
+    /// transcript (`T.jsonl` → `T.store.db`); without a transcript, in memory.
+    #[arg(long, value_name = "FILE")]
+    pub store: Option<PathBuf>,
+    /// Go on with the run that stopped on `--store` (killed, or failed): nothing it finished is
+    /// done again, and the transcript is appended to.
+    #[arg(long)]
+    pub resume: bool,
     /// Where an embedded flow keeps confirmations, named as for `chorus confirm --store`:
     /// sqlite:DIR/NAME.db keeps them in DIR/NAME-confirmations.db (opened only when a tool
     /// requires confirmation); `memory` keeps them in this process.
@@ -57,9 +72,25 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         |e: &dyn std::fmt::Display| CliError::usage(format!("{}: {e}", args.flow.display()));
     let text = std::fs::read_to_string(&args.flow).map_err(|e| in_flow(&e))?;
     let spec = FlowSpec::parse(&text).map_err(|e| in_flow(&e))?;
+    let store_path = args.store.clone().or_else(|| {
+        args.transcript
+            .as_ref()
+            .filter(|_| args.server.is_none())
+            .map(|t| t.with_extension("store.db"))
+    });
+    if args.resume && (store_path.is_none() || args.server.is_some()) {
+        return Err(CliError::usage(
+            "--resume goes on with an embedded run kept in --store FILE (or beside --transcript)",
+        ));
+    }
     let mut transcript = match &args.transcript {
         Some(path) => {
-            let file = std::fs::File::create(path)
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(args.resume)
+                .truncate(!args.resume)
+                .open(path)
                 .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
             Some((path.clone(), std::io::BufWriter::new(file)))
         }
@@ -71,7 +102,30 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     let models = env_model_factory();
     let confirmations = open_confirmations(&args, &spec).map_err(CliError::usage)?;
-    let flow = Flow::new(spec, models.as_ref(), confirmations.store).map_err(|e| in_flow(&e))?;
+    let stored = match &store_path {
+        Some(path) => Some(
+            runtime
+                .block_on(StoredRun::open(path, &spec, args.resume))
+                .map_err(CliError::usage)?,
+        ),
+        None => None,
+    };
+    let journal = stored.as_ref().map(StoredRun::journal);
+    let flow = Flow::journaled(spec, models.as_ref(), confirmations.store, journal)
+        .map_err(|e| in_flow(&e))?;
+    let flow = match &stored {
+        Some(run) => {
+            let flow = match &run.task_id {
+                Some(task) => flow.with_task_id(task.clone()),
+                None => flow,
+            };
+            runtime
+                .block_on(run.remember(flow.task_id()))
+                .map_err(CliError::usage)?;
+            flow
+        }
+        None => flow,
+    };
     let progress = Progress::new();
     let flow = match (
         wait_limit(args.await_approval),
@@ -109,9 +163,13 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         }
     };
     let result = runtime.block_on(async {
-        match &args.server {
-            Some(url) => flow.run_remote(url, &mut observe).await,
-            None => flow.run(&mut observe).await,
+        match (&args.server, &stored) {
+            (Some(url), _) => flow.run_remote(url, &mut observe).await,
+            (None, Some(run)) => {
+                flow.run_stored(run.bus.as_ref(), args.resume, &mut observe)
+                    .await
+            }
+            (None, None) => flow.run(&mut observe).await,
         }
     });
     progress.finish();
@@ -173,6 +231,79 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         }
         Err(FlowError::Spec(e)) => Err(in_flow(&e)),
         Err(e @ FlowError::Failed(_)) => Err(CliError::rejected(e)),
+    }
+}
+
+/// The embedded store of a durable run: the bus and the record of the runs it holds.
+struct StoredRun {
+    bus: Arc<dyn Bus>,
+    /// The task of the run being resumed.
+    task_id: Option<String>,
+    /// Runs recorded so far.
+    runs: usize,
+}
+
+/// The journal book listing a store's runs, one record per run with its task id.
+fn runs_book() -> Book {
+    Book::new("chorus-run", "runs")
+}
+
+impl StoredRun {
+    /// Opens (or creates) the store at `path` for a run of `spec`: the last run recorded there
+    /// when `resume`; a new run refuses a store that still holds an unfinished one.
+    async fn open(path: &std::path::Path, spec: &FlowSpec, resume: bool) -> Result<StoredRun, String> {
+        let at = |e: &dyn std::fmt::Display| format!("--store {}: {e}", path.display());
+        let config = BusConfig {
+            ack_wait: LEASE,
+            // A delivery is tried again after a crash however often the run is resumed.
+            max_deliver: u32::MAX,
+            ..BusConfig::default()
+        };
+        let bus: Arc<dyn Bus> = Arc::new(SqliteBus::open(path, config).map_err(|e| at(&e))?);
+        let journal = BusJournal::new(bus.clone());
+        let runs = journal.records(&runs_book()).await.map_err(|e| at(&e))?;
+        let last = runs
+            .last()
+            .and_then(|(_, r)| r.get("task_id"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
+        let mut waiting = 0;
+        for agent in &spec.agents {
+            waiting += bus.depth(&agent.name).await.map_err(|e| at(&e))?;
+        }
+        let task_id = match (resume, last) {
+            (true, Some(task)) => Some(task),
+            (true, None) => return Err(at(&"holds no run to resume")),
+            (false, Some(task)) if waiting > 0 => {
+                return Err(at(&format!(
+                    "holds the unfinished run of task {task}; go on with it with --resume, or give another --store"
+                )));
+            }
+            (false, _) => None,
+        };
+        Ok(StoredRun {
+            bus,
+            task_id,
+            runs: runs.len(),
+        })
+    }
+
+    fn journal(&self) -> Arc<dyn Journal> {
+        Arc::new(BusJournal::new(self.bus.clone()))
+    }
+
+    /// Records a new run's task id (a resumed run is recorded already).
+    async fn remember(&self, task_id: &str) -> Result<(), String> {
+        if self.task_id.is_some() {
+            return Ok(());
+        }
+        let key = format!("run-{:06}", self.runs + 1);
+        let record = serde_json::json!({"task_id": task_id});
+        self.journal()
+            .record(&runs_book(), &key, &record)
+            .await
+            .map(drop)
+            .map_err(|e| format!("--store: {e}"))
     }
 }
 

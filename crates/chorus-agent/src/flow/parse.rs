@@ -297,7 +297,7 @@ mod tests {
              [[agents]]\nname = \"a\"\nkind = \"rule\"\n[[agents.rules]]\n",
             "line 6, column 1",
             "unknown field `url`, expected `program` or `args`; every tool also takes `kind`",
-            "`timeout_ms`",
+            "`timeout_ms`, `idempotent`",
         );
     }
 

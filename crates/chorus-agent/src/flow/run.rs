@@ -14,12 +14,16 @@ use super::approval::{ApprovalWait, Delivery, Outbox, pending};
 use super::build::{ModelFactory, build_journaled_agents};
 use super::error::FlowError;
 use super::failure::handle_with_strategy;
+use super::outputs::once;
 use super::remote::{InboxDelivery, Remote};
 use super::spec::{FlowSpec, Mode, SpecError};
 use crate::agents::{BusAgent, FlowAgent, Item, new_message_id};
 use crate::confirm::{Confirmation, Confirmations};
 use crate::cost::UsageTotals;
 use crate::journal::Journal;
+
+/// How often a resumed run looks again for deliveries a stopped run held.
+const HELD_POLL: Duration = Duration::from_millis(200);
 
 /// A flow ready to run.
 pub struct Flow {
@@ -28,6 +32,7 @@ pub struct Flow {
     pub(super) confirmations: Arc<dyn Confirmations>,
     task_id: String,
     pub(super) approval: Option<ApprovalWait>,
+    journal: Option<Arc<dyn Journal>>,
 }
 
 /// How a flow ended normally. A flow run is one task, so its totals are the task's.
@@ -63,7 +68,8 @@ impl Flow {
         confirmations: Arc<dyn Confirmations>,
         journal: Option<Arc<dyn Journal>>,
     ) -> Result<Flow, FlowError> {
-        let agents = build_journaled_agents(&spec, models, confirmations.clone(), journal)?;
+        let agents =
+            build_journaled_agents(&spec, models, confirmations.clone(), journal.clone())?;
         let task_id = spec
             .task_id
             .clone()
@@ -74,7 +80,14 @@ impl Flow {
             confirmations,
             task_id,
             approval: None,
+            journal,
         })
+    }
+
+    /// The same flow working on task `task_id` (a resumed run's).
+    pub fn with_task_id(mut self, task_id: impl Into<String>) -> Flow {
+        self.task_id = task_id.into();
+        self
     }
 
     /// The same flow waiting for a person's decision whenever an agent halts on a confirmation
@@ -111,9 +124,14 @@ impl Flow {
             };
             return wait.handle(delivery, out).await;
         }
-        let items = handle_with_strategy(agent, input, &self.task_id)
-            .await
-            .map_err(|e| FlowError::Failed(e.to_string()))?;
+        let handle = || handle_with_strategy(agent, input, &self.task_id);
+        let items = match &self.journal {
+            Some(journal) => {
+                once(journal.as_ref(), agent.name(), input, &self.task_id, handle).await
+            }
+            None => handle().await,
+        }
+        .map_err(|e| FlowError::Failed(e.to_string()))?;
         for item in items {
             out.send(item).await?;
         }
@@ -159,9 +177,34 @@ impl Flow {
     ) -> Result<FlowReport, FlowError> {
         let first = self.first_message();
         let report = match self.spec.mode {
-            Mode::Handoffs => self.run_handoffs(first, observe).await?,
+            Mode::Handoffs => {
+                let bus = MemoryBus::new(BusConfig::default());
+                self.run_handoffs(&bus, Some(first), observe).await?
+            }
             _ => self.run_in_process(first, observe).await?,
         };
+        self.finish(report).await
+    }
+
+    /// Runs a `handoffs` flow on `bus`, a durable store the flow's agents journal their work in
+    /// too (see [`Flow::journaled`]): with `resume`, the run that stopped on that store goes on
+    /// (its first message is not sent again; deliveries it held come back when their leases run
+    /// out; what its agents recorded is not done again), else a new run starts. `observe` sees
+    /// the items this run sends that the bus did not already hold.
+    pub async fn run_stored(
+        &self,
+        bus: &dyn Bus,
+        resume: bool,
+        observe: &mut (dyn FnMut(&Item) + Send),
+    ) -> Result<FlowReport, FlowError> {
+        if self.spec.mode != Mode::Handoffs {
+            return Err(FlowError::Spec(SpecError {
+                location: "mode".into(),
+                message: "only mode = \"handoffs\" flows run on a store".into(),
+            }));
+        }
+        let first = (!resume).then(|| self.first_message());
+        let report = self.run_handoffs(bus, first, observe).await?;
         self.finish(report).await
     }
 
@@ -248,13 +291,17 @@ impl Flow {
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<(), FlowError> {
         let item = self.in_task(item);
-        observe(&item);
-        match channel {
+        let fresh = match channel {
             Channel::Bus(bus) => publish_on_bus(bus, &item).await?,
             Channel::Remote(remote) => {
                 let sender = item.sender().unwrap_or_default().to_owned();
                 remote.publish(&sender, &item.to_json()).await?;
+                true
             }
+        };
+        // An item the bus already held was sent (and seen) by the run that stopped.
+        if fresh {
+            observe(&item);
         }
         if !item
             .recipients()
@@ -286,21 +333,21 @@ impl Flow {
 
     async fn run_handoffs(
         &self,
-        first: Message,
+        bus: &dyn Bus,
+        first: Option<Message>,
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<FlowReport, FlowError> {
-        let bus = MemoryBus::new(BusConfig::default());
+        let failed = |e: BusError| FlowError::Failed(e.to_string());
         let mut report = FlowReport::default();
-        let channel = Channel::Bus(&bus);
-        self.send(channel, Item::Message(first), &mut report, observe)
-            .await?;
+        let channel = Channel::Bus(bus);
+        if let Some(first) = first {
+            self.send(channel, Item::Message(first), &mut report, observe)
+                .await?;
+        }
         loop {
             let mut idle = true;
             for (name, agent) in &self.agents {
-                let deliveries = bus
-                    .receive(name, 1, Duration::ZERO)
-                    .await
-                    .map_err(|e| FlowError::Failed(e.to_string()))?;
+                let deliveries = bus.receive(name, 1, Duration::ZERO).await.map_err(failed)?;
                 for delivery in deliveries {
                     idle = false;
                     self.count_step(&mut report)?;
@@ -308,16 +355,36 @@ impl Flow {
                         serde_json::from_slice(&delivery.envelope.bytes)
                             .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
                     let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-                    self.deliver(agent.as_ref(), &input, channel, &mut report, observe)
-                        .await?;
-                    bus.ack(&delivery)
-                        .await
-                        .map_err(|e| FlowError::Failed(e.to_string()))?;
+                    // The lease lasts while the agent works (a model call may outlast it).
+                    let renew_every = bus.config().ack_wait_for(name) / 3;
+                    let renew = async {
+                        loop {
+                            tokio::time::sleep(renew_every).await;
+                            if let Err(e) = bus.in_progress(&delivery).await {
+                                tracing::warn!(error = %e, "the lease was not extended");
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        r = self.deliver(agent.as_ref(), &input, channel, &mut report, observe) => r?,
+                        () = renew => {}
+                    }
+                    bus.ack(&delivery).await.map_err(failed)?;
                 }
             }
-            if idle {
+            if !idle {
+                continue;
+            }
+            // Nothing visible: done, unless a stopped run still holds deliveries (they come
+            // back when their leases run out).
+            let mut held = 0;
+            for name in self.agents.keys() {
+                held += bus.depth(name).await.map_err(failed)?;
+            }
+            if held == 0 {
                 return Ok(report);
             }
+            tokio::time::sleep(HELD_POLL).await;
         }
     }
 
@@ -391,16 +458,17 @@ pub(super) fn in_task(item: Item, task_id: &str) -> Item {
 /// Where a `handoffs` flow publishes: the embedded bus or the chorus server.
 #[derive(Clone, Copy)]
 enum Channel<'a> {
-    Bus(&'a MemoryBus),
+    Bus(&'a dyn Bus),
     Remote(&'a Remote),
 }
 
-/// Publishes an item on the embedded bus; a refusal names the item and the bus's issues.
-async fn publish_on_bus(bus: &MemoryBus, item: &Item) -> Result<(), FlowError> {
+/// Publishes an item on the embedded bus; false when the bus already held it (the same id and
+/// content); a refusal names the item and the bus's issues.
+async fn publish_on_bus(bus: &dyn Bus, item: &Item) -> Result<bool, FlowError> {
     let bytes =
         serde_json::to_vec(&item.to_json()).map_err(|e| FlowError::Failed(e.to_string()))?;
     match bus.publish(bytes).await {
-        Ok(_) => Ok(()),
+        Ok(receipt) => Ok(!receipt.duplicate),
         Err(BusError::Invalid { issues, .. }) => {
             let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
             Err(FlowError::Failed(format!(

@@ -16,13 +16,13 @@ use tokio::task::JoinSet;
 use super::approval::{ApprovalWait, Delivery, Outbox};
 use super::error::FlowError;
 use super::failure::give_up;
+use super::outputs::once;
 use super::remote::{InboxDelivery, Remote, Settlement};
 use super::run::{Flow, in_task};
 use super::spec::SpecError;
 use crate::agents::{FlowAgent, Item, handle_traced};
 use crate::confirm::Confirmations;
-use crate::journal::{Book, Journal, JournalError};
-use serde_json::{Value, json};
+use crate::journal::Journal;
 
 /// How a worker consumes and settles.
 #[derive(Debug, Clone)]
@@ -311,24 +311,11 @@ impl Worker {
         }
         // What this delivery sends is recorded before it is sent: a redelivery (the worker
         // stopped before its ack) sends the same items again, which the hub takes as duplicates.
-        let book = Book::new(self.agent.name(), task_id);
-        let key = outputs_key(input);
-        let recorded = self.journal.find(&book, &key).await.map_err(journal)?;
-        let items = match recorded {
-            Some(record) => items_of(&record).map_err(|e| AgentError::new(self.agent.name(), e))?,
-            None => {
-                let items = handle_traced(self.agent.as_ref(), input, task_id).await?;
-                let record = json!({"items": items.iter().map(|i| in_task(i.clone(), task_id).to_json()).collect::<Vec<_>>()});
-                if self.journal.record(&book, &key, &record).await.map_err(journal)? {
-                    items
-                } else {
-                    // Another replica finished it first: send what it recorded.
-                    let record = self.journal.find(&book, &key).await.map_err(journal)?;
-                    items_of(&record.unwrap_or_default())
-                        .map_err(|e| AgentError::new(self.agent.name(), e))?
-                }
-            }
-        };
+        let agent = self.agent.as_ref();
+        let items = once(self.journal.as_ref(), agent.name(), input, task_id, || {
+            handle_traced(agent, input, task_id)
+        })
+        .await?;
         for item in items {
             out.send(item).await.map_err(fail)?;
         }
@@ -346,28 +333,6 @@ impl Worker {
             )
             .await
     }
-}
-
-/// The journal key of a delivery's outputs.
-fn outputs_key(input: &Item) -> String {
-    let id = input.id().map_or_else(|| input.to_json().to_string(), str::to_owned);
-    let digest = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, id.as_bytes()).simple();
-    format!("outputs-{digest}")
-}
-
-/// The items of an outputs record.
-fn items_of(record: &Value) -> Result<Vec<Item>, String> {
-    record
-        .get("items")
-        .and_then(Value::as_array)
-        .ok_or("a recorded output without items")?
-        .iter()
-        .map(Item::from_json)
-        .collect()
-}
-
-fn journal(e: JournalError) -> AgentError {
-    AgentError::new("journal", e.to_string())
 }
 
 fn count(report: &mut WorkerReport, done: Result<Result<Outcome, FlowError>, tokio::task::JoinError>) {
