@@ -15,6 +15,7 @@ use chorus_agent::flow::{
 };
 use chorus_agent::journal::{Book, BusJournal, Journal};
 use chorus_bus::{Bus, BusConfig, SqliteBus};
+use chorus_core::Message;
 use chorus_server::Store;
 
 use crate::error::CliError;
@@ -23,6 +24,9 @@ use crate::telemetry::LogArgs;
 
 /// How often a waiting flow reads the confirmation store.
 const POLL: Duration = Duration::from_millis(500);
+/// For tests of crashes: after this many items sent, the run says so on standard error and
+/// stops working (without exiting), to be killed there.
+const PAUSE_AFTER: &str = "CHORUS_RUN_PAUSE_AFTER_ITEMS";
 /// The lease of a delivery on a run's store: a run killed while handling one gives it back
 /// this long after (the running flow extends it while its agent works).
 const LEASE: Duration = Duration::from_secs(2);
@@ -113,19 +117,29 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let journal = stored.as_ref().map(StoredRun::journal);
     let flow = Flow::journaled(spec, models.as_ref(), confirmations.store, journal)
         .map_err(|e| in_flow(&e))?;
-    let flow = match &stored {
-        Some(run) => {
-            let flow = match &run.task_id {
-                Some(task) => flow.with_task_id(task.clone()),
-                None => flow,
-            };
-            runtime
-                .block_on(run.remember(flow.task_id()))
-                .map_err(CliError::usage)?;
-            flow
-        }
-        None => flow,
+    let (flow, first) = match &stored {
+        Some(run) => match &run.resumed {
+            Some((task, first)) => (flow.with_task_id(task.clone()), Some(first.clone())),
+            None => {
+                let first = flow.first_message();
+                runtime
+                    .block_on(run.remember(flow.task_id(), &first))
+                    .map_err(CliError::usage)?;
+                (flow, Some(first))
+            }
+        },
+        None => (flow, None),
     };
+    // A resumed run sends again what the stopped one sent (the same items, the same ids): the
+    // transcript keeps one line each.
+    let mut written = match (&args.transcript, args.resume) {
+        (Some(path), true) => transcript_ids(path),
+        _ => std::collections::HashSet::new(),
+    };
+    let pause_after = std::env::var(PAUSE_AFTER)
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok());
+    let mut observed = 0;
     let progress = Progress::new();
     let flow = match (
         wait_limit(args.await_approval),
@@ -153,12 +167,22 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let mut write_error = None;
     let mut observe = |item: &Item| {
         progress.step(item);
+        let id = item.id().unwrap_or_default().to_owned();
         if let Some((path, file)) = transcript.as_mut()
             && write_error.is_none()
+            && written.insert(id)
         {
             let line = item.to_json().to_string();
-            if let Err(e) = writeln!(file, "{line}") {
+            // Flushed line by line: a killed run's transcript holds what it sent.
+            if let Err(e) = writeln!(file, "{line}").and_then(|()| file.flush()) {
                 write_error = Some(format!("{}: {e}", path.display()));
+            }
+        }
+        observed += 1;
+        if pause_after == Some(observed) {
+            errln!("{PAUSE_AFTER}: paused after {observed} items");
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
             }
         }
     };
@@ -166,8 +190,8 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         match (&args.server, &stored) {
             (Some(url), _) => flow.run_remote(url, &mut observe).await,
             (None, Some(run)) => {
-                flow.run_stored(run.bus.as_ref(), args.resume, &mut observe)
-                    .await
+                let first = first.clone().unwrap_or_else(|| flow.first_message());
+                flow.run_stored(run.bus.as_ref(), first, &mut observe).await
             }
             (None, None) => flow.run(&mut observe).await,
         }
@@ -237,8 +261,8 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 /// The embedded store of a durable run: the bus and the record of the runs it holds.
 struct StoredRun {
     bus: Arc<dyn Bus>,
-    /// The task of the run being resumed.
-    task_id: Option<String>,
+    /// The task and the first message of the run being resumed.
+    resumed: Option<(String, Message)>,
     /// Runs recorded so far.
     runs: usize,
 }
@@ -262,17 +286,24 @@ impl StoredRun {
         let bus: Arc<dyn Bus> = Arc::new(SqliteBus::open(path, config).map_err(|e| at(&e))?);
         let journal = BusJournal::new(bus.clone());
         let runs = journal.records(&runs_book()).await.map_err(|e| at(&e))?;
-        let last = runs
-            .last()
-            .and_then(|(_, r)| r.get("task_id"))
+        let last = runs.last().map(|(_, r)| r);
+        let last_task = last
+            .and_then(|r| r.get("task_id"))
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned);
         let mut waiting = 0;
         for agent in &spec.agents {
             waiting += bus.depth(&agent.name).await.map_err(|e| at(&e))?;
         }
-        let task_id = match (resume, last) {
-            (true, Some(task)) => Some(task),
+        let resumed = match (resume, last_task) {
+            (true, Some(task)) => {
+                let first = last
+                    .and_then(|r| r.get("first_message"))
+                    .cloned()
+                    .and_then(|m| serde_json::from_value::<Message>(m).ok())
+                    .ok_or_else(|| at(&format!("the run of task {task} has no first message")))?;
+                Some((task, first))
+            }
             (true, None) => return Err(at(&"holds no run to resume")),
             (false, Some(task)) if waiting > 0 => {
                 return Err(at(&format!(
@@ -283,7 +314,7 @@ impl StoredRun {
         };
         Ok(StoredRun {
             bus,
-            task_id,
+            resumed,
             runs: runs.len(),
         })
     }
@@ -292,19 +323,27 @@ impl StoredRun {
         Arc::new(BusJournal::new(self.bus.clone()))
     }
 
-    /// Records a new run's task id (a resumed run is recorded already).
-    async fn remember(&self, task_id: &str) -> Result<(), String> {
-        if self.task_id.is_some() {
-            return Ok(());
-        }
+    /// Records a new run: its task id and first message.
+    async fn remember(&self, task_id: &str, first: &Message) -> Result<(), String> {
         let key = format!("run-{:06}", self.runs + 1);
-        let record = serde_json::json!({"task_id": task_id});
+        let record = serde_json::json!({"task_id": task_id, "first_message": first});
         self.journal()
             .record(&runs_book(), &key, &record)
             .await
             .map(drop)
             .map_err(|e| format!("--store: {e}"))
     }
+}
+
+/// The ids of the items a transcript holds (none when it cannot be read).
+fn transcript_ids(path: &std::path::Path) -> std::collections::HashSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|d| Item::from_json(&d).ok())
+        .filter_map(|i| i.id().map(str::to_owned))
+        .collect()
 }
 
 /// A finished run as one JSON object (`--format json`): the task, the steps, the outputs (items

@@ -143,7 +143,8 @@ impl Flow {
         &self.task_id
     }
 
-    fn first_message(&self) -> Message {
+    /// The flow's first message (`[input]`), with a new id each time.
+    pub fn first_message(&self) -> Message {
         let input = &self.spec.input;
         let mut msg = Message::new(Role::User, input.text.clone());
         msg.id = Some(new_message_id());
@@ -187,14 +188,15 @@ impl Flow {
     }
 
     /// Runs a `handoffs` flow on `bus`, a durable store the flow's agents journal their work in
-    /// too (see [`Flow::journaled`]): with `resume`, the run that stopped on that store goes on
-    /// (its first message is not sent again; deliveries it held come back when their leases run
-    /// out; what its agents recorded is not done again), else a new run starts. `observe` sees
-    /// the items this run sends that the bus did not already hold.
+    /// too (see [`Flow::journaled`]), starting with `first` (see [`Flow::first_message`]). To
+    /// go on with a run that stopped on that store, give its task id ([`Flow::with_task_id`])
+    /// and its first message: what the bus holds already is stored once, deliveries the run
+    /// held come back when their leases run out, and what its agents recorded is not done
+    /// again, so items it sent are sent (and observed) again with the same ids.
     pub async fn run_stored(
         &self,
         bus: &dyn Bus,
-        resume: bool,
+        first: Message,
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<FlowReport, FlowError> {
         if self.spec.mode != Mode::Handoffs {
@@ -203,8 +205,7 @@ impl Flow {
                 message: "only mode = \"handoffs\" flows run on a store".into(),
             }));
         }
-        let first = (!resume).then(|| self.first_message());
-        let report = self.run_handoffs(bus, first, observe).await?;
+        let report = self.run_handoffs(bus, Some(first), observe).await?;
         self.finish(report).await
     }
 
@@ -291,17 +292,13 @@ impl Flow {
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<(), FlowError> {
         let item = self.in_task(item);
-        let fresh = match channel {
+        observe(&item);
+        match channel {
             Channel::Bus(bus) => publish_on_bus(bus, &item).await?,
             Channel::Remote(remote) => {
                 let sender = item.sender().unwrap_or_default().to_owned();
                 remote.publish(&sender, &item.to_json()).await?;
-                true
             }
-        };
-        // An item the bus already held was sent (and seen) by the run that stopped.
-        if fresh {
-            observe(&item);
         }
         if !item
             .recipients()
@@ -462,13 +459,13 @@ enum Channel<'a> {
     Remote(&'a Remote),
 }
 
-/// Publishes an item on the embedded bus; false when the bus already held it (the same id and
-/// content); a refusal names the item and the bus's issues.
-async fn publish_on_bus(bus: &dyn Bus, item: &Item) -> Result<bool, FlowError> {
+/// Publishes an item on the embedded bus (an item it already holds, sent by a run that stopped,
+/// is a duplicate and stored once); a refusal names the item and the bus's issues.
+async fn publish_on_bus(bus: &dyn Bus, item: &Item) -> Result<(), FlowError> {
     let bytes =
         serde_json::to_vec(&item.to_json()).map_err(|e| FlowError::Failed(e.to_string()))?;
     match bus.publish(bytes).await {
-        Ok(receipt) => Ok(!receipt.duplicate),
+        Ok(_) => Ok(()),
         Err(BusError::Invalid { issues, .. }) => {
             let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
             Err(FlowError::Failed(format!(

@@ -1,0 +1,362 @@
+//! `chorus run --store/--resume`: the seed-003 chain with three LLM agents (a fake model that
+//! answers from the conversation it is sent, so asking again gives the same answer) and a tool
+//! with a side-effect counter. The run is killed with SIGKILL in the middle of each model call
+//! and after each item it sends, in turn, then resumed: every time the task completes with the
+//! side effect done exactly once and the transcript of an uninterrupted run.
+
+mod common;
+#[allow(dead_code, reason = "only the chunk builders are used here")]
+#[path = "../../chorus-agent/tests/support/fake_openai.rs"]
+mod fake_openai;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::Response;
+use fake_openai::chat;
+use serde_json::{Value, json};
+
+/// The fake model's state: requests so far, and the one (1-based) it never answers.
+struct Model {
+    requests: AtomicUsize,
+    hold: Option<usize>,
+}
+
+/// The text of every message of a request, in order.
+fn messages(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .map(|m| (m["role"].as_str().unwrap_or("").to_owned(), m["content"].to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn escalation(summary: &str, steps: &[&str]) -> String {
+    json!({
+        "handoff_type": "ESCALATION",
+        "summary": summary,
+        "completed_steps": steps,
+        "data": {
+            "issue_category": "NETWORK_CONNECTIVITY",
+            "severity": "HIGH",
+            "customer_info": {"user_id": "john.doe@example.com", "name": "John Doe"},
+            "technical_details": {"router_model": "RouterX-Pro", "isp": "GlobalNet", "symptoms": "hourly drops"}
+        }
+    })
+    .to_string()
+}
+
+/// What the model answers: decided by the agent (its system prompt) and the last message.
+fn decide(body: &Value) -> Vec<Value> {
+    let all = messages(body);
+    let system = all.first().map(|m| m.1.clone()).unwrap_or_default();
+    let (role, last) = all.last().cloned().unwrap_or_default();
+    let news = role == "user" && last.contains("STATUS_UPDATE");
+    let call = |id: &str, name: &str, args: &str| {
+        vec![chat::role(), chat::call_start(0, id, name, args), chat::finish("tool_calls"), chat::usage(50, 10)]
+    };
+    let say = |text: &str| vec![chat::role(), chat::text(text), chat::finish("stop"), chat::usage(50, 10)];
+    if system.contains("CS agent") {
+        if news {
+            return say("Your connection is fixed: the router firmware was updated.");
+        }
+        return call(
+            "call_cs_1",
+            "transfer_to_technical_support",
+            &escalation("John's internet drops every hour.", &["Took the customer's report"]),
+        );
+    }
+    if system.contains("TS agent") {
+        if news {
+            return say("Level 3 resolved it with a firmware update.");
+        }
+        if role == "tool" && last.contains("T-100") {
+            return call(
+                "call_ts_2",
+                "transfer_to_level3_expert",
+                &escalation("Hourly drops; ticket T-100 opened.", &["Opened ticket T-100"]),
+            );
+        }
+        return call("call_ts_1", "record_ticket", r#"{"ticket":"T-100"}"#);
+    }
+    say("Root cause: firmware 2.1 drops the DHCP renewal; pushed 2.3.")
+}
+
+async fn answer(State(model): State<Arc<Model>>, body: Bytes) -> Response {
+    let n = model.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    if model.hold == Some(n) {
+        std::future::pending::<()>().await;
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut data: Vec<String> = decide(&body).iter().map(Value::to_string).collect();
+    data.push("[DONE]".into());
+    let text: String = data.iter().map(|d| format!("data: {d}\n\n")).collect();
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from(text))
+        .unwrap()
+}
+
+/// Starts the fake model on 127.0.0.1:0; its base URL and state.
+async fn model(hold: Option<usize>) -> (String, Arc<Model>) {
+    let state = Arc::new(Model {
+        requests: AtomicUsize::new(0),
+        hold,
+    });
+    let app = axum::Router::new()
+        .fallback(answer)
+        .with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.ok();
+    });
+    (format!("http://{addr}/v1"), state)
+}
+
+fn flow(dir: &Path) -> PathBuf {
+    let script = dir.join("ticket.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "echo \"$1\" >> {}\nprintf '{{\"status\":\"success\",\"ticket\":\"%s\"}}' \"$1\"\n",
+            dir.join("tickets").display()
+        ),
+    )
+    .unwrap();
+    let text = format!(
+        r#"name = "durable-desk"
+mode = "handoffs"
+max_steps = 20
+[input]
+from = "customer_john"
+to = "customer_service"
+text = "My internet keeps dropping every hour. Router: RouterX-Pro, ISP: GlobalNet."
+
+[[tools]]
+name = "record_ticket"
+kind = "command"
+program = "sh"
+args = ["{script}", "{{ticket}}"]
+idempotent = false
+parameters = {{ type = "object", properties = {{ ticket = {{ type = "string" }} }}, required = ["ticket"] }}
+
+[[agents]]
+name = "customer_service"
+kind = "llm"
+model = "gpt-test"
+handoffs = ["technical_support"]
+personality = "CS agent: escalate connection problems."
+
+[[agents]]
+name = "technical_support"
+kind = "llm"
+model = "gpt-test"
+tools = ["record_ticket"]
+handoffs = ["level3_expert"]
+personality = "TS agent: open a ticket, then escalate."
+
+[[agents]]
+name = "level3_expert"
+kind = "llm"
+model = "gpt-test"
+personality = "L3 agent: find the root cause."
+"#,
+        script = script.display()
+    );
+    let path = dir.join("flow.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Starts `chorus run FLOW --transcript t.jsonl ARGS` in `dir` against the model at `base`.
+fn run(dir: &Path, base: &str, args: &[&str], env: &[(&str, String)]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["run", "flow.toml", "--transcript", "t.jsonl"])
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("CHORUS_MODEL_BASE_URL", base)
+        .env("OPENAI_API_KEY", "test-key")
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (at most 60 s) for `child` to exit 0; its standard error.
+async fn finish(mut child: Child) -> String {
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        err
+    })
+    .await
+    .unwrap()
+}
+
+/// What a transcript says, without the ids, times and measurements that differ between runs.
+fn story(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("t.jsonl")).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ids: std::collections::HashSet<String> = lines
+        .iter()
+        .map(|d| d["id"].as_str().or(d["metadata"]["message_id"].as_str()).unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), lines.len(), "every item once: {text}");
+    lines
+        .iter()
+        .map(|d| {
+            if d.get("role").is_some() {
+                json!({"from": d["name"], "to": d["recipient"], "text": d["content"]})
+            } else {
+                let mut data = d["payload"]["data"].clone();
+                if let Some(data) = data.as_object_mut() {
+                    data.remove("in_response_to");
+                }
+                let actions: Vec<&Value> = d["context"]["previous_actions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| &a["details"])
+                    .collect();
+                json!({
+                    "from": d["metadata"]["sender_id"], "to": d["metadata"]["recipient_id"],
+                    "type": d["payload"]["handoff_type"], "data": data,
+                    "summary": d["context"]["historical_data_summary"], "actions": actions,
+                })
+            }
+        })
+        .collect()
+}
+
+fn tickets(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("tickets"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+/// Runs the flow in a new directory, killing the first process with SIGKILL once `at` says
+/// so, then resumes it; the directory.
+async fn interrupted(at: Kill) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    flow(dir.path());
+    let hold = match at {
+        Kill::InModelCall(n) => Some(n),
+        Kill::AfterItem(_) => None,
+    };
+    let (base, state) = model(hold).await;
+    let env = match at {
+        Kill::AfterItem(n) => vec![("CHORUS_RUN_PAUSE_AFTER_ITEMS", n.to_string())],
+        Kill::InModelCall(_) => vec![],
+    };
+    let mut first = run(dir.path(), &base, &[], &env);
+    let stderr = first.stderr.take().unwrap();
+    let waited = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        match at {
+            Kill::InModelCall(n) => {
+                while state.requests.load(Ordering::SeqCst) < n {
+                    assert!(Instant::now() < deadline, "model call {n} never came");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            Kill::AfterItem(_) => {
+                let mut lines = BufReader::new(stderr).lines();
+                let paused = lines.any(|l| l.is_ok_and(|l| l.contains("paused after")));
+                assert!(paused, "the run never paused");
+            }
+        }
+        first.kill().unwrap();
+        first.wait().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!waited.success(), "killed");
+    // Killed in the middle: part of the transcript, the ticket opened only past model call 2.
+    let sent = std::fs::read_to_string(dir.path().join("t.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .count();
+    match at {
+        Kill::AfterItem(n) => assert_eq!(sent, n, "{at:?}"),
+        Kill::InModelCall(n) => {
+            assert!(sent < 6, "{at:?}: {sent}");
+            assert_eq!(tickets(dir.path()), usize::from(n > 2), "{at:?}");
+        }
+    }
+    let second = run(dir.path(), &base, &["--resume"], &[]);
+    finish(second).await;
+    dir
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kill {
+    /// While the model call with this number (from 1) waits for its answer.
+    InModelCall(usize),
+    /// Right after the run sent this many items (from 1; the first message is the first).
+    AfterItem(usize),
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_at_every_step_resumes_to_the_same_transcript_with_each_effect_once() {
+    // The uninterrupted run.
+    let clean = tempfile::tempdir().unwrap();
+    flow(clean.path());
+    let (base, state) = model(None).await;
+    finish(run(clean.path(), &base, &[], &[])).await;
+    let expected = story(clean.path());
+    let calls = state.requests.load(Ordering::SeqCst);
+    assert_eq!(calls, 6, "one model call per step of the chain");
+    assert_eq!(tickets(clean.path()), 1);
+    let chain: Vec<(String, String)> = expected
+        .iter()
+        .map(|s| (s["from"].to_string(), s["to"].to_string()))
+        .collect();
+    assert_eq!(expected.len(), 6, "{expected:#?}");
+    assert_eq!(expected[5]["to"], "customer_john", "{chain:?}");
+    assert_eq!(
+        expected[5]["text"][0]["text"],
+        "Your connection is fixed: the router firmware was updated."
+    );
+    // The handoff history grows along the chain (seed 003): level 3 gets the first agent's
+    // steps, then the second's, and the second's summary.
+    assert_eq!(
+        expected[2]["actions"],
+        json!(["Took the customer's report", "Opened ticket T-100"]),
+        "{:#}",
+        expected[2]
+    );
+    assert_eq!(expected[2]["summary"], "Hourly drops; ticket T-100 opened.");
+
+    let mut kills: Vec<Kill> = (1..=calls).map(Kill::InModelCall).collect();
+    kills.extend((1..=expected.len()).map(Kill::AfterItem));
+    for at in kills {
+        let dir = interrupted(at).await;
+        assert_eq!(story(dir.path()), expected, "killed {at:?}");
+        assert_eq!(tickets(dir.path()), 1, "killed {at:?}: the ticket was opened once");
+    }
+}
