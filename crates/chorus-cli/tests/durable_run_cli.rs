@@ -124,6 +124,11 @@ async fn model(hold: Option<usize>) -> (String, Arc<Model>) {
 }
 
 fn flow(dir: &Path) -> PathBuf {
+    flow_with(dir, "")
+}
+
+/// The flow file, `extra` appended (a `[server]` table).
+fn flow_with(dir: &Path, extra: &str) -> PathBuf {
     let script = dir.join("ticket.sh");
     std::fs::write(
         &script,
@@ -174,7 +179,7 @@ personality = "L3 agent: find the root cause."
         script = script.display()
     );
     let path = dir.join("flow.toml");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, text + extra).unwrap();
     path
 }
 
@@ -221,6 +226,13 @@ async fn finish(mut child: Child) -> String {
 fn story(dir: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("t.jsonl")).unwrap();
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    story_of(&lines)
+}
+
+/// What the documents say, without the ids, times and measurements that differ between runs;
+/// each document must come once.
+fn story_of(lines: &[Value]) -> Vec<Value> {
+    let text = format!("{lines:#?}");
     let ids: std::collections::HashSet<String> = lines
         .iter()
         .map(|d| d["id"].as_str().or(d["metadata"]["message_id"].as_str()).unwrap().to_owned())
@@ -275,7 +287,9 @@ async fn interrupted(at: Kill) -> tempfile::TempDir {
     };
     let mut first = run(dir.path(), &base, &[], &env);
     let stderr = first.stderr.take().unwrap();
+    let watched = state.clone();
     let waited = tokio::task::spawn_blocking(move || {
+        let state = watched;
         let deadline = Instant::now() + Duration::from_secs(30);
         match at {
             Kill::InModelCall(n) => {
@@ -310,6 +324,9 @@ async fn interrupted(at: Kill) -> tempfile::TempDir {
     }
     let second = run(dir.path(), &base, &["--resume"], &[]);
     finish(second).await;
+    // Nothing recorded was asked again: only a model call cut off by the kill is made twice.
+    let again = usize::from(matches!(at, Kill::InModelCall(_)));
+    assert_eq!(state.requests.load(Ordering::SeqCst), 6 + again, "{at:?}");
     dir
 }
 
@@ -358,5 +375,155 @@ async fn a_run_killed_at_every_step_resumes_to_the_same_transcript_with_each_eff
         let dir = interrupted(at).await;
         assert_eq!(story(dir.path()), expected, "killed {at:?}");
         assert_eq!(tickets(dir.path()), 1, "killed {at:?}: the ticket was opened once");
+    }
+}
+
+/// The agents of the hub test, with their tokens.
+const AGENTS: [&str; 4] = [
+    "customer_john",
+    "customer_service",
+    "technical_support",
+    "level3_expert",
+];
+const ADMIN: &str = "admin-0123456789abcdef0123456789abcdef";
+
+fn token(name: &str) -> String {
+    format!("token-{name}-0123456789abcdef0123456789abcdef")
+}
+
+/// One HTTP request with an optional JSON body; the status and the body of the answer.
+fn request(addr: &str, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, String) {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let answer = common::http(
+        addr,
+        &format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    let status = answer[9..12].parse().unwrap();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
+    (status, body)
+}
+
+/// A hub with the four agents, its flow file for the workers, the directory.
+fn hub() -> (tempfile::TempDir, common::Served) {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = |t: &str| {
+        common::stdout(&common::chorus(&["serve", "--hash-token", t], ""))
+            .trim()
+            .to_owned()
+    };
+    let mut config = format!("admin_token_sha256 = \"{}\"\n", hash(ADMIN));
+    let mut tokens = String::from("\n[server]\n[server.tokens]\n");
+    for name in AGENTS {
+        config.push_str(&format!("[agents.{name}]\ntoken_sha256 = \"{}\"\n", hash(&token(name))));
+        tokens.push_str(&format!("{name} = \"{}\"\n", token(name)));
+    }
+    std::fs::write(dir.path().join("chorus.toml"), config).unwrap();
+    flow_with(dir.path(), &tokens);
+    let mut served = common::Served::start(
+        dir.path(),
+        &["--store", "memory", "--config", "chorus.toml"],
+        Stdio::null(),
+    );
+    served.keep_reading();
+    (dir, served)
+}
+
+/// Starts the worker of `agent` on the hub at `addr`, with the model at `base`.
+fn worker(dir: &Path, agent: &str, addr: &str, base: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["agent", "run", "flow.toml", "--agent", agent])
+        .args(["--server", &format!("http://{addr}"), "--renew-ms", "500"])
+        .env("CHORUS_MODEL_BASE_URL", base)
+        .env("OPENAI_API_KEY", "test-key")
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Kills the workers when the test ends, however it ends.
+struct Workers(Vec<Child>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs the chain on a hub with one worker per agent; with `kill_at`, the worker making that
+/// model call is killed with SIGKILL while it waits and started again. The task's documents
+/// on the hub and the tickets opened.
+async fn on_hub(kill_at: Option<usize>) -> (Vec<Value>, usize) {
+    let (dir, server) = hub();
+    let addr = server.addr.clone();
+    let (base, state) = model(kill_at).await;
+    let agents = ["customer_service", "technical_support", "level3_expert"];
+    let mut workers = Workers(agents.iter().map(|a| worker(dir.path(), a, &addr, &base)).collect());
+    std::thread::sleep(Duration::from_millis(800));
+    let first = json!({
+        "role": "user", "id": "first-1", "name": "customer_john", "recipient": "customer_service",
+        "content": "My internet keeps dropping every hour. Router: RouterX-Pro, ISP: GlobalNet.",
+        "metadata": {"task_id": "task-hub-1"}
+    });
+    let (status, body) = request(&addr, "POST", "/v1/messages", &token("customer_john"), Some(&first));
+    assert_eq!(status, 201, "{body}");
+    if let Some(n) = kill_at {
+        // Which agent makes model call n of the chain.
+        let maker = ["customer_service", "technical_support", "technical_support", "level3_expert", "technical_support", "customer_service"][n - 1];
+        let i = agents.iter().position(|a| *a == maker).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while state.requests.load(Ordering::SeqCst) < n {
+            assert!(Instant::now() < deadline, "model call {n} never came");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        workers.0[i].kill().unwrap();
+        workers.0[i].wait().unwrap();
+        workers.0[i] = worker(dir.path(), maker, &addr, &base);
+    }
+    let answered = || {
+        let (status, body) = request(&addr, "GET", "/v1/agents/customer_john/inbox/messages", ADMIN, None);
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()["depth"].as_u64() == Some(1)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !answered() {
+        assert!(Instant::now() < deadline, "the customer got no answer (kill at {kill_at:?})");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, body) = request(&addr, "GET", "/v1/tasks/task-hub-1/messages?limit=100", ADMIN, None);
+    assert_eq!(status, 200, "{body}");
+    let page: Value = serde_json::from_str(&body).unwrap();
+    let documents: Vec<Value> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["message"].clone())
+        .collect();
+    drop(workers);
+    drop(server);
+    // Nothing recorded was asked again: only the model call cut off by the kill is made twice.
+    let again = usize::from(kill_at.is_some());
+    assert_eq!(state.requests.load(Ordering::SeqCst), 6 + again, "kill at {kill_at:?}");
+    (documents, tickets(dir.path()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_on_a_hub_killed_in_each_model_call_finish_the_task_with_each_effect_once() {
+    let (clean, opened) = on_hub(None).await;
+    let expected = story_of(&clean);
+    assert_eq!(expected.len(), 6, "{expected:#?}");
+    assert_eq!(opened, 1);
+    for n in 1..=6 {
+        let (documents, opened) = on_hub(Some(n)).await;
+        assert_eq!(story_of(&documents), expected, "killed in model call {n}");
+        assert_eq!(opened, 1, "killed in model call {n}: the ticket was opened once");
     }
 }

@@ -181,6 +181,7 @@ mod tests {
              requires_confirmation = true\ntimeout_ms = 5\nmethod = \"POST\"\n\
              headers = {{ A = \"b\" }}\n\
              [[tools]]\nkind = \"command\"\nname = \"ls\"\nprogram = \"ls\"\nargs = [\"-l\"]\n\
+             idempotent = false\n\
              [[agents]]\nname = \"a\"\nkind = \"llm\"\nmodel = \"m\"\nclient = \"harmony\"\n\
              personality = \"p\"\ntools = [\"get\"]\nhandoffs = [\"b\"]\ncontext_budget = 9\n\
              max_steps = 2\nshow_analysis = true\ntemperature = 0.5\n\
@@ -190,6 +191,7 @@ mod tests {
         .unwrap();
         let (get, ls) = (&spec.tools[0], &spec.tools[1]);
         assert!(get.requires_confirmation && get.timeout_ms == Some(5));
+        assert!(get.idempotent && !ls.idempotent, "idempotent unless said otherwise");
         let ToolKind::Http(http) = &get.kind else {
             panic!("{:?}", get.kind)
         };
