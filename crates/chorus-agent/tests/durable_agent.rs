@@ -39,8 +39,7 @@ struct Process {
 fn process(dir: &Path, runs: Arc<AtomicUsize>) -> Process {
     let bus = SqliteBus::open(dir.join("store.db"), BusConfig::default()).unwrap();
     let journal: Arc<dyn Journal> = Arc::new(BusJournal::new(Arc::new(bus)));
-    let confirmations =
-        Arc::new(SqliteConfirmations::open(&dir.join("confirmations.db")).unwrap());
+    let confirmations = Arc::new(SqliteConfirmations::open(&dir.join("confirmations.db")).unwrap());
     let tool = FunctionTool::new("restart_router", "Restarts a router", move |a: Restart| {
         let runs = runs.clone();
         async move {
@@ -146,10 +145,17 @@ async fn an_approval_given_an_hour_later_resumes_the_task_in_a_new_instance() {
     let seen = texts(&requests[2].body);
     // The whole conversation came back from the store: the first turn, the halted result,
     // the real result of the approved call, then the new message.
-    assert!(seen[0].starts_with("system: \"You restart routers."), "{seen:?}");
+    assert!(
+        seen[0].starts_with("system: \"You restart routers."),
+        "{seen:?}"
+    );
     assert!(seen[1].contains("Please restart my router"), "{seen:?}");
-    let halted = seen.iter().position(|s| s.contains("human_confirmation_required"));
-    let real = seen.iter().position(|s| s.contains("\\\"restarted\\\":\\\"10.0.0.1\\\""));
+    let halted = seen
+        .iter()
+        .position(|s| s.contains("human_confirmation_required"));
+    let real = seen
+        .iter()
+        .position(|s| s.contains("\\\"restarted\\\":\\\"10.0.0.1\\\""));
     let approved = seen.iter().position(|s| s.contains("Approved, go ahead."));
     assert!(
         matches!((halted, real, approved), (Some(h), Some(r), Some(a)) if h < r && r < a),
@@ -231,14 +237,25 @@ async fn a_new_instance_resumes_after_the_last_recorded_step_without_repeating_i
         .await
         .unwrap();
     assert_eq!(out[0].text(), "db-1 is up.");
-    assert_eq!(lookups.load(Ordering::SeqCst), 1, "the lookup did not run again");
+    assert_eq!(
+        lookups.load(Ordering::SeqCst),
+        1,
+        "the lookup did not run again"
+    );
     let requests = fake2.requests();
-    assert_eq!(requests.len(), 1, "one model call: the step after the recorded one");
+    assert_eq!(
+        requests.len(),
+        1,
+        "one model call: the step after the recorded one"
+    );
     let seen = texts(&requests[0].body);
     assert_eq!(
         seen.iter().filter(|s| s.contains("Is db-1 up?")).count(),
         1,
         "the input once: {seen:?}"
     );
-    assert!(seen.iter().any(|s| s.contains("\\\"up\\\":true")), "{seen:?}");
+    assert!(
+        seen.iter().any(|s| s.contains("\\\"up\\\":true")),
+        "{seen:?}"
+    );
 }

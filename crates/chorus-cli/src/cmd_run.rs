@@ -275,7 +275,11 @@ fn runs_book() -> Book {
 impl StoredRun {
     /// Opens (or creates) the store at `path` for a run of `spec`: the last run recorded there
     /// when `resume`; a new run refuses a store that still holds an unfinished one.
-    async fn open(path: &std::path::Path, spec: &FlowSpec, resume: bool) -> Result<StoredRun, String> {
+    async fn open(
+        path: &std::path::Path,
+        spec: &FlowSpec,
+        resume: bool,
+    ) -> Result<StoredRun, String> {
         let at = |e: &dyn std::fmt::Display| format!("--store {}: {e}", path.display());
         let config = BusConfig {
             ack_wait: LEASE,

@@ -122,7 +122,13 @@ fn worker(dir: &Path, flow: &Path, agent: &str, addr: &str, extra: &[&str], n: u
 }
 
 /// One HTTP request with an optional JSON body; the status and the body of the answer.
-fn request(addr: &str, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, String) {
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<&Value>,
+) -> (u16, String) {
     let body = body.map(Value::to_string).unwrap_or_default();
     let answer = common::http(
         addr,
@@ -132,13 +138,18 @@ fn request(addr: &str, method: &str, path: &str, token: &str, body: Option<&Valu
         ),
     );
     let status = answer[9..12].parse().unwrap();
-    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
+    let body = answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
     (status, body)
 }
 
 /// Publishes a chorus message `text` from `ops` to `to` with id `id`.
 fn send(addr: &str, to: &str, id: &str, text: &str) {
-    let message = json!({"role": "user", "content": text, "name": "ops", "recipient": to, "id": id});
+    let message =
+        json!({"role": "user", "content": text, "name": "ops", "recipient": to, "id": id});
     let (status, body) = request(addr, "POST", "/v1/messages", &token("ops"), Some(&message));
     assert_eq!(status, 201, "{body}");
 }
@@ -280,8 +291,12 @@ fn a_failing_agent_is_retried_with_backoff_then_dead_lettered_or_escalated_never
     });
     let (status, body) = request(&addr, "POST", "/v1/messages", &token("ops"), Some(&packet));
     assert_eq!(status, 201, "{body}");
-    wait_until(30, "the escalation", || !waiting(&addr, "level3").is_empty());
-    wait_until(10, "the fallback notice", || !waiting(&addr, "ops").is_empty());
+    wait_until(30, "the escalation", || {
+        !waiting(&addr, "level3").is_empty()
+    });
+    wait_until(10, "the fallback notice", || {
+        !waiting(&addr, "ops").is_empty()
+    });
     let forwarded = &waiting(&addr, "level3")[0]["message"];
     assert_eq!(forwarded["metadata"]["sender_id"], "worker_a");
     let actions = forwarded["context"]["previous_actions"].as_array().unwrap();
@@ -299,7 +314,9 @@ fn a_failing_agent_is_retried_with_backoff_then_dead_lettered_or_escalated_never
         "retry_count 1: two runs"
     );
     assert_eq!(dead_letters(&addr).len(), 1, "escalated, not dead-lettered");
-    wait_until(10, "the inbox to empty", || waiting(&addr, "worker_a").is_empty());
+    wait_until(10, "the inbox to empty", || {
+        waiting(&addr, "worker_a").is_empty()
+    });
 
     let log = stop(w.take(), dir.path(), "worker_a-1.log");
     assert!(
@@ -342,7 +359,10 @@ fn a_handler_slower_than_the_ack_wait_keeps_its_lease_and_runs_once() {
     send(&addr, "worker_a", "m-slow-2", "interrupted");
     wait_until(10, "the second run", || lines(&runs).len() == 2);
     let log = stop(w.take(), dir.path(), "worker_a-1.log");
-    assert!(log.contains("1 acked, 0 retried, 0 escalated, 0 dead-lettered, 1 handed back"), "{log}");
+    assert!(
+        log.contains("1 acked, 0 retried, 0 escalated, 0 dead-lettered, 1 handed back"),
+        "{log}"
+    );
     let back = waiting(&addr, "worker_a");
     assert_eq!(back.len(), 1, "{back:?}");
     assert_eq!(back[0]["message"]["id"], "m-slow-2");
@@ -360,10 +380,7 @@ fn two_replicas_share_a_pool_and_one_finishes_what_a_killed_one_held() {
     let flow = flow(
         dir.path(),
         "tech",
-        &format!(
-            "echo \"$PPID $1\" >> {}; sleep 1",
-            runs.display()
-        ),
+        &format!("echo \"$PPID $1\" >> {}; sleep 1", runs.display()),
     );
     let args = ["--inbox", "tech_pool"];
     let mut a = Guard(Some(worker(dir.path(), &flow, "tech", &addr, &args, 1)));
@@ -381,11 +398,20 @@ fn two_replicas_share_a_pool_and_one_finishes_what_a_killed_one_held() {
     wait_until(30, "six replies", || waiting(&addr, "ops").len() == 6);
     let handled = lines(&runs);
     assert_eq!(handled.len(), 6, "each delivery handled once: {handled:?}");
-    let mut seen: Vec<&str> = handled.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    let mut seen: Vec<&str> = handled
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
     seen.sort_unstable();
     assert_eq!(seen, ids.iter().map(String::as_str).collect::<Vec<_>>());
-    let by_a = handled.iter().filter(|l| l.starts_with(&format!("{pid_a} "))).count();
-    let by_b = handled.iter().filter(|l| l.starts_with(&format!("{pid_b} "))).count();
+    let by_a = handled
+        .iter()
+        .filter(|l| l.starts_with(&format!("{pid_a} ")))
+        .count();
+    let by_b = handled
+        .iter()
+        .filter(|l| l.starts_with(&format!("{pid_b} ")))
+        .count();
     assert!(by_a > 0 && by_b > 0, "both replicas worked: {handled:?}");
     assert_eq!(by_a + by_b, 6);
 
@@ -421,12 +447,21 @@ fn two_replicas_share_a_pool_and_one_finishes_what_a_killed_one_held() {
         .iter()
         .map(|m| m["message"]["content"].as_str().unwrap().to_owned())
         .collect();
-    assert!(replies.contains(&format!("done {held_by_a}")), "{replies:?}");
+    assert!(
+        replies.contains(&format!("done {held_by_a}")),
+        "{replies:?}"
+    );
     let finished_by_b = lines(&runs)
         .iter()
         .any(|l| *l == format!("{pid_b} {held_by_a}"));
-    assert!(finished_by_b, "the survivor ran the killed replica's item: {:?}", lines(&runs));
-    wait_until(10, "the pool to empty", || waiting(&addr, "tech_pool").is_empty());
+    assert!(
+        finished_by_b,
+        "the survivor ran the killed replica's item: {:?}",
+        lines(&runs)
+    );
+    wait_until(10, "the pool to empty", || {
+        waiting(&addr, "tech_pool").is_empty()
+    });
     stop(b.take(), dir.path(), "tech-4.log");
     drop(server);
 }
@@ -521,7 +556,14 @@ fn a_tool_call_that_finished_before_a_kill_is_not_run_again_on_redelivery() {
 
     // A new worker gets the delivery again: `effect` is answered from the journal, `slow`
     // (idempotent, started but unfinished) runs again, and the reply goes out.
-    let mut w = Guard(Some(worker(dir.path(), &flow, "worker_a", &addr, &["--renew-ms", "300"], 2)));
+    let mut w = Guard(Some(worker(
+        dir.path(),
+        &flow,
+        "worker_a",
+        &addr,
+        &["--renew-ms", "300"],
+        2,
+    )));
     wait_until(30, "the reply", || !waiting(&addr, "ops").is_empty());
     assert_eq!(
         lines(&dir.path().join("effects")),
@@ -536,7 +578,13 @@ fn a_tool_call_that_finished_before_a_kill_is_not_run_again_on_redelivery() {
     let replies = waiting(&addr, "ops");
     assert_eq!(replies.len(), 1, "{replies:?}");
     assert_eq!(replies[0]["message"]["content"], "done m-once-1");
-    let (status, body) = request(&addr, "GET", "/v1/agents/worker_a/journal/m-once-1", &token("worker_a"), None);
+    let (status, body) = request(
+        &addr,
+        "GET",
+        "/v1/agents/worker_a/journal/m-once-1",
+        &token("worker_a"),
+        None,
+    );
     assert_eq!(status, 200, "{body}");
     let journal: Value = serde_json::from_str(&body).unwrap();
     let keys: Vec<&str> = journal["records"]
@@ -545,9 +593,19 @@ fn a_tool_call_that_finished_before_a_kill_is_not_run_again_on_redelivery() {
         .iter()
         .map(|r| r["key"].as_str().unwrap())
         .collect();
-    assert_eq!(keys.len(), 5, "each call started (once: the re-run of slow finds its start) and done, the outputs: {keys:?}");
+    assert_eq!(
+        keys.len(),
+        5,
+        "each call started (once: the re-run of slow finds its start) and done, the outputs: {keys:?}"
+    );
     assert!(keys.last().unwrap().starts_with("outputs-"), "{keys:?}");
-    let (status, _) = request(&addr, "GET", "/v1/agents/worker_a/journal/m-once-1", &token("ops"), None);
+    let (status, _) = request(
+        &addr,
+        "GET",
+        "/v1/agents/worker_a/journal/m-once-1",
+        &token("ops"),
+        None,
+    );
     assert_eq!(status, 403, "another agent's journal");
     stop(w.take(), dir.path(), "worker_a-2.log");
     drop(server);
@@ -563,7 +621,14 @@ fn a_non_idempotent_call_that_may_have_run_waits_for_a_person_before_it_runs_aga
     send(&addr, "worker_a", "m-risky-1", "do it");
     kill_inside_slow_tool(dir.path(), &flow, &addr, "m-risky-1", 1, &[]);
 
-    let args = ["--retries", "50", "--backoff-ms", "200", "--max-backoff-ms", "400"];
+    let args = [
+        "--retries",
+        "50",
+        "--backoff-ms",
+        "200",
+        "--max-backoff-ms",
+        "400",
+    ];
     let mut w = Guard(Some(worker(dir.path(), &flow, "worker_a", &addr, &args, 2)));
     let pending = || {
         let (status, body) = request(&addr, "GET", "/v1/confirmations?state=pending", ADMIN, None);
@@ -571,7 +636,9 @@ fn a_non_idempotent_call_that_may_have_run_waits_for_a_person_before_it_runs_aga
         let page: Value = serde_json::from_str(&body).unwrap();
         page["items"].as_array().cloned().unwrap_or_default()
     };
-    wait_until(20, "a confirmation for the re-run", || !pending().is_empty());
+    wait_until(20, "a confirmation for the re-run", || {
+        !pending().is_empty()
+    });
     // Not run again, no reply, while the person has not decided.
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(lines(&dir.path().join("slow-started")), vec!["m-risky-1"]);
@@ -579,7 +646,13 @@ fn a_non_idempotent_call_that_may_have_run_waits_for_a_person_before_it_runs_aga
     let confirmation = &pending()[0];
     assert_eq!(confirmation["tool"], "slow", "{confirmation}");
     let id = confirmation["id"].as_str().unwrap();
-    let (status, body) = request(&addr, "POST", &format!("/v1/confirmations/{id}/approve"), ADMIN, Some(&json!({})));
+    let (status, body) = request(
+        &addr,
+        "POST",
+        &format!("/v1/confirmations/{id}/approve"),
+        ADMIN,
+        Some(&json!({})),
+    );
     assert_eq!(status, 200, "{body}");
     wait_until(30, "the reply", || !waiting(&addr, "ops").is_empty());
     assert_eq!(

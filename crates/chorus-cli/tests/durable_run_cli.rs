@@ -34,7 +34,12 @@ fn messages(body: &Value) -> Vec<(String, String)> {
         .as_array()
         .map(|all| {
             all.iter()
-                .map(|m| (m["role"].as_str().unwrap_or("").to_owned(), m["content"].to_string()))
+                .map(|m| {
+                    (
+                        m["role"].as_str().unwrap_or("").to_owned(),
+                        m["content"].to_string(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -62,9 +67,21 @@ fn decide(body: &Value) -> Vec<Value> {
     let (role, last) = all.last().cloned().unwrap_or_default();
     let news = role == "user" && last.contains("STATUS_UPDATE");
     let call = |id: &str, name: &str, args: &str| {
-        vec![chat::role(), chat::call_start(0, id, name, args), chat::finish("tool_calls"), chat::usage(50, 10)]
+        vec![
+            chat::role(),
+            chat::call_start(0, id, name, args),
+            chat::finish("tool_calls"),
+            chat::usage(50, 10),
+        ]
     };
-    let say = |text: &str| vec![chat::role(), chat::text(text), chat::finish("stop"), chat::usage(50, 10)];
+    let say = |text: &str| {
+        vec![
+            chat::role(),
+            chat::text(text),
+            chat::finish("stop"),
+            chat::usage(50, 10),
+        ]
+    };
     if system.contains("CS agent") {
         if news {
             return say("Your connection is fixed: the router firmware was updated.");
@@ -72,7 +89,10 @@ fn decide(body: &Value) -> Vec<Value> {
         return call(
             "call_cs_1",
             "transfer_to_technical_support",
-            &escalation("John's internet drops every hour.", &["Took the customer's report"]),
+            &escalation(
+                "John's internet drops every hour.",
+                &["Took the customer's report"],
+            ),
         );
     }
     if system.contains("TS agent") {
@@ -83,7 +103,10 @@ fn decide(body: &Value) -> Vec<Value> {
             return call(
                 "call_ts_2",
                 "transfer_to_level3_expert",
-                &escalation("Hourly drops; ticket T-100 opened.", &["Opened ticket T-100"]),
+                &escalation(
+                    "Hourly drops; ticket T-100 opened.",
+                    &["Opened ticket T-100"],
+                ),
             );
         }
         return call("call_ts_1", "record_ticket", r#"{"ticket":"T-100"}"#);
@@ -225,7 +248,10 @@ async fn finish(mut child: Child) -> String {
 /// What a transcript says, without the ids, times and measurements that differ between runs.
 fn story(dir: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("t.jsonl")).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     story_of(&lines)
 }
 
@@ -235,7 +261,13 @@ fn story_of(lines: &[Value]) -> Vec<Value> {
     let text = format!("{lines:#?}");
     let ids: std::collections::HashSet<String> = lines
         .iter()
-        .map(|d| d["id"].as_str().or(d["metadata"]["message_id"].as_str()).unwrap().to_owned())
+        .map(|d| {
+            d["id"]
+                .as_str()
+                .or(d["metadata"]["message_id"].as_str())
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert_eq!(ids.len(), lines.len(), "every item once: {text}");
     lines
@@ -374,7 +406,11 @@ async fn a_run_killed_at_every_step_resumes_to_the_same_transcript_with_each_eff
     for at in kills {
         let dir = interrupted(at).await;
         assert_eq!(story(dir.path()), expected, "killed {at:?}");
-        assert_eq!(tickets(dir.path()), 1, "killed {at:?}: the ticket was opened once");
+        assert_eq!(
+            tickets(dir.path()),
+            1,
+            "killed {at:?}: the ticket was opened once"
+        );
     }
 }
 
@@ -392,7 +428,13 @@ fn token(name: &str) -> String {
 }
 
 /// One HTTP request with an optional JSON body; the status and the body of the answer.
-fn request(addr: &str, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, String) {
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<&Value>,
+) -> (u16, String) {
     let body = body.map(Value::to_string).unwrap_or_default();
     let answer = common::http(
         addr,
@@ -402,7 +444,11 @@ fn request(addr: &str, method: &str, path: &str, token: &str, body: Option<&Valu
         ),
     );
     let status = answer[9..12].parse().unwrap();
-    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
+    let body = answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
     (status, body)
 }
 
@@ -417,7 +463,10 @@ fn hub() -> (tempfile::TempDir, common::Served) {
     let mut config = format!("admin_token_sha256 = \"{}\"\n", hash(ADMIN));
     let mut tokens = String::from("\n[server]\n[server.tokens]\n");
     for name in AGENTS {
-        config.push_str(&format!("[agents.{name}]\ntoken_sha256 = \"{}\"\n", hash(&token(name))));
+        config.push_str(&format!(
+            "[agents.{name}]\ntoken_sha256 = \"{}\"\n",
+            hash(&token(name))
+        ));
         tokens.push_str(&format!("{name} = \"{}\"\n", token(name)));
     }
     std::fs::write(dir.path().join("chorus.toml"), config).unwrap();
@@ -466,18 +515,36 @@ async fn on_hub(kill_at: Option<usize>) -> (Vec<Value>, usize) {
     let addr = server.addr.clone();
     let (base, state) = model(kill_at).await;
     let agents = ["customer_service", "technical_support", "level3_expert"];
-    let mut workers = Workers(agents.iter().map(|a| worker(dir.path(), a, &addr, &base)).collect());
+    let mut workers = Workers(
+        agents
+            .iter()
+            .map(|a| worker(dir.path(), a, &addr, &base))
+            .collect(),
+    );
     std::thread::sleep(Duration::from_millis(800));
     let first = json!({
         "role": "user", "id": "first-1", "name": "customer_john", "recipient": "customer_service",
         "content": "My internet keeps dropping every hour. Router: RouterX-Pro, ISP: GlobalNet.",
         "metadata": {"task_id": "task-hub-1"}
     });
-    let (status, body) = request(&addr, "POST", "/v1/messages", &token("customer_john"), Some(&first));
+    let (status, body) = request(
+        &addr,
+        "POST",
+        "/v1/messages",
+        &token("customer_john"),
+        Some(&first),
+    );
     assert_eq!(status, 201, "{body}");
     if let Some(n) = kill_at {
         // Which agent makes model call n of the chain.
-        let maker = ["customer_service", "technical_support", "technical_support", "level3_expert", "technical_support", "customer_service"][n - 1];
+        let maker = [
+            "customer_service",
+            "technical_support",
+            "technical_support",
+            "level3_expert",
+            "technical_support",
+            "customer_service",
+        ][n - 1];
         let i = agents.iter().position(|a| *a == maker).unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         while state.requests.load(Ordering::SeqCst) < n {
@@ -489,16 +556,31 @@ async fn on_hub(kill_at: Option<usize>) -> (Vec<Value>, usize) {
         workers.0[i] = worker(dir.path(), maker, &addr, &base);
     }
     let answered = || {
-        let (status, body) = request(&addr, "GET", "/v1/agents/customer_john/inbox/messages", ADMIN, None);
+        let (status, body) = request(
+            &addr,
+            "GET",
+            "/v1/agents/customer_john/inbox/messages",
+            ADMIN,
+            None,
+        );
         assert_eq!(status, 200, "{body}");
         serde_json::from_str::<Value>(&body).unwrap()["depth"].as_u64() == Some(1)
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     while !answered() {
-        assert!(Instant::now() < deadline, "the customer got no answer (kill at {kill_at:?})");
+        assert!(
+            Instant::now() < deadline,
+            "the customer got no answer (kill at {kill_at:?})"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (status, body) = request(&addr, "GET", "/v1/tasks/task-hub-1/messages?limit=100", ADMIN, None);
+    let (status, body) = request(
+        &addr,
+        "GET",
+        "/v1/tasks/task-hub-1/messages?limit=100",
+        ADMIN,
+        None,
+    );
     assert_eq!(status, 200, "{body}");
     let page: Value = serde_json::from_str(&body).unwrap();
     let documents: Vec<Value> = page["items"]
@@ -511,7 +593,11 @@ async fn on_hub(kill_at: Option<usize>) -> (Vec<Value>, usize) {
     drop(server);
     // Nothing recorded was asked again: only the model call cut off by the kill is made twice.
     let again = usize::from(kill_at.is_some());
-    assert_eq!(state.requests.load(Ordering::SeqCst), 6 + again, "kill at {kill_at:?}");
+    assert_eq!(
+        state.requests.load(Ordering::SeqCst),
+        6 + again,
+        "kill at {kill_at:?}"
+    );
     (documents, tickets(dir.path()))
 }
 
@@ -524,6 +610,9 @@ async fn workers_on_a_hub_killed_in_each_model_call_finish_the_task_with_each_ef
     for n in 1..=6 {
         let (documents, opened) = on_hub(Some(n)).await;
         assert_eq!(story_of(&documents), expected, "killed in model call {n}");
-        assert_eq!(opened, 1, "killed in model call {n}: the ticket was opened once");
+        assert_eq!(
+            opened, 1,
+            "killed in model call {n}: the ticket was opened once"
+        );
     }
 }

@@ -590,9 +590,15 @@ impl FlowAgent for LlmAgent {
             "no final answer within the step limit of {} model calls",
             self.config.max_steps
         )));
-        let done_before = saved.last.as_ref().filter(|_| resuming).map_or(0, |l| l.step);
+        let done_before = saved
+            .last
+            .as_ref()
+            .filter(|_| resuming)
+            .map_or(0, |l| l.step);
         for step in done_before..self.config.max_steps {
-            let outcome = self.step(input, task_id, &mut history, &mut saved.usage).await;
+            let outcome = self
+                .step(input, task_id, &mut history, &mut saved.usage)
+                .await;
             let outputs = match &outcome {
                 Ok(Step::Done(out)) => Some(out.iter().map(Item::to_json).collect()),
                 _ => None,

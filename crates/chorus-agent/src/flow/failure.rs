@@ -53,7 +53,9 @@ pub(crate) fn give_up(
         out.push(Item::Handoff(forward(packet, agent, target, &error)?));
     }
     if let Some(action) = &strategy.fallback_action {
-        out.push(Item::Handoff(fallback_notice(packet, agent, action, &error)?));
+        out.push(Item::Handoff(fallback_notice(
+            packet, agent, action, &error,
+        )?));
     }
     Ok(out)
 }

@@ -191,7 +191,10 @@ mod tests {
         .unwrap();
         let (get, ls) = (&spec.tools[0], &spec.tools[1]);
         assert!(get.requires_confirmation && get.timeout_ms == Some(5));
-        assert!(get.idempotent && !ls.idempotent, "idempotent unless said otherwise");
+        assert!(
+            get.idempotent && !ls.idempotent,
+            "idempotent unless said otherwise"
+        );
         let ToolKind::Http(http) = &get.kind else {
             panic!("{:?}", get.kind)
         };

@@ -151,10 +151,14 @@ impl Remote {
             Settlement::Ack => ("ack", None),
             Settlement::Nack(delay) => (
                 "nack",
-                Some(serde_json::json!({"delay_ms": u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)})),
+                Some(
+                    serde_json::json!({"delay_ms": u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)}),
+                ),
             ),
             Settlement::InProgress => ("in-progress", None),
-            Settlement::DeadLetter(error) => ("dead-letter", Some(serde_json::json!({"error": error}))),
+            Settlement::DeadLetter(error) => {
+                ("dead-letter", Some(serde_json::json!({"error": error})))
+            }
         };
         let mut url = format!(
             "{}/v1/agents/{}/inbox/{}/{word}",

@@ -68,8 +68,7 @@ impl Flow {
         confirmations: Arc<dyn Confirmations>,
         journal: Option<Arc<dyn Journal>>,
     ) -> Result<Flow, FlowError> {
-        let agents =
-            build_journaled_agents(&spec, models, confirmations.clone(), journal.clone())?;
+        let agents = build_journaled_agents(&spec, models, confirmations.clone(), journal.clone())?;
         let task_id = spec
             .task_id
             .clone()

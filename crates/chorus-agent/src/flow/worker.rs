@@ -193,7 +193,10 @@ impl Worker {
         }
         working.abort_all();
         while let Some(done) = working.join_next().await {
-            if !done.as_ref().is_err_and(tokio::task::JoinError::is_cancelled) {
+            if !done
+                .as_ref()
+                .is_err_and(tokio::task::JoinError::is_cancelled)
+            {
                 count(&mut report, done);
             }
         }
@@ -335,7 +338,10 @@ impl Worker {
     }
 }
 
-fn count(report: &mut WorkerReport, done: Result<Result<Outcome, FlowError>, tokio::task::JoinError>) {
+fn count(
+    report: &mut WorkerReport,
+    done: Result<Result<Outcome, FlowError>, tokio::task::JoinError>,
+) {
     match done {
         Ok(Ok(Outcome::Acked)) => report.acked += 1,
         Ok(Ok(Outcome::Retried)) => report.retried += 1,

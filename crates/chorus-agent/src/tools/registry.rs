@@ -221,7 +221,8 @@ impl ToolRegistry {
             return halt;
         }
         if let Some((journal, book)) = &journal {
-            let start = json!({"tool": name, "call_id": call.id, "arguments": call.function.arguments});
+            let start =
+                json!({"tool": name, "call_id": call.id, "arguments": call.function.arguments});
             match journal.record(book, &keys.started(run), &start).await {
                 Ok(true) => {}
                 // This run started before and left no result: it may have had its effect.
@@ -359,16 +360,13 @@ impl CallKeys {
 
 /// The output a journal recorded for a call.
 fn recorded_output(record: &Value) -> ToolOutput {
-    let outcome = record
-        .get("outcome")
-        .and_then(Value::as_str)
-        .map_or_else(
-            || ToolOutcome::Error {
-                error_type: "JournalUnreadable".into(),
-                message: "the recorded result of this call has no outcome".into(),
-            },
-            ToolOutcome::from_text,
-        );
+    let outcome = record.get("outcome").and_then(Value::as_str).map_or_else(
+        || ToolOutcome::Error {
+            error_type: "JournalUnreadable".into(),
+            message: "the recorded result of this call has no outcome".into(),
+        },
+        ToolOutcome::from_text,
+    );
     let media = record
         .get("media")
         .cloned()

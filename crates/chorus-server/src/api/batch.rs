@@ -3,7 +3,6 @@
 //! several held deliveries. Every item goes through exactly what a single request does; the
 //! items run concurrently, so that the store commits them together.
 
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -199,13 +198,7 @@ pub async fn ack_batch(
         let options = SettleOptions {
             attempt: item.attempt,
         };
-        let one = settle_as(
-            app.clone(),
-            caller.clone(),
-            delivered,
-            Action::Ack,
-            options,
-        );
+        let one = settle_as(app.clone(), caller.clone(), delivered, Action::Ack, options);
         async move {
             let (status, problem) = match one.await {
                 Ok(status) => (status.as_u16(), None),

@@ -63,7 +63,11 @@ fn journal(app: &AppState) -> BusJournal {
 }
 
 fn failed(e: impl ToString) -> ApiError {
-    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_failed", e.to_string())
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store_failed",
+        e.to_string(),
+    )
 }
 
 /// Reads the journal `agent` keeps for `task_id`.
