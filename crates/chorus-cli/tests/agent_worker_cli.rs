@@ -664,3 +664,85 @@ fn a_non_idempotent_call_that_may_have_run_waits_for_a_person_before_it_runs_aga
     stop(w.take(), dir.path(), "worker_a-2.log");
     drop(server);
 }
+
+#[test]
+fn a_flow_run_against_the_hub_dead_letters_a_delivery_its_agent_failed_on() {
+    let dir = tempfile::tempdir().unwrap();
+    server_config(dir.path(), 30);
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
+    let flow = flow(dir.path(), "worker_a", "exit 4");
+    let out = chorus(
+        &[
+            "run",
+            flow.to_str().unwrap(),
+            "--server",
+            &format!("http://{addr}"),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let letters = dead_letters(&addr);
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0]["queue"], "worker_a");
+    assert_eq!(letters[0]["reason"]["kind"], "failed", "{letters:?}");
+    assert!(
+        waiting(&addr, "worker_a").is_empty(),
+        "not left to be delivered again"
+    );
+    drop(server);
+}
+
+#[test]
+fn a_wait_for_approval_longer_than_the_ack_wait_keeps_the_lease_and_runs_the_call_once() {
+    let dir = tempfile::tempdir().unwrap();
+    server_config(dir.path(), 1);
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
+    let runs = dir.path().join("runs");
+    let flow = flow(
+        dir.path(),
+        "worker_a",
+        &format!("echo \"$1\" >> {}", runs.display()),
+    );
+    let text = std::fs::read_to_string(&flow).unwrap().replace(
+        "kind = \"command\"\n",
+        "kind = \"command\"\nrequires_confirmation = true\n",
+    );
+    std::fs::write(&flow, text).unwrap();
+    let args = ["--await-approval", "60", "--renew-ms", "300"];
+    let mut w = Guard(Some(worker(dir.path(), &flow, "worker_a", &addr, &args, 1)));
+    send(&addr, "worker_a", "m-approve-1", "needs a person");
+    let pending = || {
+        let (status, body) = request(&addr, "GET", "/v1/confirmations?state=pending", ADMIN, None);
+        assert_eq!(status, 200, "{body}");
+        let page: Value = serde_json::from_str(&body).unwrap();
+        page["items"].as_array().cloned().unwrap_or_default()
+    };
+    wait_until(20, "the confirmation", || !pending().is_empty());
+    // Three ack waits pass while the person decides.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(lines(&runs).is_empty(), "not run before the approval");
+    assert_eq!(pending().len(), 1, "one halt, not one per redelivery");
+    let id = pending()[0]["id"].as_str().unwrap().to_owned();
+    let (status, body) = request(
+        &addr,
+        "POST",
+        &format!("/v1/confirmations/{id}/approve"),
+        ADMIN,
+        Some(&json!({})),
+    );
+    assert_eq!(status, 200, "{body}");
+    wait_until(20, "the reply", || !waiting(&addr, "ops").is_empty());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        lines(&runs),
+        vec!["m-approve-1"],
+        "the approved call ran once"
+    );
+    assert_eq!(waiting(&addr, "ops").len(), 1);
+    assert!(waiting(&addr, "worker_a").is_empty());
+    let log = stop(w.take(), dir.path(), "worker_a-1.log");
+    assert!(log.contains("1 acked, 0 retried"), "{log}");
+    drop(server);
+}

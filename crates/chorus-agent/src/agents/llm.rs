@@ -91,8 +91,9 @@ struct SavedStep {
     input: String,
     /// Model calls made for that input so far.
     step: usize,
-    /// The conversation after the step.
-    history: Vec<Message>,
+    /// The messages the conversation gained since the step before (the whole conversation is
+    /// all steps' messages in order).
+    added: Vec<Message>,
     /// What first brought the task to this agent (JSON).
     origin: Option<Value>,
     /// Rejected confirmations already told to the model.
@@ -110,6 +111,8 @@ struct Saved {
     count: usize,
     /// The last of them.
     last: Option<SavedStep>,
+    /// The conversation they make up.
+    history: Vec<Message>,
     /// The task's model usage so far.
     usage: UsageTotals,
 }
@@ -293,15 +296,21 @@ impl LlmAgent {
             .map(|(_, record)| record)
             .collect();
         let count = steps.len();
-        let last = match steps.into_iter().last() {
-            Some(record) => Some(
-                serde_json::from_value::<SavedStep>(record)
-                    .map_err(|e| self.fail(format!("an unreadable recorded step: {e}")))?,
-            ),
-            None => None,
-        };
+        let mut history = Vec::new();
+        let mut last = None;
+        for record in steps {
+            let step = serde_json::from_value::<SavedStep>(record)
+                .map_err(|e| self.fail(format!("an unreadable recorded step: {e}")))?;
+            history.extend(step.added.iter().cloned());
+            last = Some(step);
+        }
         let usage = last.as_ref().map(|l| l.usage).unwrap_or_default();
-        Ok(Saved { count, last, usage })
+        Ok(Saved {
+            count,
+            last,
+            history,
+            usage,
+        })
     }
 
     /// Records the conversation after a step of the input `input_id` (its outputs when it is
@@ -331,10 +340,15 @@ impl LlmAgent {
             .iter()
             .cloned()
             .collect();
+        // The conversation only grows: each step records the messages it added.
+        let added = history
+            .get(saved.history.len()..)
+            .unwrap_or_default()
+            .to_vec();
         let record = SavedStep {
             input: input_id.to_owned(),
             step,
-            history: history.to_vec(),
+            added,
             origin,
             refusals_told,
             usage: saved.usage,
@@ -356,6 +370,7 @@ impl LlmAgent {
         }
         saved.count += 1;
         saved.last = Some(record);
+        saved.history = history.to_vec();
         Ok(())
     }
 
@@ -558,7 +573,7 @@ impl FlowAgent for LlmAgent {
                 .collect();
         }
         let kept = match &saved.last {
-            Some(last) => Some(last.history.clone()),
+            Some(_) => Some(saved.history.clone()),
             None => {
                 let histories = self.histories.lock().unwrap_or_else(|e| e.into_inner());
                 histories.get(task_id).cloned()

@@ -15,7 +15,7 @@ use super::build::{ModelFactory, build_journaled_agents};
 use super::error::FlowError;
 use super::failure::handle_with_strategy;
 use super::outputs::once;
-use super::remote::{InboxDelivery, Remote};
+use super::remote::{InboxDelivery, Remote, Settlement};
 use super::spec::{FlowSpec, Mode, SpecError};
 use crate::agents::{BusAgent, FlowAgent, Item, new_message_id};
 use crate::confirm::{Confirmation, Confirmations};
@@ -260,8 +260,12 @@ impl Flow {
                 .deliver(agent.as_ref(), &input, channel, &mut report, observe)
                 .await;
             if let Err(e) = delivered {
-                // The flow ends here; the delivery is settled so a re-run starts afresh.
-                remote.ack(&name, &message_id).await?;
+                // The flow ends here (the strategy's retries are spent): the delivery becomes a
+                // dead letter, to be seen and replayed, rather than acked as if it were done.
+                let gave_up = Settlement::DeadLetter(e.to_string());
+                remote
+                    .settle(&name, &name, &message_id, None, &gave_up)
+                    .await?;
                 return Err(e);
             }
             remote.ack(&name, &message_id).await?;
