@@ -272,8 +272,14 @@ impl Worker {
             self.settle(&d, Settlement::Nack(delay)).await?;
             return Ok(Outcome::Retried);
         }
+        // The escalation and the fallback notice are this delivery's outputs: recorded like
+        // any others, so that a redelivery sends the same ones again.
+        let agent = self.agent.name();
         let given_up = match &input {
-            Item::Handoff(packet) => give_up(self.agent.name(), packet, error),
+            Item::Handoff(packet) => {
+                let escalate = || async { give_up(agent, packet, error) };
+                once(self.journal.as_ref(), agent, &input, &task_id, escalate).await
+            }
             Item::Message(_) => Err(error),
         };
         match given_up {
