@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chorus_agent::agents::Item;
 use chorus_agent::confirm::Confirmation;
 use chorus_agent::flow::{
     ApprovalWait, Flow, FlowSpec, Remote, RemoteConfirmations, WorkerOptions, env_model_factory,
 };
 
+use crate::cmd_run::PausePoint;
 use crate::error::CliError;
 
 /// How often a worker waiting for an approval reads the server's confirmations.
@@ -111,10 +113,15 @@ fn run_worker(args: WorkerArgs) -> Result<(), CliError> {
         max_backoff: Duration::from_millis(args.max_backoff_ms),
         renew_every: Duration::from_millis(args.renew_ms.max(1)),
     };
-    let worker = Arc::new(
-        flow.worker(&args.agent, remote, options)
-            .map_err(|e| in_flow(&e))?,
-    );
+    let pause = PausePoint::from_env();
+    let worker = flow
+        .worker(&args.agent, remote, options)
+        .map_err(|e| in_flow(&e))?
+        .on_sent(Arc::new(move |item: &Item| {
+            errln!("sent {}", item.describe());
+            pause.passed();
+        }));
+    let worker = Arc::new(worker);
     errln!(
         "agent {} consuming inbox {} on {}",
         args.agent,

@@ -24,9 +24,36 @@ use crate::telemetry::LogArgs;
 
 /// How often a waiting flow reads the confirmation store.
 const POLL: Duration = Duration::from_millis(500);
-/// For tests of crashes: after this many items sent, the run says so on standard error and
-/// stops working (without exiting), to be killed there.
+/// For tests of crashes: after this many items sent, a run (or a worker) says so on standard
+/// error and stops working (without exiting), to be killed there.
 const PAUSE_AFTER: &str = "CHORUS_RUN_PAUSE_AFTER_ITEMS";
+
+/// The place [`PAUSE_AFTER`] names, counting the items sent.
+pub(crate) struct PausePoint {
+    after: Option<usize>,
+    seen: std::sync::atomic::AtomicUsize,
+}
+
+impl PausePoint {
+    /// The point set in the environment (none when unset).
+    pub(crate) fn from_env() -> PausePoint {
+        PausePoint {
+            after: std::env::var(PAUSE_AFTER).ok().and_then(|n| n.parse().ok()),
+            seen: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts one item sent; at the point, stops this thread for good.
+    pub(crate) fn passed(&self) {
+        let seen = self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if self.after == Some(seen) {
+            errln!("{PAUSE_AFTER}: paused after {seen} items");
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+    }
+}
 /// The lease of a delivery on a run's store: a run killed while handling one gives it back
 /// this long after (the running flow extends it while its agent works).
 const LEASE: Duration = Duration::from_secs(2);
@@ -136,10 +163,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         (Some(path), true) => transcript_ids(path),
         _ => std::collections::HashSet::new(),
     };
-    let pause_after = std::env::var(PAUSE_AFTER)
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok());
-    let mut observed = 0;
+    let pause = PausePoint::from_env();
     let progress = Progress::new();
     let flow = match (
         wait_limit(args.await_approval),
@@ -178,13 +202,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
                 write_error = Some(format!("{}: {e}", path.display()));
             }
         }
-        observed += 1;
-        if pause_after == Some(observed) {
-            errln!("{PAUSE_AFTER}: paused after {observed} items");
-            loop {
-                std::thread::sleep(Duration::from_secs(3600));
-            }
-        }
+        pause.passed();
     };
     let result = runtime.block_on(async {
         match (&args.server, &stored) {

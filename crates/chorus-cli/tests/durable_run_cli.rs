@@ -480,9 +480,11 @@ fn hub() -> (tempfile::TempDir, common::Served) {
     (dir, served)
 }
 
-/// Starts the worker of `agent` on the hub at `addr`, with the model at `base`.
-fn worker(dir: &Path, agent: &str, addr: &str, base: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_chorus"))
+/// Starts the worker of `agent` on the hub at `addr`, with the model at `base`; with
+/// `pause_after`, it stops after sending that many items, its standard error piped.
+fn worker(dir: &Path, agent: &str, addr: &str, base: &str, pause_after: Option<usize>) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_chorus"));
+    command
         .args(["agent", "run", "flow.toml", "--agent", agent])
         .args(["--server", &format!("http://{addr}"), "--renew-ms", "500"])
         .env("CHORUS_MODEL_BASE_URL", base)
@@ -490,9 +492,13 @@ fn worker(dir: &Path, agent: &str, addr: &str, base: &str) -> Child {
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::null());
+    if let Some(n) = pause_after {
+        command
+            .env("CHORUS_RUN_PAUSE_AFTER_ITEMS", n.to_string())
+            .stderr(Stdio::piped());
+    }
+    command.spawn().unwrap()
 }
 
 /// Kills the workers when the test ends, however it ends.
@@ -507,18 +513,34 @@ impl Drop for Workers {
     }
 }
 
-/// Runs the chain on a hub with one worker per agent; with `kill_at`, the worker making that
-/// model call is killed with SIGKILL while it waits and started again. The task's documents
-/// on the hub and the tickets opened.
-async fn on_hub(kill_at: Option<usize>) -> (Vec<Value>, usize) {
+/// Where a worker of the hub test is killed.
+#[derive(Debug, Clone, Copy)]
+enum HubKill {
+    /// The worker making model call `n` of the chain, while it waits for the answer.
+    InModelCall(usize),
+    /// The worker of this agent, right after it sent its `n`-th item (before the ack).
+    AfterSent(&'static str, usize),
+}
+
+/// Runs the chain on a hub with one worker per agent; with `kill_at`, one worker is killed
+/// with SIGKILL there and started again. The task's documents on the hub and the tickets opened.
+async fn on_hub(kill_at: Option<HubKill>) -> (Vec<Value>, usize) {
     let (dir, server) = hub();
     let addr = server.addr.clone();
-    let (base, state) = model(kill_at).await;
+    let hold = match kill_at {
+        Some(HubKill::InModelCall(n)) => Some(n),
+        _ => None,
+    };
+    let (base, state) = model(hold).await;
     let agents = ["customer_service", "technical_support", "level3_expert"];
+    let pause = |agent: &str| match kill_at {
+        Some(HubKill::AfterSent(a, n)) if a == agent => Some(n),
+        _ => None,
+    };
     let mut workers = Workers(
         agents
             .iter()
-            .map(|a| worker(dir.path(), a, &addr, &base))
+            .map(|a| worker(dir.path(), a, &addr, &base, pause(a)))
             .collect(),
     );
     std::thread::sleep(Duration::from_millis(800));
@@ -535,25 +557,44 @@ async fn on_hub(kill_at: Option<usize>) -> (Vec<Value>, usize) {
         Some(&first),
     );
     assert_eq!(status, 201, "{body}");
-    if let Some(n) = kill_at {
-        // Which agent makes model call n of the chain.
-        let maker = [
-            "customer_service",
-            "technical_support",
-            "technical_support",
-            "level3_expert",
-            "technical_support",
-            "customer_service",
-        ][n - 1];
-        let i = agents.iter().position(|a| *a == maker).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while state.requests.load(Ordering::SeqCst) < n {
-            assert!(Instant::now() < deadline, "model call {n} never came");
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    let victim = match kill_at {
+        Some(HubKill::InModelCall(n)) => {
+            // Which agent makes model call n of the chain.
+            let maker = [
+                "customer_service",
+                "technical_support",
+                "technical_support",
+                "level3_expert",
+                "technical_support",
+                "customer_service",
+            ][n - 1];
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while state.requests.load(Ordering::SeqCst) < n {
+                assert!(Instant::now() < deadline, "model call {n} never came");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Some(maker)
         }
+        Some(HubKill::AfterSent(agent, _)) => {
+            let i = agents.iter().position(|a| *a == agent).unwrap();
+            let stderr = workers.0[i].stderr.take().unwrap();
+            let paused = tokio::task::spawn_blocking(move || {
+                BufReader::new(stderr)
+                    .lines()
+                    .any(|l| l.is_ok_and(|l| l.contains("paused after")))
+            })
+            .await
+            .unwrap();
+            assert!(paused, "{kill_at:?}: the worker never paused");
+            Some(agent)
+        }
+        None => None,
+    };
+    if let Some(agent) = victim {
+        let i = agents.iter().position(|a| *a == agent).unwrap();
         workers.0[i].kill().unwrap();
         workers.0[i].wait().unwrap();
-        workers.0[i] = worker(dir.path(), maker, &addr, &base);
+        workers.0[i] = worker(dir.path(), agent, &addr, &base, None);
     }
     let answered = || {
         let (status, body) = request(
@@ -591,8 +632,8 @@ async fn on_hub(kill_at: Option<usize>) -> (Vec<Value>, usize) {
         .collect();
     drop(workers);
     drop(server);
-    // Nothing recorded was asked again: only the model call cut off by the kill is made twice.
-    let again = usize::from(kill_at.is_some());
+    // Nothing recorded was asked again: only a model call cut off by the kill is made twice.
+    let again = usize::from(matches!(kill_at, Some(HubKill::InModelCall(_))));
     assert_eq!(
         state.requests.load(Ordering::SeqCst),
         6 + again,
@@ -602,17 +643,23 @@ async fn on_hub(kill_at: Option<usize>) -> (Vec<Value>, usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workers_on_a_hub_killed_in_each_model_call_finish_the_task_with_each_effect_once() {
+async fn workers_on_a_hub_killed_at_every_step_finish_the_task_with_each_effect_once() {
     let (clean, opened) = on_hub(None).await;
     let expected = story_of(&clean);
     assert_eq!(expected.len(), 6, "{expected:#?}");
     assert_eq!(opened, 1);
-    for n in 1..=6 {
-        let (documents, opened) = on_hub(Some(n)).await;
-        assert_eq!(story_of(&documents), expected, "killed in model call {n}");
-        assert_eq!(
-            opened, 1,
-            "killed in model call {n}: the ticket was opened once"
-        );
+    let mut kills: Vec<HubKill> = (1..=6).map(HubKill::InModelCall).collect();
+    // After each item of the chain, by the agent that sent it (its first or its second).
+    kills.extend([
+        HubKill::AfterSent("customer_service", 1),
+        HubKill::AfterSent("technical_support", 1),
+        HubKill::AfterSent("level3_expert", 1),
+        HubKill::AfterSent("technical_support", 2),
+        HubKill::AfterSent("customer_service", 2),
+    ]);
+    for at in kills {
+        let (documents, opened) = on_hub(Some(at)).await;
+        assert_eq!(story_of(&documents), expected, "killed {at:?}");
+        assert_eq!(opened, 1, "killed {at:?}: the ticket was opened once");
     }
 }

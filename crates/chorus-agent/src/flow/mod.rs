@@ -26,4 +26,4 @@ pub use spec::{
     AgentKind, AgentSpec, ClientKind, FlowSpec, InputSpec, LlmAgentSpec, Mode, RuleAgentSpec,
     ServerSpec, SpecError,
 };
-pub use worker::{Worker, WorkerOptions, WorkerReport};
+pub use worker::{SentNotice, Worker, WorkerOptions, WorkerReport};

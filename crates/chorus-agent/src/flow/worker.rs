@@ -66,6 +66,9 @@ impl WorkerOptions {
     }
 }
 
+/// Told about each item a worker sent (published on the hub).
+pub type SentNotice = Arc<dyn Fn(&Item) + Send + Sync>;
+
 /// What a worker did before it stopped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkerReport {
@@ -99,6 +102,7 @@ pub struct Worker {
     approval: Option<ApprovalWait>,
     person: String,
     options: WorkerOptions,
+    sent: Option<SentNotice>,
 }
 
 impl Flow {
@@ -128,6 +132,7 @@ impl Flow {
             approval: self.approval.clone(),
             person: self.spec.input.from.clone(),
             options,
+            sent: None,
         })
     }
 }
@@ -136,6 +141,12 @@ impl Flow {
 type Held = Arc<Mutex<HashMap<String, u32>>>;
 
 impl Worker {
+    /// The same worker telling `notice` about each item it sends, once it is published.
+    pub fn on_sent(mut self, notice: SentNotice) -> Worker {
+        self.sent = Some(notice);
+        self
+    }
+
     /// The inbox consumed.
     pub fn inbox(&self) -> &str {
         self.options
@@ -245,6 +256,7 @@ impl Worker {
         let mut out = Publisher {
             remote: &self.remote,
             task_id: &task_id,
+            sent: self.sent.as_ref(),
         };
         let handled = tokio::select! {
             r = self.handle(&input, &task_id, &mut out) => r,
@@ -367,6 +379,7 @@ fn count(
 struct Publisher<'a> {
     remote: &'a Remote,
     task_id: &'a str,
+    sent: Option<&'a SentNotice>,
 }
 
 #[async_trait]
@@ -374,7 +387,11 @@ impl Outbox for Publisher<'_> {
     async fn send(&mut self, item: Item) -> Result<(), FlowError> {
         let item = in_task(item, self.task_id);
         let sender = item.sender().unwrap_or_default().to_owned();
-        self.remote.publish(&sender, &item.to_json()).await
+        self.remote.publish(&sender, &item.to_json()).await?;
+        if let Some(notice) = self.sent {
+            notice(&item);
+        }
+        Ok(())
     }
 }
 
