@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chorus_bus::hub::Hub;
 use chorus_bus::pipeline::{AgentRef, fan_out, sequential};
-use chorus_bus::{Backend, Bus, BusConfig, BusError, MemoryBus};
+use chorus_bus::{Bus, BusConfig, BusError, MemoryBus};
 use chorus_core::{Message, Role};
 use indexmap::IndexMap;
 
