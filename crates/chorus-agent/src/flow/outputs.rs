@@ -1,13 +1,13 @@
 //! The outputs of a delivery, journaled before they are sent: a delivery handled again (a
 //! redelivery after a crash, a resumed run, another replica) sends the recorded items, with
-//! their ids, again instead of handling it again; the bus takes them as duplicates.
+//! their ids, again instead of handling it again; the bus takes them as duplicates. Items carry
+//! the task they belong to ([`in_task`]).
 
 use std::future::Future;
 
 use chorus_bus::AgentError;
 use serde_json::{Value, json};
 
-use super::run::in_task;
 use crate::agents::Item;
 use crate::journal::{Book, Journal, JournalError};
 
@@ -62,4 +62,19 @@ fn items_of(record: &Value) -> Result<Vec<Item>, String> {
         .iter()
         .map(Item::from_json)
         .collect()
+}
+
+/// `item` with `task_id` as `metadata.task_id` when it is a message without one.
+pub(super) fn in_task(item: Item, task_id: &str) -> Item {
+    match item {
+        Item::Message(mut message) => {
+            let metadata = message.metadata.get_or_insert_with(Default::default);
+            metadata
+                .extra
+                .entry("task_id")
+                .or_insert_with(|| task_id.to_owned().into());
+            Item::Message(message)
+        }
+        other => other,
+    }
 }

@@ -14,7 +14,7 @@ use super::approval::{ApprovalWait, Delivery, Outbox, pending};
 use super::build::{ModelFactory, build_journaled_agents};
 use super::error::FlowError;
 use super::failure::handle_with_strategy;
-use super::outputs::once;
+use super::outputs::{in_task, once};
 use super::remote::{InboxDelivery, Remote, Settlement};
 use super::spec::{FlowSpec, Mode, SpecError};
 use crate::agents::{BusAgent, FlowAgent, Item, new_message_id};
@@ -437,21 +437,6 @@ impl Flow {
         let replies = result.map_err(fail)?;
         report.outputs = replies.into_iter().map(Item::Message).collect();
         Ok(report)
-    }
-}
-
-/// `item` with `task_id` as `metadata.task_id` when it is a message without one.
-pub(super) fn in_task(item: Item, task_id: &str) -> Item {
-    match item {
-        Item::Message(mut message) => {
-            let metadata = message.metadata.get_or_insert_with(Default::default);
-            metadata
-                .extra
-                .entry("task_id")
-                .or_insert_with(|| task_id.to_owned().into());
-            Item::Message(message)
-        }
-        other => other,
     }
 }
 
