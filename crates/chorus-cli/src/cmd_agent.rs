@@ -13,6 +13,7 @@ use chorus_agent::flow::{
 
 use crate::cmd_run::PausePoint;
 use crate::error::CliError;
+use crate::telemetry::LogArgs;
 
 /// How often a worker waiting for an approval reads the server's confirmations.
 const POLL: Duration = Duration::from_millis(500);
@@ -67,6 +68,8 @@ pub struct WorkerArgs {
     /// (the lease is extended meanwhile), then resume it (0: do not wait).
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     pub await_approval: u64,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// Runs `chorus agent`: exit 0 after a graceful shutdown, 2 on usage errors, 1 when the
@@ -87,6 +90,9 @@ fn run_worker(args: WorkerArgs) -> Result<(), CliError> {
     }
     let remote = Remote::new(&args.server, &spec.server).map_err(|e| in_flow(&e))?;
     let confirmations = Arc::new(RemoteConfirmations::new(&remote));
+    // Kept to the end (its drop sends the spans not yet exported). Retries are logged at
+    // `info`; dead letters, leases not extended and broken streams at `warn`.
+    let _telemetry = args.log.init("chorus agent", "chorus", "info");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     let models = env_model_factory();
     let journal = Arc::new(remote.journal());
@@ -129,7 +135,7 @@ fn run_worker(args: WorkerArgs) -> Result<(), CliError> {
         args.server
     );
     let report = runtime
-        .block_on(worker.run(chorus_server::shutdown_signal()))
+        .block_on(async { worker.run(chorus_server::shutdown_signal()).await })
         .map_err(CliError::rejected)?;
     errln!(
         "agent {} stopped: {} acked, {} retried, {} escalated, {} dead-lettered, {} handed back",
