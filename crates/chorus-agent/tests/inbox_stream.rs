@@ -45,14 +45,14 @@ async fn every_multi_byte_character_cut_across_chunks_reaches_the_agent_whole() 
     let (mut inbox, readers) = remote.listen(&["ops".to_owned()]).unwrap();
     let mut texts = Vec::new();
     for _ in 0..2 {
-        let (agent, id, message) = tokio::time::timeout(Duration::from_secs(10), inbox.recv())
+        let delivery = tokio::time::timeout(Duration::from_secs(10), inbox.recv())
             .await
             .expect("a delivery in time")
             .expect("the channel is open")
             .expect("a delivery");
-        assert_eq!(agent, "ops");
-        assert_eq!(message["id"], id.as_str());
-        texts.push(message["content"].as_str().unwrap().to_owned());
+        assert_eq!(delivery.inbox, "ops");
+        assert_eq!(delivery.message["id"], delivery.message_id.as_str());
+        texts.push(delivery.message["content"].as_str().unwrap().to_owned());
     }
     assert_eq!(texts, [TEXT.to_owned(), format!("{TEXT} 2")]);
     readers.iter().for_each(|r| r.abort());
