@@ -274,7 +274,7 @@ mod tests {
             "[[tools]]\nname = \"orders\"\nkind = \"mcp\"\nprogram = \"p\"\n",
             "line 7, column 1",
             "unknown field `program`, expected one of `command`",
-            "`timeout_ms`",
+            "`timeout_ms`, `idempotent`",
         );
     }
 
