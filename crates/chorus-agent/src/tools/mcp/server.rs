@@ -188,6 +188,10 @@ async fn start(
                 .map_err(|e| format!("`{program}` did not start an MCP session: {e}"))
         }
         McpEndpoint::Url(url) => {
+            // rmcp's HTTP client is reqwest 0.13, which (with the OTLP exporter's
+            // `rustls-no-provider` in the same build) panics when built without a process-wide
+            // rustls provider: ring, as everywhere in chorus (an error means one is installed).
+            let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_uri(url.clone());
             ().serve(transport)
                 .await
