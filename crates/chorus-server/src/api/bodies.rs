@@ -4,6 +4,7 @@
 use chorus_bus::{DeadLetter, Envelope, TrackSummary};
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::api::document;
@@ -33,7 +34,7 @@ pub struct StoredMessage {
     pub priority: String,
     /// The document exactly as published.
     #[schema(value_type = Object)]
-    pub message: Value,
+    pub message: Box<RawValue>,
     /// The W3C trace context the message travels in, when known (a handoff's is kept beside
     /// it; see the inbox event's `traceparent`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,7 +55,7 @@ pub struct DeadLetterBody {
     pub reason: Value,
     /// The document as published (a string when it was not JSON).
     #[schema(value_type = Object)]
-    pub message: Value,
+    pub message: Box<RawValue>,
     /// When it became a dead letter, Unix milliseconds (null for a letter a NATS or Redis
     /// store kept before chorus recorded the time).
     pub dead_at_ms: Option<i64>,

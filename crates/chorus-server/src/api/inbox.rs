@@ -13,7 +13,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use chorus_bus::Delivery;
 use futures::{Stream, StreamExt, stream};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::Notify;
 use utoipa::{IntoParams, IntoResponses, ToSchema};
 
@@ -45,7 +45,7 @@ pub struct InboxEvent {
     pub attempt: u32,
     /// The document exactly as published.
     #[schema(value_type = Object)]
-    pub message: Value,
+    pub message: Box<RawValue>,
     /// The W3C trace context the message travels in, when known: the one in its metadata, or
     /// the one kept by the server for it (a handoff published with a `traceparent` header, or
     /// without one under a correlation id that had one). Pass it on as the `traceparent`

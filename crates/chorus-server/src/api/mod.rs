@@ -29,9 +29,14 @@ use utoipa_axum::routes;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Stored bytes as JSON for an answer (a string when they are not JSON).
-fn document(bytes: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(bytes).unwrap_or_else(|_| String::from_utf8_lossy(bytes).into())
+/// Stored bytes as JSON for an answer, passed through as they are, without building a tree and
+/// serialising it again (a string when they are not JSON).
+fn document(bytes: &[u8]) -> Box<serde_json::value::RawValue> {
+    match serde_json::from_slice::<&serde_json::value::RawValue>(bytes) {
+        Ok(raw) => raw.to_owned(),
+        Err(_) => serde_json::value::to_raw_value(&String::from_utf8_lossy(bytes))
+            .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned()),
+    }
 }
 
 /// The document's fixed parts; the paths are added from the handlers.

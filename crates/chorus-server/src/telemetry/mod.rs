@@ -48,8 +48,13 @@ pub(crate) fn stamp(document: &mut Value, traceparent: &str) -> bool {
     true
 }
 
+/// What a stored document says of its trace context: the `traceparent` in its metadata, and
+/// whether it is a chorus message that [`stamp`] writes one into (a `role`, and metadata that is
+/// an object or absent).
 #[derive(Deserialize)]
 struct Carrier {
+    #[serde(default)]
+    role: Option<IgnoredAny>,
     #[serde(default)]
     metadata: Option<CarrierMeta>,
 }
@@ -58,14 +63,22 @@ struct Carrier {
 struct CarrierMeta {
     #[serde(default)]
     traceparent: Option<String>,
-    #[serde(flatten)]
-    _rest: std::collections::HashMap<String, IgnoredAny>,
 }
 
-/// The `metadata.traceparent` of a stored document, when it has a well-formed one.
-pub(crate) fn traceparent_in(bytes: &[u8]) -> Option<String> {
-    let carrier: Carrier = serde_json::from_slice(bytes).ok()?;
-    carrier.metadata?.traceparent.filter(|t| is_traceparent(t))
+/// The trace context in a stored document's metadata, and whether the store may hold another
+/// one for it (kept by message id: a handoff's, or a document [`stamp`] cannot write into).
+fn carried(bytes: &[u8]) -> (Option<String>, bool) {
+    match serde_json::from_slice::<Carrier>(bytes) {
+        Ok(carrier) => {
+            let stamped = carrier.role.is_some();
+            let tp = carrier
+                .metadata
+                .and_then(|m| m.traceparent)
+                .filter(|t| is_traceparent(t));
+            (tp, !stamped)
+        }
+        Err(_) => (None, true),
+    }
 }
 
 /// The trace a published document joins: the caller's `header`, else the document's
@@ -129,11 +142,15 @@ pub(crate) fn outgoing(span: &Span, incoming: Option<String>) -> Option<String> 
 /// The trace contexts of `deliveries`, in their order (see [`of_stored`]): those kept in
 /// `traces` are looked up together.
 pub(crate) async fn of_deliveries(traces: &Traces, deliveries: &[Delivery]) -> Vec<Option<String>> {
-    let mut found: Vec<Option<String>> = deliveries
+    // A chorus message carries in its metadata any trace context kept for it (the server
+    // stamps it there on publish): only the others can have one kept by id in the store.
+    let (mut found, kept_beside): (Vec<Option<String>>, Vec<bool>) = deliveries
         .iter()
-        .map(|d| traceparent_in(&d.envelope.bytes))
+        .map(|d| carried(&d.envelope.bytes))
+        .unzip();
+    let missing: Vec<usize> = (0..found.len())
+        .filter(|&i| found[i].is_none() && kept_beside[i])
         .collect();
-    let missing: Vec<usize> = (0..found.len()).filter(|&i| found[i].is_none()).collect();
     if missing.is_empty() {
         return found;
     }
@@ -155,8 +172,9 @@ pub(crate) async fn of_deliveries(traces: &Traces, deliveries: &[Delivery]) -> V
 /// The trace context of stored message `id`: the `traceparent` in its metadata (`bytes`), else
 /// the one kept for its id in `traces` (a handoff's).
 pub(crate) async fn of_stored(traces: &Traces, id: &str, bytes: &[u8]) -> Option<String> {
-    if let Some(tp) = traceparent_in(bytes) {
-        return Some(tp);
+    let (tp, kept_beside) = carried(bytes);
+    if tp.is_some() || !kept_beside {
+        return tp;
     }
     traces.of_message(id).await.unwrap_or_else(|e| {
         tracing::warn!(message_id = %id, error = %e, "trace context not read");
@@ -226,12 +244,34 @@ mod tests {
     fn reads_the_stored_traceparent() {
         let doc = json!({"role": "user", "metadata": {"traceparent": TP, "session_id": "s"}});
         assert_eq!(
-            traceparent_in(&serde_json::to_vec(&doc).unwrap()).as_deref(),
+            carried(&serde_json::to_vec(&doc).unwrap()).0.as_deref(),
             Some(TP)
         );
         let bad = json!({"metadata": {"traceparent": "00-zz-01"}});
-        assert_eq!(traceparent_in(&serde_json::to_vec(&bad).unwrap()), None);
-        assert_eq!(traceparent_in(b"not json"), None);
+        assert_eq!(carried(&serde_json::to_vec(&bad).unwrap()).0, None);
+        assert_eq!(carried(b"not json").0, None);
         assert!(is_traceparent(TP));
+    }
+
+    #[test]
+    fn only_documents_stamp_cannot_write_into_are_looked_up_beside() {
+        // Whatever `stamp` accepts carries its trace context in its own bytes afterwards, so
+        // a delivery of it never needs the store; everything else may have one kept by id.
+        for doc in [
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": "assistant", "metadata": {"session_id": "s"}, "content": null}),
+            json!({"metadata": {"message_id": "h1"}, "payload": {}}),
+            json!({"role": "user", "metadata": "not an object"}),
+            json!(["an", "array"]),
+        ] {
+            let before = carried(&serde_json::to_vec(&doc).unwrap());
+            let mut stamped = doc.clone();
+            let took = stamp(&mut stamped, TP);
+            assert_eq!(before, (None, !took), "{doc}");
+            let after = carried(&serde_json::to_vec(&stamped).unwrap());
+            let expected = if took { Some(TP.to_owned()) } else { None };
+            assert_eq!(after, (expected, !took), "{stamped}");
+        }
+        assert_eq!(carried(b"not json"), (None, true));
     }
 }
