@@ -21,6 +21,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use serde_json::value::RawValue;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -29,14 +30,20 @@ use utoipa_axum::routes;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Stored bytes as JSON for an answer, passed through as they are, without building a tree and
-/// serialising it again (a string when they are not JSON).
-fn document(bytes: &[u8]) -> Box<serde_json::value::RawValue> {
-    match serde_json::from_slice::<&serde_json::value::RawValue>(bytes) {
-        Ok(raw) => raw.to_owned(),
-        Err(_) => serde_json::value::to_raw_value(&String::from_utf8_lossy(bytes))
-            .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned()),
-    }
+/// Stored bytes as JSON for an answer, on one line: passed through as they are when they hold
+/// no line break, without building a tree and serialising it again; written again compactly
+/// when they do (an event's `data:` must stay one line for the line-by-line readers of curl
+/// and shell clients); a string when they are not JSON.
+fn document(bytes: &[u8]) -> Box<RawValue> {
+    let one_line = !bytes.iter().any(|&b| b == b'\n' || b == b'\r');
+    let raw = if one_line {
+        serde_json::from_slice::<&RawValue>(bytes).map(RawValue::to_owned)
+    } else {
+        serde_json::from_slice::<serde_json::Value>(bytes)
+            .and_then(|value| serde_json::value::to_raw_value(&value))
+    };
+    raw.or_else(|_| serde_json::value::to_raw_value(&String::from_utf8_lossy(bytes)))
+        .unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// The document's fixed parts; the paths are added from the handlers.
@@ -183,4 +190,27 @@ pub fn router(
         ))
         .with_state(state);
     (router, openapi)
+}
+
+#[cfg(test)]
+mod document_tests {
+    use super::document;
+
+    #[test]
+    fn answers_carry_stored_documents_on_one_line() {
+        // One line already: the bytes themselves, number spellings and key order included.
+        let compact = r#"{"b":1.0e2,"a":"Grüße \u00e9","n":-0}"#;
+        assert_eq!(document(compact.as_bytes()).get(), compact);
+        // Line breaks between tokens (a pretty-printed publish): the same value, on one line.
+        let pretty = "{\r\n  \"role\": \"user\",\n  \"content\": \"a\\nb\"\n}";
+        let one = document(pretty.as_bytes());
+        assert!(!one.get().contains(['\n', '\r']), "{}", one.get());
+        let (a, b): (serde_json::Value, serde_json::Value) = (
+            serde_json::from_str(one.get()).unwrap(),
+            serde_json::from_str(pretty).unwrap(),
+        );
+        assert_eq!(a, b);
+        // Not JSON (a refused publish kept as a dead letter): a JSON string of its text.
+        assert_eq!(document(b"{oops\n").get(), r#""{oops\n""#);
+    }
 }
