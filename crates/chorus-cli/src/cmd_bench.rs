@@ -1,4 +1,4 @@
-//! `chorus bench bus`: loads a bus backend and prints throughput and latency as one JSON object.
+//! `chorus bench bus`: loads a bus backend and prints throughput and latency (text, or one JSON object).
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use chorus_bus::StoreAddress;
 use chorus_bus::bench::{BenchOptions, Progress, run as run_bench};
 
 use crate::error::CliError;
+use crate::output::FormatArgs;
 
 /// Arguments of `chorus bench`.
 #[derive(clap::Args, Debug)]
@@ -22,7 +23,7 @@ pub struct BenchArgs {
 #[derive(clap::Subcommand, Debug)]
 pub enum BenchTarget {
     /// Publish handoffs and consume them with acks; print sent, received, lost, duplicates,
-    /// throughput and p50/p99 latency as JSON.
+    /// throughput and p50/p99 latency (`--json`: one JSON object).
     Bus(BusBenchArgs),
 }
 
@@ -47,6 +48,8 @@ pub struct BusBenchArgs {
     /// Stop publishing after this many seconds.
     #[arg(long)]
     pub duration: Option<f64>,
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 impl BenchArgs {
@@ -128,8 +131,21 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         bar.finish_and_clear();
     }
     let report = outcome.map_err(CliError::usage)?;
-    let json = serde_json::to_string(&report)
-        .map_err(|e| CliError::usage(format!("cannot print the report: {e}")))?;
-    outln!("{json}");
+    if args.output.json() {
+        let json = serde_json::to_string(&report)
+            .map_err(|e| CliError::usage(format!("cannot print the report: {e}")))?;
+        outln!("{json}");
+    } else {
+        outln!(
+            "sent {}, received {}, lost {}, duplicates {}; {:.0} msgs/s; latency p50 {:.2} ms, p99 {:.2} ms",
+            report.sent,
+            report.received,
+            report.lost,
+            report.duplicates,
+            report.throughput_msgs_per_s,
+            report.p50_ms,
+            report.p99_ms
+        );
+    }
     Ok(())
 }

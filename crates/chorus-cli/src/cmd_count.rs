@@ -9,7 +9,7 @@ use crate::conversation::{parse_format, read_conversation};
 use crate::counting::{CommandError, counter_for};
 use crate::error::CliError;
 use crate::input::read_text;
-use crate::output::warn;
+use crate::output::{FormatArgs, warn};
 
 /// Arguments of `chorus count`.
 #[derive(Debug, Args)]
@@ -33,6 +33,8 @@ pub struct CountArgs {
     /// The conversation; `-` reads standard input.
     #[arg(value_name = "FILE")]
     file: String,
+    #[command(flatten)]
+    output: FormatArgs,
 }
 
 /// Runs `chorus count`.
@@ -42,8 +44,30 @@ pub fn run(args: CountArgs) -> Result<(), CliError> {
     let out = count(&conversation, &args, costs.as_deref())
         .map_err(|e| CliError::context(&args.file, e))?;
     warn(&out.warnings);
-    outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    if args.output.json() {
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    } else {
+        out!("{}", text(&out));
+    }
     Ok(())
+}
+
+/// The count for people: the total, the tokenizer, the categories and each message's share.
+fn text(count: &ConversationCount) -> String {
+    let b = &count.breakdown;
+    let how = if count.exact { "exact" } else { "estimate" };
+    let messages: Vec<String> = count.messages.iter().map(usize::to_string).collect();
+    format!(
+        "{} tokens ({}, {how})\n  text {}, images {}, audio {}, tools {}, overhead {}\n  per message: {}\n",
+        count.total,
+        count.tokenizer,
+        b.text,
+        b.images,
+        b.audio,
+        b.tools,
+        b.overhead,
+        messages.join(", ")
+    )
 }
 
 /// `{"total", "messages", "breakdown", "tokenizer", "exact"}` of `conversation`, with `costs`
@@ -79,7 +103,31 @@ mod tests {
             costs: None,
             read_files: false,
             file: "-".into(),
+            output: FormatArgs::default(),
         }
+    }
+
+    #[test]
+    fn the_text_form_says_what_the_json_form_says() {
+        let out = count(&conversation(), &count_args("gpt-4o"), None).unwrap();
+        let shown = text(&out);
+        let b = &out.breakdown;
+        assert!(
+            shown.starts_with(&format!("{} tokens (o200k_base, exact)\n", out.total)),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!("images {}, audio {}", b.images, b.audio)),
+            "{shown}"
+        );
+        let listed: Vec<usize> = shown
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("per message: "))
+            .unwrap()
+            .split(", ")
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert_eq!(listed, out.messages);
     }
 
     #[test]

@@ -38,7 +38,8 @@ use crate::error::CliError;
     version,
     about,
     after_help = "Machine-readable output: `--format json` or its short form `--json` \
-                  (validate, formats, confirm, run). A closed output pipe (`chorus … | head`) ends a command quietly.\n\n\
+                  (validate, formats, confirm, run, count, bench). Commands whose output is a document \
+                  (convert, trim, schema) print it as JSON. A closed output pipe (`chorus … | head`) ends a command quietly.\n\n\
                   Example:\n  chorus validate examples/seeds/*.json\n  chorus serve --config examples/clients/chorus.toml"
 )]
 struct Cli {

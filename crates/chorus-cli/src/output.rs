@@ -57,7 +57,7 @@ pub fn warn(warnings: &[String]) {
 
 /// How a command prints its result: `--format text|json`, with `--json` the same as
 /// `--format json`; every command with a machine-readable output takes both spellings.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct FormatArgs {
     /// Output for people (text) or for programs (json).
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -68,8 +68,9 @@ pub struct FormatArgs {
 }
 
 /// The output formats of [`FormatArgs`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
+    #[default]
     Text,
     Json,
 }

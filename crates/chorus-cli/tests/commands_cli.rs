@@ -100,7 +100,15 @@ fn harmony_rejects_malformed_completions_unless_lenient() {
 #[test]
 fn count_reads_a_provider_format_and_sums_its_messages() {
     let output = chorus(
-        &["count", "--model", "gpt-4o", "--from", "openai-chat", "-"],
+        &[
+            "count",
+            "--model",
+            "gpt-4o",
+            "--from",
+            "openai-chat",
+            "--json",
+            "-",
+        ],
         &chat_request().to_string(),
     );
     assert_eq!(code(&output), 0, "{}", stderr(&output));

@@ -58,7 +58,7 @@ fn base64_encode(bytes: &[u8]) -> String {
 }
 
 fn count(model: &str, extra: &[&str]) -> (Value, String) {
-    let mut args = vec!["count", "--model", model];
+    let mut args = vec!["count", "--json", "--model", model];
     args.extend(extra);
     args.push("-");
     let output = chorus_within_a_minute(&args, &text_and_images());
