@@ -20,7 +20,7 @@ use chorus_core::{Message, Role};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use support::fake_openai::{FakeOpenAi, Reply};
+use support::fake_openai::{FakeOpenAi, Reply, chat};
 
 #[derive(Deserialize, JsonSchema)]
 struct Restart {
@@ -258,4 +258,148 @@ async fn a_new_instance_resumes_after_the_last_recorded_step_without_repeating_i
         seen.iter().any(|s| s.contains("\\\"up\\\":true")),
         "{seen:?}"
     );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_step_cut_off_between_its_tool_calls_runs_the_recorded_calls_not_new_ones() {
+    // A real model gives new call ids each time it is asked; if a step cut off after its first
+    // call finished asked again, the tool journal (keyed by call id) could not know the first
+    // call had run. The reply is recorded before its calls run and a retried step replays it.
+    #[derive(Deserialize, JsonSchema)]
+    struct Host {
+        /// Host.
+        host: String,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (notes, hangs) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let registry = || {
+        let bus = SqliteBus::open(dir.path().join("store.db"), BusConfig::default()).unwrap();
+        let counter = notes.clone();
+        let note = FunctionTool::new("open_ticket", "Opens a ticket", move |a: Host| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                ToolOutput::success(json!({"status": "success", "ticket": a.host}))
+            }
+        });
+        let counter = hangs.clone();
+        let slow = FunctionTool::new("probe", "Probes a host", move |a: Host| {
+            let counter = counter.clone();
+            async move {
+                // The first run never ends: the process is "killed" inside it.
+                if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+                    std::future::pending::<()>().await;
+                }
+                ToolOutput::success(json!({"status": "success", "host": a.host, "up": true}))
+            }
+        });
+        let mut registry =
+            ToolRegistry::new().with_journal(Arc::new(BusJournal::new(Arc::new(bus))));
+        registry.register(Arc::new(note)).unwrap();
+        registry.register(Arc::new(slow)).unwrap();
+        registry
+    };
+    let agent = |fake: &FakeOpenAi, registry: ToolRegistry| {
+        let client = OpenAiChatClient::new(
+            EndpointConfig::new(fake.base_url())
+                .with_retries(0, Duration::from_millis(10))
+                .with_timeout(Duration::from_secs(10)),
+        );
+        let mut config = LlmAgentConfig::new("netops", "You fix hosts.", "gpt-test");
+        config.tools = vec!["open_ticket".into(), "probe".into()];
+        LlmAgent::new(config, Arc::new(client), registry).unwrap()
+    };
+    let two_calls = |a: &str, b: &str| {
+        Reply::chat(vec![
+            chat::role(),
+            chat::call_start(0, a, "open_ticket", r#"{"host":"db-1"}"#),
+            chat::call_start(1, b, "probe", r#"{"host":"db-1"}"#),
+            chat::finish("tool_calls"),
+            chat::usage(10, 5),
+        ])
+    };
+    let input = user("m-cut", "db-1 is down, open a ticket and probe it.");
+    let fake = FakeOpenAi::start(vec![two_calls("call_first_a", "call_first_b")]).await;
+    let first = agent(&fake, registry());
+    let cut =
+        tokio::time::timeout(Duration::from_millis(500), first.handle(&input, "task-cut")).await;
+    assert!(cut.is_err(), "the first instance is cut off inside probe");
+    assert_eq!(
+        (notes.load(Ordering::SeqCst), hangs.load(Ordering::SeqCst)),
+        (1, 1)
+    );
+
+    // The new instance is not asked for the cut step (its model would answer at once and the
+    // probe would never run), only for the next one, which sees both recorded calls' results.
+    let fake2 = FakeOpenAi::start(vec![Reply::answer("Ticket opened; db-1 is up.", (30, 3))]).await;
+    let out = agent(&fake2, registry())
+        .handle(&input, "task-cut")
+        .await
+        .unwrap();
+    assert_eq!(
+        notes.load(Ordering::SeqCst),
+        1,
+        "the finished call did not run again"
+    );
+    assert_eq!(
+        hangs.load(Ordering::SeqCst),
+        2,
+        "the unfinished (idempotent) call ran again"
+    );
+    let requests = fake2.requests();
+    assert_eq!(
+        requests.len(),
+        1,
+        "one model call: the step after the cut one"
+    );
+    let sent = requests[0].body.to_string();
+    assert!(
+        sent.contains("call_first_a") && sent.contains("call_first_b"),
+        "{sent}"
+    );
+    assert!(sent.contains(r#"\"up\":true"#), "{sent}");
+    assert_eq!(out[0].text(), "Ticket opened; db-1 is up.");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_same_call_for_another_input_of_the_task_runs_again() {
+    // A rule agent's call id comes from the task, tool and arguments (so that an approval is
+    // found again on a re-run): a redelivered input must reuse the recorded result, but a new
+    // input making the same call (a notification with fixed text) must run it again.
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let bus = SqliteBus::open(dir.path().join("store.db"), BusConfig::default()).unwrap();
+    let counter = runs.clone();
+    let notify = FunctionTool::new("notify", "Pages the on-call", move |_: Restart| {
+        let counter = counter.clone();
+        async move {
+            let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+            ToolOutput::success(json!({"status": "success", "page": n}))
+        }
+    });
+    let mut registry = ToolRegistry::new().with_journal(Arc::new(BusJournal::new(Arc::new(bus))));
+    registry.register(Arc::new(notify)).unwrap();
+    let mut call = chorus_core::ToolCall::function("call_fixed", "notify", &Value::Null);
+    call.function.arguments = r#"{"host":"10.0.0.1"}"#.into();
+    let page = |input: &'static str| {
+        let (registry, call) = (&registry, &call);
+        async move {
+            let out = registry
+                .invoke_for_input("ops", call, "task-r", input)
+                .await;
+            match out.outcome {
+                chorus_core::ToolOutcome::Success(v) => v["page"].as_u64().unwrap(),
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    assert_eq!(page("m-1").await, 1);
+    assert_eq!(
+        page("m-1").await,
+        1,
+        "a redelivery gets the recorded result"
+    );
+    assert_eq!(page("m-2").await, 2, "another input runs the call again");
+    assert_eq!(page("m-2").await, 2);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }

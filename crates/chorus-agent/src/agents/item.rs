@@ -77,6 +77,15 @@ impl Item {
         }
     }
 
+    /// The id the journals know this item by: its message id, else a digest of its JSON (of
+    /// the journal's key alphabet).
+    pub fn journal_id(&self) -> String {
+        match self.id() {
+            Some(id) => id.to_owned(),
+            None => key_digest(&self.to_json().to_string()),
+        }
+    }
+
     /// The handoff type, for handoffs.
     pub fn handoff_type(&self) -> Option<&str> {
         match self {
@@ -112,4 +121,11 @@ impl Item {
             Item::Handoff(h) => format!("{from} → {to} {}", h.payload.handoff_type),
         }
     }
+}
+
+/// A short digest of `text` made of ASCII letters and digits, for journal keys.
+pub(crate) fn key_digest(text: &str) -> String {
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, text.as_bytes())
+        .simple()
+        .to_string()
 }

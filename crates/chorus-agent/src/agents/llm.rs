@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::packet::new_message_id;
 use super::transfer::{REPLY_TOOL, TRANSFER_PREFIX, packet_from_call, reply_tool, transfer_tool};
-use super::{FlowAgent, Item};
+use super::{FlowAgent, Item, key_digest};
 use crate::confirm::ConfirmationState;
 use crate::cost::UsageTotals;
 use crate::journal::Book;
@@ -83,6 +83,9 @@ pub struct LlmAgent {
 /// The key prefix of an LLM agent's conversation steps in its journal.
 const STEP_PREFIX: &str = "step-";
 
+/// The journal key prefix of a model reply with tool calls, recorded before any of them runs.
+const REPLY_PREFIX: &str = "reply-";
+
 /// One recorded step of an LLM agent's work on a task: the conversation after it, and the
 /// outputs when it ended the input.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -115,19 +118,6 @@ struct Saved {
     history: Vec<Message>,
     /// The task's model usage so far.
     usage: UsageTotals,
-}
-
-/// The id an input is known by in the journal: its message id, else a digest of its JSON.
-fn input_key(input: &Item) -> String {
-    match input.id() {
-        Some(id) => id.to_owned(),
-        None => {
-            let text = input.to_json().to_string();
-            uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, text.as_bytes())
-                .simple()
-                .to_string()
-        }
-    }
 }
 
 /// What one step of the loop decided.
@@ -447,10 +437,64 @@ impl LlmAgent {
         Ok(Some(Item::Message(out)))
     }
 
+    /// The model's reply for step `step` of input `input_id`. A reply with tool calls is
+    /// recorded before any of them runs, and a retried step (after a crash, a stop or a
+    /// redelivery) takes the recorded reply instead of asking the model again: the same calls
+    /// under the same ids, which the tool journal knows, so that a call that finished is not
+    /// run again and an unfinished `idempotent = false` call waits for a person. (A real model
+    /// gives new call ids every time it is asked.)
+    async fn reply(
+        &self,
+        request: &ModelRequest,
+        task_id: &str,
+        input_id: &str,
+        step: usize,
+    ) -> Result<Vec<Message>, AgentError> {
+        let journal = self.tools.journal();
+        let book = Book::new(&self.config.name, task_id);
+        // A digest, so that the key stays short and of the journal's id alphabet.
+        let key = format!("{REPLY_PREFIX}{step:06}-{}", key_digest(input_id));
+        let recorded = |value: Value| {
+            serde_json::from_value::<Vec<Message>>(value)
+                .map_err(|e| self.fail(format!("an unreadable recorded reply: {e}")))
+        };
+        if let Some(journal) = journal
+            && let Some(value) = journal
+                .find(&book, &key)
+                .await
+                .map_err(|e| self.fail(e.to_string()))?
+        {
+            return recorded(value);
+        }
+        let reply = self
+            .client
+            .complete(request, None)
+            .await
+            .map_err(|e| self.fail(e.to_string()))?;
+        let calls = reply.messages.iter().any(|m| !m.calls().is_empty());
+        if let Some(journal) = journal.filter(|_| calls) {
+            let value =
+                serde_json::to_value(&reply.messages).map_err(|e| self.fail(e.to_string()))?;
+            let fresh = journal
+                .record(&book, &key, &value)
+                .await
+                .map_err(|e| self.fail(e.to_string()))?;
+            if !fresh {
+                // Another replica asked first: its calls are the ones that may have run.
+                let first = journal
+                    .find(&book, &key)
+                    .await
+                    .map_err(|e| self.fail(e.to_string()))?;
+                return recorded(first.unwrap_or(value));
+            }
+        }
+        Ok(reply.messages)
+    }
+
     async fn step(
         &self,
         input: &Item,
-        task_id: &str,
+        (task_id, input_id, step): (&str, &str, usize),
         history: &mut Vec<Message>,
         task_usage: &mut UsageTotals,
     ) -> Result<Step, AgentError> {
@@ -472,29 +516,21 @@ impl LlmAgent {
             conversation_id: Some(task_id.to_owned()),
             ..ModelRequest::default()
         };
-        let reply = self
-            .client
-            .complete(&request, None)
-            .await
-            .map_err(|e| self.fail(e.to_string()))?;
-        if let Some(last) = reply.messages.last() {
+        let reply = self.reply(&request, task_id, input_id, step).await?;
+        if let Some(last) = reply.last() {
             self.usage
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .add_reply(last);
             task_usage.add_reply(last);
         }
-        history.extend(reply.messages.iter().cloned());
-        let calls: Vec<ToolCall> = reply
-            .messages
-            .iter()
-            .flat_map(|m| m.calls().to_vec())
-            .collect();
+        history.extend(reply.iter().cloned());
+        let calls: Vec<ToolCall> = reply.iter().flat_map(|m| m.calls().to_vec()).collect();
         if calls.is_empty() {
-            if reply.messages.iter().all(|m| m.text().trim().is_empty()) {
+            if reply.iter().all(|m| m.text().trim().is_empty()) {
                 return Err(self.fail("the model replied with no text and no tool call"));
             }
-            let answer = self.reply_item(input, task_id, &reply.messages)?;
+            let answer = self.reply_item(input, task_id, &reply)?;
             return Ok(Step::Done(answer.into_iter().collect()));
         }
         let mut handed_off = Vec::new();
@@ -558,7 +594,7 @@ impl FlowAgent for LlmAgent {
 
     async fn handle(&self, input: &Item, task_id: &str) -> Result<Vec<Item>, AgentError> {
         let mut saved = self.load(task_id).await?;
-        let input_id = input_key(input);
+        let input_id = input.journal_id();
         let resuming = saved
             .last
             .as_ref()
@@ -612,7 +648,12 @@ impl FlowAgent for LlmAgent {
             .map_or(0, |l| l.step);
         for step in done_before..self.config.max_steps {
             let outcome = self
-                .step(input, task_id, &mut history, &mut saved.usage)
+                .step(
+                    input,
+                    (task_id, &input_id, step + 1),
+                    &mut history,
+                    &mut saved.usage,
+                )
                 .await;
             let outputs = match &outcome {
                 Ok(Step::Done(out)) => Some(out.iter().map(Item::to_json).collect()),

@@ -16,6 +16,7 @@ mod transfer;
 
 pub use bus_agent::BusAgent;
 pub use item::Item;
+pub(crate) use item::key_digest;
 pub use llm::{LlmAgent, LlmAgentConfig};
 pub use packet::{PacketDraft, PacketError, new_message_id, now_timestamp, validate};
 pub use rule::{Action, Rule, RuleAgent};

@@ -174,7 +174,12 @@ impl RuleAgent {
                 let key = format!("{}\u{0}{task_id}\u{0}{tool}\u{0}{arguments}", self.name);
                 let id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes());
                 let call = ToolCall::function(format!("call_{}", id.simple()), tool, &arguments);
-                let output = self.tools.invoke(&self.name, &call, Some(task_id)).await;
+                // Journaled under the input too: the same call for another input runs again.
+                let input_id = input.journal_id();
+                let output = self
+                    .tools
+                    .invoke_for_input(&self.name, &call, task_id, &input_id)
+                    .await;
                 let result = match output.outcome {
                     ToolOutcome::Success(value) => value,
                     ToolOutcome::Text(text) => Value::String(text),

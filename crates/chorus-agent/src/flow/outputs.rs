@@ -8,7 +8,7 @@ use std::future::Future;
 use chorus_bus::AgentError;
 use serde_json::{Value, json};
 
-use crate::agents::Item;
+use crate::agents::{Item, key_digest};
 use crate::journal::{Book, Journal, JournalError};
 
 /// What `agent` sends for `input` in `task_id`: the recorded outputs when there are some, else
@@ -46,11 +46,7 @@ where
 
 /// The journal key of the outputs for `input`.
 fn outputs_key(input: &Item) -> String {
-    let id = input
-        .id()
-        .map_or_else(|| input.to_json().to_string(), str::to_owned);
-    let digest = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, id.as_bytes()).simple();
-    format!("outputs-{digest}")
+    format!("outputs-{}", key_digest(&input.journal_id()))
 }
 
 /// The items of an outputs record.

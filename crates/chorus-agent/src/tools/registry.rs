@@ -150,6 +150,31 @@ impl ToolRegistry {
     /// name, type (`function`: the model calls it and chorus runs it), call id and the task as
     /// `gen_ai.conversation.id`, and `error.type` when the result is an error.
     pub async fn invoke(&self, agent: &str, call: &ToolCall, task_id: Option<&str>) -> ToolOutput {
+        self.invoke_scoped(agent, call, task_id, None).await
+    }
+
+    /// [`ToolRegistry::invoke`] for a call made while handling the input `input_id` of the task:
+    /// journaled under that input too, so that the same call (same id, tool and arguments) made
+    /// for another input of the task runs again instead of getting the first one's result. For
+    /// callers whose call ids repeat across inputs (a rule agent's, derived from the arguments).
+    pub async fn invoke_for_input(
+        &self,
+        agent: &str,
+        call: &ToolCall,
+        task_id: &str,
+        input_id: &str,
+    ) -> ToolOutput {
+        self.invoke_scoped(agent, call, Some(task_id), Some(input_id))
+            .await
+    }
+
+    async fn invoke_scoped(
+        &self,
+        agent: &str,
+        call: &ToolCall,
+        task_id: Option<&str>,
+        input_id: Option<&str>,
+    ) -> ToolOutput {
         let name = &call.function.name;
         let span = tracing::info_span!(
             "execute_tool",
@@ -164,7 +189,7 @@ impl ToolRegistry {
             error.type = tracing::field::Empty,
         );
         let output = self
-            .run(agent, call, task_id)
+            .run(agent, call, task_id, input_id)
             .instrument(span.clone())
             .await;
         if let chorus_core::ToolOutcome::Error { error_type, .. } = &output.outcome {
@@ -174,7 +199,13 @@ impl ToolRegistry {
     }
 
     /// [`ToolRegistry::invoke`] without its span.
-    async fn run(&self, agent: &str, call: &ToolCall, task_id: Option<&str>) -> ToolOutput {
+    async fn run(
+        &self,
+        agent: &str,
+        call: &ToolCall,
+        task_id: Option<&str>,
+        input_id: Option<&str>,
+    ) -> ToolOutput {
         let name = &call.function.name;
         let Some(entry) = self.tools.get(name) else {
             let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
@@ -199,7 +230,7 @@ impl ToolRegistry {
             (Some(journal), Some(task)) => Some((journal, Book::new(agent, task))),
             _ => None,
         };
-        let keys = CallKeys::of(call);
+        let keys = CallKeys::of(call, input_id);
         // Runs that ended in an error result (the tool ran and failed) may run again: a retry.
         let mut run = 1;
         if let Some((journal, book)) = &journal {
@@ -337,13 +368,14 @@ struct CallKeys {
 }
 
 impl CallKeys {
-    fn of(call: &ToolCall) -> CallKeys {
-        let key = [
+    fn of(call: &ToolCall, input_id: Option<&str>) -> CallKeys {
+        let mut parts = vec![
             call.id.as_str(),
             call.function.name.as_str(),
             call.function.arguments.as_str(),
-        ]
-        .join("\u{0}");
+        ];
+        parts.extend(input_id);
+        let key = parts.join("\u{0}");
         let id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).simple();
         CallKeys {
             done: format!("tool-{id}-done"),
