@@ -130,7 +130,7 @@ pub async fn record(
     check_id("the agent id", &path.agent)?;
     check_id("the task id", &path.task_id)?;
     check_id("the record key", &path.key)?;
-    app.policy.may_read(&caller, &path.agent)?;
+    may_write(&caller, &path.agent)?;
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let record: Value = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::bad_request("malformed_json", format!("the record must be JSON: {e}"))
@@ -145,4 +145,16 @@ pub async fn record(
     } else {
         StatusCode::OK
     })
+}
+
+/// Refuses (403) a record written by an agent other than the journal's own: one that may read
+/// the agent's inbox (a pool reader) could otherwise forge its recorded tool results and
+/// outputs. The admin token may write any journal.
+fn may_write(caller: &Caller, agent: &str) -> Result<(), ApiError> {
+    match caller {
+        Caller::Agent(me) if me != agent => Err(ApiError::forbidden(format!(
+            "agent {me:?} may not write the journal of {agent:?}; an agent writes only its own"
+        ))),
+        _ => Ok(()),
+    }
 }
