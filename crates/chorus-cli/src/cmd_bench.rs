@@ -65,10 +65,10 @@ impl BenchArgs {
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
     let BenchTarget::Bus(args) = args.target;
     let backend = StoreAddress::parse(&args.backend).map_err(CliError::usage)?;
-    let duration = match args.duration {
+    let duration = match args.duration.map(|s| (s, Duration::try_from_secs_f64(s))) {
         None => None,
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
+        Some((_, Ok(d))) if !d.is_zero() => Some(d),
+        Some((s, _)) => {
             return Err(CliError::usage(format!(
                 "--duration must be a positive number of seconds, found {s}"
             )));

@@ -135,6 +135,10 @@ fn bad_arguments_and_stores_exit_2_with_the_reason() {
             vec!["--backend", "memory", "--duration", "0"],
             "--duration must be a positive number of seconds",
         ),
+        (
+            vec!["--backend", "memory", "--duration", "1e30"],
+            "--duration must be a positive number of seconds",
+        ),
         (vec!["--backend", "memory", "--messages", "many"], "many"),
         (vec!["--backend", &sqlite], "gone"),
         // 127.0.0.1:1 refuses connections; a build without the feature names it.

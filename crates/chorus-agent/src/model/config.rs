@@ -122,17 +122,17 @@ impl EndpointConfig {
         let mut config = Self::new(base);
         config.api_key = present(API_KEY_VAR);
         if let Some(secs) = present(IDLE_TIMEOUT_VAR) {
-            let secs: f64 = secs
+            config.idle_timeout = secs
                 .trim()
                 .parse()
                 .ok()
-                .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                .filter(|s: &f64| *s > 0.0)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
                 .ok_or_else(|| {
                     ModelError::Config(format!(
                         "{IDLE_TIMEOUT_VAR}: expected a positive number of seconds, found {secs:?}"
                     ))
                 })?;
-            config.idle_timeout = Duration::from_secs_f64(secs);
         }
         Ok(config)
     }

@@ -131,7 +131,8 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .ok()?
         .trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        // A value past what a Duration holds (`1e20`) is refused, not a panic.
+        return Duration::try_from_secs_f64(seconds).ok();
     }
     let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
     Some(
@@ -237,6 +238,11 @@ mod tests {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        for odd in ["1e20", "-1", "NaN", "inf"] {
+            let mut h = reqwest::header::HeaderMap::new();
+            h.insert(reqwest::header::RETRY_AFTER, odd.parse().unwrap());
+            assert_eq!(retry_after(&h), None, "{odd}");
+        }
         headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
         let later = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
