@@ -610,3 +610,67 @@ async fn the_approval_example_waits_for_chorus_confirm_and_the_model_gets_the_re
     );
     assert_eq!(stdout(&list).lines().count(), 1, "{}", stdout(&list));
 }
+
+#[test]
+fn a_stored_run_whose_agent_fails_keeps_the_delivery_as_a_dead_letter_and_resumes_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let flow = dir.path().join("failing.toml");
+    std::fs::write(
+        &flow,
+        format!(
+            r#"name = "failing"
+task_id = "task-fail"
+[input]
+to = "a"
+text = "hello"
+[[tools]]
+name = "broken"
+kind = "command"
+program = "sh"
+args = ["-c", "echo run >> {runs}; exit 3"]
+[[agents]]
+name = "a"
+kind = "rule"
+[[agents.rules]]
+[[agents.rules.then]]
+action = "tool"
+tool = "broken"
+arguments = {{}}
+"#,
+            runs = runs.display()
+        ),
+    )
+    .unwrap();
+    let store = dir.path().join("run.db");
+    let args = [
+        "run",
+        flow.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ];
+    let first = chorus(&args, "");
+    assert_eq!(code(&first), 1, "{}", stderr(&first));
+    assert!(stderr(&first).contains("broken"), "{}", stderr(&first));
+    let ran = || {
+        std::fs::read_to_string(&runs)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(ran(), 1);
+    // Resumed: the failed delivery is a dead letter, not held, so nothing runs it again and
+    // the run does not wait for its lease.
+    let started = std::time::Instant::now();
+    let resumed = chorus(&[&args[..], &["--resume"]].concat(), "");
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert_eq!(ran(), 1, "the failed delivery was not handled again");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let bus = chorus_bus::SqliteBus::open(&store, chorus_bus::BusConfig::default()).unwrap();
+    let dead = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(chorus_bus::Backend::dead_letters_page(&bus, None, 10))
+        .unwrap();
+    assert_eq!(dead.items.len(), 1, "{dead:?}");
+    assert_eq!(dead.items[0].reason.kind(), "failed");
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chorus_bus::hub::Hub;
 use chorus_bus::pipeline::{AgentRef, fan_out, sequential};
-use chorus_bus::{Bus, BusConfig, BusError, MemoryBus};
+use chorus_bus::{Bus, BusConfig, BusError, DeadReason, MemoryBus};
 use chorus_core::{Message, Role};
 use indexmap::IndexMap;
 
@@ -351,10 +351,29 @@ impl Flow {
                 for delivery in deliveries {
                     idle = false;
                     self.count_step(&mut report)?;
-                    let document: serde_json::Value =
-                        serde_json::from_slice(&delivery.envelope.bytes)
-                            .map_err(|e| FlowError::Failed(format!("unreadable delivery: {e}")))?;
-                    let input = Item::from_json(&document).map_err(FlowError::Failed)?;
+                    // A delivery that cannot be handled becomes a dead letter (to be seen and
+                    // replayed), as against a server: left held in a stored run, it would fail
+                    // every --resume and refuse every new run on the store.
+                    let give_up = |e: FlowError| async {
+                        let reason = DeadReason::Failed {
+                            attempts: delivery.attempt,
+                            error: e.to_string(),
+                        };
+                        match bus.dead_letter(&delivery, reason).await {
+                            Ok(()) => e,
+                            Err(dead) => FlowError::Failed(format!(
+                                "{e} (and it was not kept as a dead letter: {dead})"
+                            )),
+                        }
+                    };
+                    let input =
+                        match serde_json::from_slice::<serde_json::Value>(&delivery.envelope.bytes)
+                            .map_err(|e| format!("unreadable delivery: {e}"))
+                            .and_then(|document| Item::from_json(&document))
+                        {
+                            Ok(input) => input,
+                            Err(e) => return Err(give_up(FlowError::Failed(e)).await),
+                        };
                     // The lease lasts while the agent works (a model call may outlast it).
                     let renew_every = bus.config().ack_wait_for(name) / 3;
                     let renew = async {
@@ -365,9 +384,12 @@ impl Flow {
                             }
                         }
                     };
-                    tokio::select! {
-                        r = self.deliver(agent.as_ref(), &input, channel, &mut report, observe) => r?,
-                        () = renew => {}
+                    let delivered = tokio::select! {
+                        r = self.deliver(agent.as_ref(), &input, channel, &mut report, observe) => r,
+                        () = renew => Ok(()),
+                    };
+                    if let Err(e) = delivered {
+                        return Err(give_up(e).await);
                     }
                     bus.ack(&delivery).await.map_err(failed)?;
                 }
