@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS handled (
 CREATE TABLE IF NOT EXISTS effects (
     id INTEGER PRIMARY KEY, handler TEXT NOT NULL, message_id TEXT NOT NULL, record BLOB NOT NULL
 );
+-- An agent's journal is read by handler on every tool call and step: without it, each read
+-- scanned every handler's records.
+CREATE INDEX IF NOT EXISTS effects_handler ON effects(handler, id);
 ";
 
 pub(super) const ENV_COLS: &str = "m.id, m.recipients, m.handoff_type, m.priority, m.expires_ms, m.task_id, \
@@ -483,4 +486,32 @@ pub(crate) fn remove_dead(conn: &Connection, id: &str) -> BusResult<()> {
         return Err(BusError::UnknownDeadLetter(id.to_owned()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_is_read_through_its_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("plan.db")).unwrap();
+        open(&conn).unwrap();
+        let plan: Vec<String> = conn
+            .prepare("EXPLAIN QUERY PLAN SELECT message_id, record FROM effects WHERE handler = ?1 ORDER BY id")
+            .unwrap()
+            .query_map(["agent\u{0}task"], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INDEX effects_handler")),
+            "{plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
+    }
 }
