@@ -272,7 +272,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             Ok(())
         }
         Err(FlowError::Spec(e)) => Err(in_flow(&e)),
-        Err(e @ FlowError::Failed(_)) => Err(CliError::rejected(e)),
+        Err(e @ (FlowError::Failed(_) | FlowError::Refused(_))) => Err(CliError::rejected(e)),
     }
 }
 

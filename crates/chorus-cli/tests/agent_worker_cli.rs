@@ -746,3 +746,34 @@ fn a_wait_for_approval_longer_than_the_ack_wait_keeps_the_lease_and_runs_the_cal
     assert!(log.contains("1 acked, 0 retried"), "{log}");
     drop(server);
 }
+
+#[test]
+fn a_worker_the_server_refuses_stops_with_exit_1_and_says_why() {
+    // `ops` may not read `tech_pool`: the hub answers 403 on the inbox, which no retry mends,
+    // so the worker stops at once instead of reconnecting forever.
+    let dir = tempfile::tempdir().unwrap();
+    server_config(dir.path(), 30);
+    let server = serve(dir.path());
+    let flow = flow(dir.path(), "ops", "true");
+    let mut w = Guard(Some(worker(
+        dir.path(),
+        &flow,
+        "ops",
+        &server.addr,
+        &["--inbox", "tech_pool"],
+        1,
+    )));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = w.0.as_mut().unwrap().try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the refused worker kept running");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = w.take().wait();
+    let log = std::fs::read_to_string(dir.path().join("ops-1.log")).unwrap();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(log.contains("refused") && log.contains("403"), "{log}");
+    drop(server);
+}

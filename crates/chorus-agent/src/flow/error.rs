@@ -11,4 +11,8 @@ pub enum FlowError {
     /// An agent failed (with no failure strategy to recover) or sent something the bus refused.
     #[error("flow failed: {0}")]
     Failed(String),
+    /// The server refused the agent for good (a 4xx answer such as 401, 403 or 404): trying
+    /// again will not help.
+    #[error("the server refused: {0}")]
+    Refused(String),
 }

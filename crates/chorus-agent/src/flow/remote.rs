@@ -246,11 +246,22 @@ async fn read_inbox(
 ) -> Result<(), FlowError> {
     let fail = |e: String| FlowError::Failed(format!("inbox of {agent}: {e}"));
     let response = request.send().await.map_err(|e| fail(e.to_string()))?;
-    if !response.status().is_success() {
-        return Err(fail(format!("the server answered {}", response.status())));
+    let status = response.status();
+    if status.is_client_error() && !matches!(status.as_u16(), 408 | 429) {
+        let body = response.text().await.unwrap_or_default();
+        let said: String = body.chars().take(300).collect();
+        return Err(FlowError::Refused(format!(
+            "inbox of {agent}: the server answered {status}: {said}"
+        )));
+    }
+    if !status.is_success() {
+        return Err(fail(format!("the server answered {status}")));
     }
     let mut events = SseReader::response(response, None);
-    let mut seen = HashSet::new();
+    // The deliveries seen on this stream, the oldest forgotten past SEEN (a long-lived worker's
+    // stream must not grow without bound; a repeat is only ever a recent one).
+    const SEEN: usize = 4096;
+    let (mut seen, mut order) = (HashSet::new(), std::collections::VecDeque::new());
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| fail(e.to_string()))?;
         match event.event.as_str() {
@@ -258,7 +269,14 @@ async fn read_inbox(
                 let e: InboxEvent = serde_json::from_str(&event.data)
                     .map_err(|e| fail(format!("unreadable event: {e}")))?;
                 // A reconnection sends held deliveries again; a redelivery has a new attempt.
-                if seen.insert((e.message_id.clone(), e.attempt)) {
+                let key = (e.message_id.clone(), e.attempt);
+                if seen.insert(key.clone()) {
+                    order.push_back(key);
+                    if order.len() > SEEN
+                        && let Some(old) = order.pop_front()
+                    {
+                        seen.remove(&old);
+                    }
                     let _ = tx.send(Ok(InboxDelivery {
                         inbox: agent.to_owned(),
                         message_id: e.message_id,

@@ -103,6 +103,8 @@ pub struct Worker {
     person: String,
     options: WorkerOptions,
     sent: Option<SentNotice>,
+    /// The deliveries being handled, by message id, with their newest attempts.
+    held: Held,
 }
 
 impl Flow {
@@ -133,6 +135,7 @@ impl Flow {
             person: self.spec.input.from.clone(),
             options,
             sent: None,
+            held: Held::default(),
         })
     }
 }
@@ -163,7 +166,9 @@ impl Worker {
         shutdown: impl Future<Output = ()>,
     ) -> Result<WorkerReport, FlowError> {
         let mut report = WorkerReport::default();
-        let held: Held = Arc::default();
+        let held = self.held.clone();
+        // Set when the server refuses the agent for good: the worker stops and says why.
+        let mut refused = None;
         let mut working: JoinSet<Result<Outcome, FlowError>> = JoinSet::new();
         tokio::pin!(shutdown);
         let name = self.agent.name().to_owned();
@@ -180,7 +185,16 @@ impl Worker {
                     }
                     next = rx.recv() => match next {
                         Some(Ok(d)) => {
-                            held.lock().unwrap_or_else(|e| e.into_inner()).insert(d.message_id.clone(), d.attempt);
+                            let mut holding = held.lock().unwrap_or_else(|e| e.into_inner());
+                            if let Some(attempt) = holding.get_mut(&d.message_id) {
+                                // Handed out again while its handler runs (the stream broke
+                                // and the hub gave it back): the handler goes on and settles it
+                                // under this newest attempt; a second handler would race it.
+                                *attempt = d.attempt;
+                                continue;
+                            }
+                            holding.insert(d.message_id.clone(), d.attempt);
+                            drop(holding);
                             let (me, held) = (self.clone(), held.clone());
                             working.spawn(async move {
                                 let id = d.message_id.clone();
@@ -188,6 +202,10 @@ impl Worker {
                                 held.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
                                 outcome
                             });
+                        }
+                        Some(Err(e @ FlowError::Refused(_))) => {
+                            refused = Some(e);
+                            break 'connect;
                         }
                         other => {
                             if let Some(Err(e)) = other {
@@ -229,7 +247,10 @@ impl Worker {
                 }
             }
         }
-        Ok(report)
+        match refused {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
     }
 
     /// Handles one delivery while extending its lease, then settles it.
@@ -343,13 +364,21 @@ impl Worker {
         Ok(())
     }
 
+    /// Settles `d` under its newest attempt (a reconnection may have handed it out again).
     async fn settle(&self, d: &InboxDelivery, how: Settlement) -> Result<(), FlowError> {
+        let attempt = self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&d.message_id)
+            .copied()
+            .unwrap_or(d.attempt);
         self.remote
             .settle(
                 &d.inbox,
                 self.agent.name(),
                 &d.message_id,
-                Some(d.attempt),
+                Some(attempt),
                 &how,
             )
             .await
