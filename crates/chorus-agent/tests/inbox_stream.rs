@@ -22,6 +22,7 @@ fn remote(base: &str) -> Remote {
     let spec = ServerSpec {
         tokens: HashMap::from([("ops".to_owned(), "token-ops".to_owned())]),
         idle_ms: Some(500),
+        renew_ms: None,
     };
     Remote::new(base, &spec).unwrap()
 }

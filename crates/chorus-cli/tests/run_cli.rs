@@ -674,3 +674,56 @@ arguments = {{}}
     assert_eq!(dead.items.len(), 1, "{dead:?}");
     assert_eq!(dead.items[0].reason.kind(), "failed");
 }
+
+#[test]
+fn a_flow_against_a_server_keeps_its_lease_through_an_approval_longer_than_the_ack_wait() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    server_config(dir.path());
+    // An ack wait of 1 s and two deliveries at most: without lease extensions the wait below
+    // would dead-letter the delivery the flow is still handling.
+    let config = dir.path().join("chorus.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("ack_wait_secs = 1\nmax_deliver = 2\n{text}"),
+    )
+    .unwrap();
+    let log = dir.path().join("log");
+    let table = server_table().replace("idle_ms = 800\n", "idle_ms = 800\nrenew_ms = 300\n");
+    let flow = confirmed_flow(dir.path(), &log, "", &table);
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
+    let url = format!("http://{addr}");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["run", flow.to_str().unwrap(), "--server", &url])
+        .args(["--await-approval", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
+    let (hint, _) = waiting_line(&mut stderr_lines, "restart");
+    let id = hint
+        .split(" — id ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap()
+        .to_owned();
+    // Three ack waits pass while the person decides.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let path = format!("/v1/confirmations/{id}/approve");
+    let (status, body) = http(&addr, "POST", &path, ADMIN);
+    assert_eq!(status, 200, "{body}");
+    let rest: Vec<String> = stderr_lines.map_while(Result::ok).collect();
+    let out = run.wait_with_output().unwrap();
+    let (status, dead) = http(&addr, "GET", "/v1/dead-letters", ADMIN);
+    drop(server);
+    assert_eq!(out.status.code(), Some(0), "{rest:?}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "router-1\n");
+    assert_eq!(status, 200, "{dead}");
+    let dead: Value = serde_json::from_str(&dead).unwrap();
+    assert_eq!(dead["total"], 0, "nothing was dead-lettered: {dead}");
+}

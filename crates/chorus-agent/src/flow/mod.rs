@@ -7,6 +7,7 @@ mod approval;
 mod build;
 mod error;
 mod failure;
+mod lease;
 mod outputs;
 mod parse;
 mod remote;

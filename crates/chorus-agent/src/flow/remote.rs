@@ -17,6 +17,7 @@ pub struct Remote {
     base: String,
     tokens: HashMap<String, String>,
     idle: Duration,
+    renew_every: Duration,
     http: reqwest::Client,
 }
 
@@ -78,8 +79,14 @@ impl Remote {
             base: base.trim_end_matches('/').to_owned(),
             tokens,
             idle: Duration::from_millis(spec.idle_ms.unwrap_or(2000)),
+            renew_every: Duration::from_millis(spec.renew_ms.unwrap_or(10_000).max(1)),
             http: reqwest::Client::new(),
         })
+    }
+
+    /// How often a delivery being handled has its lease extended (`server.renew_ms`).
+    pub fn renew_every(&self) -> Duration {
+        self.renew_every
     }
 
     /// How long without deliveries ends the flow.

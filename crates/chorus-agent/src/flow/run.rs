@@ -14,6 +14,7 @@ use super::approval::{ApprovalWait, Delivery, Outbox, pending};
 use super::build::{ModelFactory, build_journaled_agents};
 use super::error::FlowError;
 use super::failure::handle_with_strategy;
+use super::lease::with_lease;
 use super::outputs::{in_task, once};
 use super::remote::{InboxDelivery, Remote, Settlement};
 use super::spec::{FlowSpec, Mode, SpecError};
@@ -256,9 +257,20 @@ impl Flow {
                 continue;
             };
             let input = Item::from_json(&document).map_err(FlowError::Failed)?;
-            let delivered = self
-                .deliver(agent.as_ref(), &input, channel, &mut report, observe)
-                .await;
+            // The lease lasts while the agent works: a model call or a wait for a person may
+            // outlast the hub's ack wait.
+            let extend = || async {
+                let renew = Settlement::InProgress;
+                if let Err(e) = remote.settle(&name, &name, &message_id, None, &renew).await {
+                    tracing::warn!(%message_id, error = %e, "the lease was not extended");
+                }
+            };
+            let delivered = with_lease(
+                self.deliver(agent.as_ref(), &input, channel, &mut report, observe),
+                remote.renew_every(),
+                extend,
+            )
+            .await;
             if let Err(e) = delivered {
                 // The flow ends here (the strategy's retries are spent): the delivery becomes a
                 // dead letter, to be seen and replayed, rather than acked as if it were done.
@@ -375,19 +387,17 @@ impl Flow {
                             Err(e) => return Err(give_up(FlowError::Failed(e)).await),
                         };
                     // The lease lasts while the agent works (a model call may outlast it).
-                    let renew_every = bus.config().ack_wait_for(name) / 3;
-                    let renew = async {
-                        loop {
-                            tokio::time::sleep(renew_every).await;
-                            if let Err(e) = bus.in_progress(&delivery).await {
-                                tracing::warn!(error = %e, "the lease was not extended");
-                            }
+                    let extend = || async {
+                        if let Err(e) = bus.in_progress(&delivery).await {
+                            tracing::warn!(error = %e, "the lease was not extended");
                         }
                     };
-                    let delivered = tokio::select! {
-                        r = self.deliver(agent.as_ref(), &input, channel, &mut report, observe) => r,
-                        () = renew => Ok(()),
-                    };
+                    let delivered = with_lease(
+                        self.deliver(agent.as_ref(), &input, channel, &mut report, observe),
+                        bus.config().ack_wait_for(name) / 3,
+                        extend,
+                    )
+                    .await;
                     if let Err(e) = delivered {
                         return Err(give_up(e).await);
                     }

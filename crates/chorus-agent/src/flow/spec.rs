@@ -69,6 +69,10 @@ pub struct ServerSpec {
     /// The flow ends after this long without a delivery (default 2000 ms).
     #[serde(default)]
     pub idle_ms: Option<u64>,
+    /// How often `chorus run --server` extends the lease of a delivery its agent is handling
+    /// (default 10000 ms); keep it under the hub's `ack_wait_secs`.
+    #[serde(default)]
+    pub renew_ms: Option<u64>,
 }
 
 /// The initial message.

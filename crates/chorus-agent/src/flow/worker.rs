@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use super::approval::{ApprovalWait, Delivery, Outbox};
 use super::error::FlowError;
 use super::failure::give_up;
+use super::lease::with_lease;
 use super::outputs::{in_task, once};
 use super::remote::{InboxDelivery, Remote, Settlement};
 use super::run::Flow;
@@ -266,23 +267,22 @@ impl Worker {
         let task_id = input
             .task_id()
             .map_or_else(|| d.message_id.clone(), str::to_owned);
-        let renew = async {
-            loop {
-                tokio::time::sleep(self.options.renew_every).await;
-                if let Err(e) = self.settle(&d, Settlement::InProgress).await {
-                    tracing::warn!(message_id = %d.message_id, error = %e, "the lease was not extended");
-                }
-            }
-        };
         let mut out = Publisher {
             remote: &self.remote,
             task_id: &task_id,
             sent: self.sent.as_ref(),
         };
-        let handled = tokio::select! {
-            r = self.handle(&input, &task_id, &mut out) => r,
-            () = renew => unreachable!("the renewal never ends"),
+        let extend = || async {
+            if let Err(e) = self.settle(&d, Settlement::InProgress).await {
+                tracing::warn!(message_id = %d.message_id, error = %e, "the lease was not extended");
+            }
         };
+        let handled = with_lease(
+            self.handle(&input, &task_id, &mut out),
+            self.options.renew_every,
+            extend,
+        )
+        .await;
         let error = match handled {
             Ok(()) => {
                 self.settle(&d, Settlement::Ack).await?;
