@@ -727,3 +727,51 @@ fn a_flow_against_a_server_keeps_its_lease_through_an_approval_longer_than_the_a
     let dead: Value = serde_json::from_str(&dead).unwrap();
     assert_eq!(dead["total"], 0, "nothing was dead-lettered: {dead}");
 }
+
+#[test]
+fn a_stored_run_halted_on_a_confirmation_resumes_after_the_approval_and_runs_the_call_once() {
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let flow = confirmed_flow(dir.path(), &log, "task_id = \"task-halt\"\n", "");
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_chorus"))
+            .args(["run", flow.to_str().unwrap(), "--store", "run.db"])
+            .args(extra)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let halted = run(&[]);
+    assert_eq!(code(&halted), 1, "{}", stderr(&halted));
+    assert!(!log.exists(), "nothing ran before the approval");
+    let confirm = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_chorus"))
+            .arg("confirm")
+            .args(args)
+            .args(["--store", "sqlite:chorus.db"])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let listed = confirm(&["list", "--json"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let first = stdout(&listed).lines().next().unwrap_or_default().to_owned();
+    let listed: Value = serde_json::from_str(&first).unwrap();
+    let id = listed["id"].as_str().unwrap().to_owned();
+    let approved = confirm(&["approve", &id]);
+    assert_eq!(code(&approved), 0, "{}", stderr(&approved));
+    // The halted delivery was kept (not dead-lettered): the resumed run hands it to the agent
+    // again and the approved call runs, once.
+    let resumed = run(&["--resume"]);
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "router-1\n");
+    assert!(
+        stdout(&resumed).contains("restarted router-1"),
+        "{}",
+        stdout(&resumed)
+    );
+}

@@ -366,7 +366,13 @@ impl Flow {
                     // A delivery that cannot be handled becomes a dead letter (to be seen and
                     // replayed), as against a server: left held in a stored run, it would fail
                     // every --resume and refuse every new run on the store.
+                    // One waiting for a person (its agent halted on a confirmation) stays held:
+                    // after the approval, --resume hands it to the agent again.
                     let give_up = |e: FlowError| async {
+                        match pending(self.confirmations.as_ref(), &self.task_id).await {
+                            Ok(waiting) if !waiting.is_empty() => return e,
+                            _ => {}
+                        }
                         let reason = DeadReason::Failed {
                             attempts: delivery.attempt,
                             error: e.to_string(),
