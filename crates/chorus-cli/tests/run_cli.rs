@@ -759,7 +759,11 @@ fn a_stored_run_halted_on_a_confirmation_resumes_after_the_approval_and_runs_the
     };
     let listed = confirm(&["list", "--json"]);
     assert_eq!(code(&listed), 0, "{}", stderr(&listed));
-    let first = stdout(&listed).lines().next().unwrap_or_default().to_owned();
+    let first = stdout(&listed)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     let listed: Value = serde_json::from_str(&first).unwrap();
     let id = listed["id"].as_str().unwrap().to_owned();
     let approved = confirm(&["approve", &id]);
