@@ -1,0 +1,365 @@
+//! A2A v1.0 over JSON-RPC against a real server on 127.0.0.1: the cards, `SendMessage` published
+//! as the caller (and refused as anyone else), task states that follow the delivery and the
+//! answers, a seed-003 handoff through the extension with its keys intact, streaming, cancel.
+//! (The official `a2a-sdk` drives the same server in chorus-cli's tests/a2a_sdk.rs.)
+
+mod common;
+
+use common::{ALICE, BOB, PATIENCE, SseReader, client, fresh, publish};
+use serde_json::{Value, json};
+
+async fn rpc(
+    server: &common::TestServer,
+    path: &str,
+    token: &str,
+    method: &str,
+    params: Value,
+) -> Value {
+    client()
+        .post(server.url(path))
+        .bearer_auth(token)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .expect("rpc request")
+        .json()
+        .await
+        .expect("a JSON-RPC answer")
+}
+
+fn text_message(id: &str, text: &str) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// A seed-003 handoff from `from` to `to` in task `task`.
+fn handoff(from: &str, to: &str, task: &str, kind: &str, data: Value) -> Value {
+    json!({
+        "metadata": {"message_id": uuid::Uuid::new_v4().to_string(), "timestamp": "2026-01-01T10:00:00.000Z",
+            "protocol_version": "1.0.0", "sender_id": from, "recipient_id": to, "task_id": task,
+            "priority": "HIGH", "expiration_time": "2099-01-01T00:00:00.000Z"},
+        "context": {"workflow_state": "TESTING", "previous_actions": []},
+        "payload": {"handoff_type": kind, "data": data},
+        "instructions": {}
+    })
+}
+
+fn escalation_data() -> Value {
+    json!({"issue_category": "NETWORK_CONNECTIVITY", "severity": "HIGH",
+        "customer_info": {"user_id": "u1", "name": "John Doe"},
+        "technical_details": {"symptoms": "drops hourly"}})
+}
+
+async fn state_of(server: &common::TestServer, token: &str, task: &str) -> Value {
+    rpc(server, "/a2a/bob", token, "GetTask", json!({"id": task})).await["result"]["status"].clone()
+}
+
+#[tokio::test]
+async fn the_cards_name_each_agent_its_endpoint_the_tokens_and_the_handoff_extension() {
+    let (_dir, server) = fresh(30).await;
+    let hub: Value = client()
+        .get(server.url("/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let skills: Vec<&str> = hub["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["alice", "bob"]);
+    let card: Value = client()
+        .get(server.url("/a2a/bob/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        server.url("/a2a/bob")
+    );
+    assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
+    assert_eq!(
+        card["capabilities"]["extensions"][0]["uri"],
+        chorus_server::HANDOFF_EXTENSION
+    );
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
+    let missing = client()
+        .get(server.url("/a2a/nobody/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let anonymous = client()
+        .post(server.url("/a2a/bob"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_message_is_published_as_the_caller_and_its_task_follows_delivery_and_answer() {
+    let (_dir, server) = fresh(30).await;
+    let sent = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({
+        "message": text_message("m-1", "Bonjour, ça va?"),
+        "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task = sent["result"]["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_SUBMITTED", "{sent}");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let delivery = inbox.next().await.json();
+    assert_eq!(delivery["message"]["name"], "alice");
+    assert_eq!(delivery["message"]["content"][0]["text"], "Bonjour, ça va?");
+    assert_eq!(delivery["message"]["metadata"]["task_id"], task_id.as_str());
+    assert_eq!(
+        state_of(&server, ALICE, &task_id).await["state"],
+        "TASK_STATE_WORKING"
+    );
+    let reply = json!({"role": "assistant", "id": "r-1", "name": "bob", "recipient": "alice",
+        "content": "Très bien", "metadata": {"task_id": task_id}});
+    assert_eq!(publish(&server, BOB, &reply).await.status(), 201);
+    let status = state_of(&server, ALICE, &task_id).await;
+    assert_eq!(status["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(status["message"]["parts"][0]["text"], "Très bien");
+    assert_eq!(status["message"]["role"], "ROLE_AGENT");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn nobody_sends_as_another_agent_through_a2a() {
+    let (_dir, server) = fresh(30).await;
+    let packet = handoff("bob", "bob", "t-spoof", "ESCALATION", escalation_data());
+    let answer = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": {
+        "messageId": "m-2", "role": "ROLE_USER", "extensions": [chorus_server::HANDOFF_EXTENSION],
+        "parts": [{"data": packet}]}}),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only as itself"),
+        "{answer}"
+    );
+    let lookup = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "GetTask",
+        json!({"id": "t-spoof"}),
+    )
+    .await;
+    assert_eq!(
+        lookup["error"]["code"], -32001,
+        "nothing was stored: {lookup}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_handoff_keeps_its_keys_and_a_request_for_information_asks_for_input() {
+    let (_dir, server) = fresh(30).await;
+    let packet = handoff("alice", "bob", "t-esc", "ESCALATION", escalation_data());
+    let answer = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": {
+        "messageId": "m-3", "role": "ROLE_USER", "extensions": [chorus_server::HANDOFF_EXTENSION],
+        "parts": [{"text": "escalating"}, {"data": packet}]},
+        "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    assert_eq!(answer["result"]["task"]["id"], "t-esc", "{answer}");
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let delivered = inbox.next().await.json()["message"].clone();
+    assert_eq!(
+        delivered, packet,
+        "the packet arrives as sent: type, priority, expiry, id"
+    );
+    let ask = handoff(
+        "bob",
+        "alice",
+        "t-esc",
+        "REQUEST_INFORMATION",
+        json!({"requested_info_keys": ["modem_logs"]}),
+    );
+    assert_eq!(publish(&server, BOB, &ask).await.status(), 201);
+    let status = state_of(&server, ALICE, "t-esc").await;
+    assert_eq!(status["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(
+        status["message"]["extensions"][0],
+        chorus_server::HANDOFF_EXTENSION
+    );
+    assert_eq!(
+        status["message"]["parts"][1]["data"]["payload"]["handoff_type"],
+        "REQUEST_INFORMATION"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_stream_reports_the_task_then_each_change_until_it_ends() {
+    let (_dir, server) = fresh(30).await;
+    let response = client()
+        .post(server.url("/a2a/bob"))
+        .bearer_auth(ALICE)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": "s1", "method": "SendStreamingMessage",
+            "params": {"message": text_message("m-4", "stream me")}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = chorus_agent::sse::SseReader::response(response, None);
+    let mut next = async || -> Option<Value> {
+        let event = tokio::time::timeout(PATIENCE, events.next())
+            .await
+            .expect("an event in time")?;
+        Some(serde_json::from_str(&event.expect("an event").data).unwrap())
+    };
+    let first = next().await.unwrap();
+    assert_eq!(first["id"], "s1");
+    let task_id = first["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let reply = json!({"role": "assistant", "id": "r-4", "name": "bob", "recipient": "alice",
+        "content": "done", "metadata": {"task_id": task_id}});
+    assert_eq!(publish(&server, BOB, &reply).await.status(), 201);
+    let mut states = Vec::new();
+    while let Some(event) = next().await {
+        states.push(
+            event["result"]["statusUpdate"]["status"]["state"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    assert_eq!(
+        states.last().map(String::as_str),
+        Some("TASK_STATE_COMPLETED"),
+        "{states:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_tells_the_agent_and_a_finished_task_cannot_be_canceled() {
+    let (_dir, server) = fresh(30).await;
+    let sent = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({
+        "message": text_message("m-5", "long job"), "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task_id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let canceled = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "CancelTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let mut kinds = Vec::new();
+    for _ in 0..2 {
+        let m = inbox.next().await.json()["message"].clone();
+        kinds.push(
+            m.pointer("/payload/handoff_type")
+                .and_then(Value::as_str)
+                .unwrap_or("message")
+                .to_owned(),
+        );
+    }
+    // The cancel is HIGH priority: it overtakes the work still waiting in the inbox.
+    assert_eq!(kinds, ["NOTIFICATION", "message"]);
+    let again = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "CancelTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(again["error"]["code"], -32002);
+    let subscribe = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(subscribe["error"]["code"], -32004);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_requests_get_json_rpc_errors_with_pointers() {
+    let (_dir, server) = fresh(30).await;
+    let raw = |body: &'static str| {
+        let server = &server;
+        async move {
+            client()
+                .post(server.url("/a2a/bob"))
+                .bearer_auth(ALICE)
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(raw("{not json").await["error"]["code"], -32700);
+    assert_eq!(
+        raw(r#"{"jsonrpc":"2.0","id":1,"method":"Nope"}"#).await["error"]["code"],
+        -32601
+    );
+    let bad = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": {"messageId": "m", "role": "user-ish", "parts": [{"text": "x"}]}}),
+    )
+    .await;
+    assert_eq!(bad["error"]["code"], -32602);
+    assert_eq!(bad["error"]["data"][0]["field"], "/message/role");
+    let get = rpc(&server, "/a2a/bob", ALICE, "GetTask", json!({})).await;
+    assert_eq!(get["error"]["data"][0]["field"], "/id");
+    server.stop().await;
+}
