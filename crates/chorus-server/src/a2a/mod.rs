@@ -29,7 +29,7 @@ use crate::ids::check_id;
 use crate::state::AppState;
 
 /// The extension a message declares when a data part holds a seed-003 handoff packet.
-pub const HANDOFF_EXTENSION: &str = "https://example.invalid/chorus/a2a/extensions/handoff/v1";
+pub const HANDOFF_EXTENSION: &str = chorus_formats::A2a::HANDOFF_EXTENSION;
 
 /// The A2A routes: the cards and the JSON-RPC endpoints.
 pub fn routes() -> Router<AppState> {

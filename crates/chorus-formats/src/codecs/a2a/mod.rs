@@ -121,6 +121,11 @@ impl<'a> FileView<'a> {
 }
 
 impl A2a {
+    /// The A2A extension a message declares (in `extensions`) when a data part holds a whole
+    /// seed-003 handoff packet; chorus servers list it in their agent cards.
+    pub const HANDOFF_EXTENSION: &'static str =
+        "https://example.invalid/chorus/a2a/extensions/handoff/v1";
+
     /// A chorus data part carrying a handoff packet, as it travels in an A2A data part.
     pub fn handoff_part(packet: &HandoffPacket) -> ContentPart {
         ContentPart::Data(DataPart {

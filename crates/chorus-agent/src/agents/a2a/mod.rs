@@ -1,0 +1,76 @@
+//! A remote A2A agent in a flow (`kind = "a2a"`): what it is handed goes over A2A v1.0 to the
+//! agent of a card, and the remote task's answer comes back as chorus messages.
+
+mod answer;
+mod remote;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chorus_bus::AgentError;
+use serde_json::json;
+
+use super::{FlowAgent, Item};
+use answer::{answer_of, incoming, outgoing, settled};
+use remote::Remote;
+
+/// How often an unsettled remote task is read again.
+const POLL: Duration = Duration::from_millis(200);
+
+/// A flow agent that is a remote A2A agent.
+pub struct A2aAgent {
+    name: String,
+    remote: Remote,
+    timeout: Duration,
+}
+
+impl A2aAgent {
+    /// The agent `name` of the flow, reached through the card at `card_url` with `token` (a
+    /// bearer token) and waiting at most `timeout` for an answer.
+    pub fn new(name: &str, card_url: &str, token: Option<String>, timeout: Duration) -> A2aAgent {
+        A2aAgent {
+            name: name.to_owned(),
+            remote: Remote::new(card_url, token, timeout),
+            timeout,
+        }
+    }
+
+    fn fail(&self, message: impl Into<String>) -> AgentError {
+        AgentError::new(&self.name, message)
+    }
+}
+
+#[async_trait]
+impl FlowAgent for A2aAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn handle(&self, input: &Item, task_id: &str) -> Result<Vec<Item>, AgentError> {
+        let message = outgoing(input, task_id);
+        let result = self
+            .remote
+            .call("SendMessage", json!({"message": message}))
+            .await
+            .map_err(|e| self.fail(e))?;
+        let (mut state, mut answer) = answer_of(&result);
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let remote_task = result.pointer("/task/id").cloned();
+        while let Some(id) = remote_task.as_ref().filter(|_| !settled(&state)) {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(self.fail(format!(
+                    "the remote task {id} is still {state} after {} s",
+                    self.timeout.as_secs()
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+            let task = self
+                .remote
+                .call("GetTask", json!({"id": id}))
+                .await
+                .map_err(|e| self.fail(e))?;
+            (state, answer) = answer_of(&task);
+        }
+        incoming(&self.name, input, task_id, &state, answer.as_ref()).map_err(|e| self.fail(e))
+    }
+}
