@@ -1,8 +1,12 @@
-//! A2A with the official A2A Python SDK (`a2a-sdk` from PyPI) as the peer, on 127.0.0.1: its
-//! client drives a chorus agent (`chorus agent run examples/a2a/desk.toml` on `chorus serve`)
-//! through `examples/a2a/sdk_client.py`: resolve the card, stream a message to `completed`, get
-//! the task, subscribe to a second task and cancel it. The script parses every answer strictly
-//! (unknown fields refused, the SDK's required-field check).
+//! A2A with the official A2A Python SDK (`a2a-sdk` from PyPI) as the peer, on 127.0.0.1, both
+//! ways. Its client drives a chorus agent (`chorus agent run examples/a2a/desk.toml` on `chorus
+//! serve`) through `examples/a2a/sdk_client.py`: resolve the card, stream a message to
+//! `completed`, get the task, subscribe to a second task and cancel it (the script parses every
+//! answer strictly: unknown fields refused, the SDK's required-field check). Its server
+//! (`examples/a2a/sdk_agent.py`) is the remote agent of a flow (`kind = "a2a"`): an ESCALATION
+//! published on the hub reaches it through a `chorus agent run` worker, and its answer comes back
+//! into the task's timeline as a STATUS_UPDATE with the type, priority and expiry it saw; and
+//! `chorus run examples/a2a/escalate.toml` does the same in one process.
 //!
 //! Needs `CHORUS_TEST_PYTHON` (a python with `a2a-sdk` installed, as `.ci/run` sets it); without
 //! it the tests say "not run: …"; with it and no `a2a-sdk` they fail.
@@ -125,4 +129,213 @@ fn the_a2a_sdk_client_drives_a_chorus_agent_to_completed_and_cancels_a_task() {
     assert_eq!(seen["canceled"]["after"], "TASK_STATE_CANCELED", "{seen}");
     let followed = seen["canceled"]["subscribed"].as_array().unwrap();
     assert_eq!(followed.last().unwrap(), "TASK_STATE_CANCELED", "{seen}");
+}
+
+/// The A2A agent of `examples/a2a/sdk_agent.py` (the a2a-sdk server) on a free port of
+/// 127.0.0.1, once it says it listens; its port.
+fn sdk_agent(python: &PathBuf) -> (Killed, u16) {
+    use std::io::BufRead;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(python)
+        .arg(repo().join("examples/a2a/sdk_agent.py"))
+        .arg(port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("the SDK agent's first line").unwrap();
+    assert!(first.starts_with("listening on"), "{first}");
+    std::thread::spawn(move || lines.for_each(drop));
+    (Killed(child), port)
+}
+
+/// One HTTP request with a JSON body (or none); the status and the JSON answer.
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let answer = common::http(
+        addr,
+        &format!(
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    let status = answer[9..12].parse().unwrap();
+    let json = answer
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b.trim()).ok())
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+#[test]
+fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_with_its_keys() {
+    let Some(python) = python() else { return };
+    let (_agent, port) = sdk_agent(&python);
+    let dir = tempfile::tempdir().unwrap();
+    let hash = chorus_server::hash_token;
+    let (admin, support, remote) = (
+        "admin-a2a-test-token",
+        "support-a2a-test-token",
+        "remote-a2a-test-token",
+    );
+    std::fs::write(
+        dir.path().join("chorus.toml"),
+        format!(
+            "admin_token_sha256 = \"{}\"\n[agents.support]\ntoken_sha256 = \"{}\"\n\
+             [agents.remote]\ntoken_sha256 = \"{}\"\n",
+            hash(admin),
+            hash(support),
+            hash(remote)
+        ),
+    )
+    .unwrap();
+    let mut served = Served::start(
+        dir.path(),
+        &["--store", "memory", "--config", "chorus.toml"],
+        Stdio::null(),
+    );
+    served.keep_reading();
+    let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
+    std::fs::write(
+        dir.path().join("remote.toml"),
+        format!(
+            "name = \"remote\"\n[input]\ntext = \"unused\"\n[[agents]]\nname = \"remote\"\n\
+             kind = \"a2a\"\ncard = \"{card}\"\ntimeout_secs = 20\n\
+             [server]\n[server.tokens]\nremote = \"{remote}\"\n"
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.path().join("remote.log")).unwrap();
+    let _worker = Killed(
+        Command::new(env!("CARGO_BIN_EXE_chorus"))
+            .args(["agent", "run", "remote.toml", "--agent", "remote"])
+            .args(["--server", &format!("http://{}", served.addr)])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let message_id = "5f0b1c2d-e5f6-4890-a234-567890abcd77";
+    let escalation = serde_json::json!({
+        "metadata": {"message_id": message_id, "timestamp": "2026-01-01T10:00:00.000Z",
+            "protocol_version": "1.0.0", "sender_id": "support", "recipient_id": "remote",
+            "task_id": "task-a2a-escalation", "priority": "CRITICAL",
+            "expiration_time": "2099-06-30T12:00:00.000Z"},
+        "context": {"workflow_state": "CUSTOMER_ISSUE_ESCALATED", "previous_actions": []},
+        "payload": {"handoff_type": "ESCALATION", "data": {"issue_category": "NETWORK_CONNECTIVITY",
+            "severity": "CRITICAL", "customer_info": {"user_id": "u1", "name": "John Doe"},
+            "technical_details": {"symptoms": "drops every hour"}}},
+        "instructions": {}
+    });
+    let (status, receipt) = request(
+        &served.addr,
+        "POST",
+        "/v1/messages",
+        support,
+        Some(&escalation),
+    );
+    assert_eq!(status, 201, "{receipt}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let timeline = loop {
+        let (_, page) = request(
+            &served.addr,
+            "GET",
+            "/v1/tasks/task-a2a-escalation/messages",
+            admin,
+            None,
+        );
+        let items = page["items"].as_array().cloned().unwrap_or_default();
+        if items.len() >= 2 {
+            break items;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no answer in the task; the worker said: {}",
+            std::fs::read_to_string(dir.path().join("remote.log")).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let update = &timeline[1]["message"];
+    assert_eq!(
+        update["payload"]["handoff_type"], "STATUS_UPDATE",
+        "{update}"
+    );
+    assert_eq!(update["metadata"]["sender_id"], "remote");
+    assert_eq!(update["metadata"]["recipient_id"], "support");
+    assert_eq!(update["metadata"]["priority"], "CRITICAL");
+    assert_eq!(
+        update["metadata"]["expiration_time"],
+        "2099-06-30T12:00:00.000Z"
+    );
+    assert_eq!(update["payload"]["data"]["status"], "COMPLETED");
+    assert_eq!(update["payload"]["data"]["in_response_to"], message_id);
+    // What the a2a-sdk agent read in the packet it was sent: type, priority and expiry intact.
+    assert_eq!(
+        update["payload"]["data"]["summary"],
+        format!(
+            "Handled ESCALATION {message_id} from support: priority CRITICAL, expires 2099-06-30T12:00:00.000Z."
+        )
+    );
+    // The same task, read over chorus's own A2A endpoint by the agent that escalated.
+    let (_, task) = request(
+        &served.addr,
+        "POST",
+        "/a2a/remote",
+        support,
+        Some(
+            &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+            "params": {"id": "task-a2a-escalation"}}),
+        ),
+    );
+    assert_eq!(
+        task["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{task}"
+    );
+}
+
+#[test]
+fn the_documented_flow_hands_off_to_the_a2a_sdk_agent() {
+    let Some(python) = python() else { return };
+    let (_agent, port) = sdk_agent(&python);
+    let dir = tempfile::tempdir().unwrap();
+    let flow = std::fs::read_to_string(repo().join("examples/a2a/escalate.toml"))
+        .unwrap()
+        .replace("127.0.0.1:7790", &format!("127.0.0.1:{port}"));
+    std::fs::write(dir.path().join("escalate.toml"), flow).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["run", "escalate.toml", "--transcript", "t.jsonl"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The steps are said on standard error, the conversation on standard output.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("remote → customer_service STATUS_UPDATE"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("Update from our partner: Handled ESCALATION"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("priority HIGH"), "{stdout}");
 }
