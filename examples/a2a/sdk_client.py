@@ -4,7 +4,8 @@
 
 Resolves the agent's card, streams a message until its task completes, reads the task back,
 then sends a second message without waiting (the agent does not answer it), subscribes to
-that task and cancels it. Prints one JSON object with what it saw, and exits 1 when a step
+that task and cancels it (all over JSON-RPC); then streams a third message to completion over
+the HTTP+JSON binding. Prints one JSON object with what it saw, and exits 1 when a step
 does not end as A2A says it must.
 
 Every answer of the server is parsed strictly (unknown fields refused, the SDK's required-field
@@ -20,19 +21,24 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.transports import jsonrpc as jsonrpc_transport
+from a2a.client.transports import rest as rest_transport
 from a2a.helpers.proto_helpers import new_text_message
 from a2a.types import a2a_pb2
 from a2a.utils.proto_utils import validate_proto_required_fields
 
 
 def strict(data, message):
-    """ParseDict refusing unknown fields, then the SDK's required-field check."""
+    """ParseDict refusing unknown fields, then the SDK's required-field check (the SDK passes
+    the JSON-RPC result as a dict, an HTTP+JSON stream event as its text)."""
+    if isinstance(data, (str, bytes)):
+        data = json.loads(data)
     parsed = ParseDict(data, message, ignore_unknown_fields=False)
     validate_proto_required_fields(parsed)
     return parsed
 
 
 jsonrpc_transport.parse_lenient = strict
+rest_transport.parse_lenient = strict
 
 
 def state_name(state):
@@ -91,12 +97,29 @@ async def main(url, token):
         seen["canceled"] = {"before": state_name(other.status.state),
                             "after": state_name(canceled.status.state),
                             "subscribed": subscribed}
+        rest = ClientFactory(ClientConfig(
+            httpx_client=http, streaming=True,
+            supported_protocol_bindings=["HTTP+JSON"])).create(card)
+        again = a2a_pb2.SendMessageRequest(
+            message=new_text_message("And my last invoice?", role=a2a_pb2.ROLE_USER))
+        rest_states, rest_task = [], None
+        async for event in rest.send_message(again):
+            if event.HasField("task"):
+                rest_task = event.task.id
+                rest_states.append(state_name(event.task.status.state))
+            elif event.HasField("status_update"):
+                rest_states.append(state_name(event.status_update.status.state))
+        fetched = await rest.get_task(a2a_pb2.GetTaskRequest(id=rest_task))
+        seen["rest"] = {"states": rest_states, "task": state_name(fetched.status.state),
+                        "messages": len(fetched.history)}
         await streaming.close()
         await polling.close()
+        await rest.close()
     print(json.dumps(seen))
     ok = (states and states[-1] == "TASK_STATE_COMPLETED"
           and seen["task"]["state"] == "TASK_STATE_COMPLETED"
-          and seen["canceled"]["after"] == "TASK_STATE_CANCELED")
+          and seen["canceled"]["after"] == "TASK_STATE_CANCELED"
+          and seen["rest"]["task"] == "TASK_STATE_COMPLETED")
     return 0 if ok else 1
 
 

@@ -1,8 +1,9 @@
 //! A2A with the official A2A Python SDK (`a2a-sdk` from PyPI) as the peer, on 127.0.0.1, both
 //! ways. Its client drives a chorus agent (`chorus agent run examples/a2a/desk.toml` on `chorus
 //! serve`) through `examples/a2a/sdk_client.py`: resolve the card, stream a message to
-//! `completed`, get the task, subscribe to a second task and cancel it (the script parses every
-//! answer strictly: unknown fields refused, the SDK's required-field check). Its server
+//! `completed`, get the task, subscribe to a second task and cancel it over JSON-RPC, and a third
+//! task to `completed` over HTTP+JSON (the script parses every answer strictly: unknown fields
+//! refused, the SDK's required-field check). Its server
 //! (`examples/a2a/sdk_agent.py`) is the remote agent of a flow (`kind = "a2a"`): an ESCALATION
 //! published on the hub reaches it through a `chorus agent run` worker, and its answer comes back
 //! into the task's timeline as a STATUS_UPDATE with the type, priority and expiry it saw; and
@@ -129,6 +130,18 @@ fn the_a2a_sdk_client_drives_a_chorus_agent_to_completed_and_cancels_a_task() {
     assert_eq!(seen["canceled"]["after"], "TASK_STATE_CANCELED", "{seen}");
     let followed = seen["canceled"]["subscribed"].as_array().unwrap();
     assert_eq!(followed.last().unwrap(), "TASK_STATE_CANCELED", "{seen}");
+    // The same over the HTTP+JSON binding.
+    let rest = &seen["rest"];
+    assert_eq!(
+        rest["states"].as_array().unwrap().last().unwrap(),
+        "TASK_STATE_COMPLETED",
+        "{seen}"
+    );
+    assert_eq!(
+        (rest["task"].as_str(), rest["messages"].as_u64()),
+        (Some("TASK_STATE_COMPLETED"), Some(2)),
+        "{seen}"
+    );
 }
 
 /// The A2A agent of `examples/a2a/sdk_agent.py` (the a2a-sdk server) on a free port of

@@ -358,8 +358,128 @@ async fn malformed_requests_get_json_rpc_errors_with_pointers() {
     )
     .await;
     assert_eq!(bad["error"]["code"], -32602);
-    assert_eq!(bad["error"]["data"][0]["field"], "/message/role");
+    assert_eq!(bad["error"]["data"][0]["reason"], "INVALID_PARAMS");
+    assert_eq!(
+        bad["error"]["data"][1]["fieldViolations"][0]["field"],
+        "/message/role"
+    );
     let get = rpc(&server, "/a2a/bob", ALICE, "GetTask", json!({})).await;
-    assert_eq!(get["error"]["data"][0]["field"], "/id");
+    assert_eq!(
+        get["error"]["data"][1]["fieldViolations"][0]["field"],
+        "/id"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_http_json_binding_sends_gets_streams_and_cancels() {
+    let (_dir, server) = fresh(30).await;
+    let card: Value = client()
+        .get(server.url("/a2a/bob/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        card["supportedInterfaces"][1]["protocolBinding"],
+        "HTTP+JSON"
+    );
+    let base = card["supportedInterfaces"][1]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let sent: Value = client()
+        .post(format!("{base}/message:send"))
+        .bearer_auth(ALICE)
+        .json(&json!({"message": text_message("r-1", "over REST"),
+            "configuration": {"returnImmediately": true}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task_id = sent["task"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(sent["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    let got: Value = client()
+        .get(format!("{base}/tasks/{task_id}?historyLength=1"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["history"][0]["parts"][0]["text"], "over REST");
+    // A stream of bare StreamResponse objects: the task, then its changes.
+    let response = client()
+        .post(format!("{base}/tasks/{task_id}:subscribe"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = chorus_agent::sse::SseReader::response(response, None);
+    let first = tokio::time::timeout(PATIENCE, events.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let first: Value = serde_json::from_str(&first.data).unwrap();
+    assert_eq!(first["task"]["id"], task_id.as_str());
+    let canceled = client()
+        .post(format!("{base}/tasks/{task_id}:cancel"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(canceled.status(), 200);
+    let canceled: Value = canceled.json().await.unwrap();
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
+    let last = tokio::time::timeout(PATIENCE, events.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let last: Value = serde_json::from_str(&last.data).unwrap();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"],
+        "TASK_STATE_CANCELED"
+    );
+    // Refusals are google.rpc.Status bodies with the A2A reason.
+    let again = client()
+        .post(format!("{base}/tasks/{task_id}:cancel"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 400);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(
+        again["error"]["details"][0]["reason"],
+        "TASK_NOT_CANCELABLE"
+    );
+    let missing = client()
+        .get(format!("{base}/tasks/no-such-task"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let bad = client()
+        .post(format!("{base}/message:send"))
+        .bearer_auth(ALICE)
+        .json(&json!({"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"raw": 5}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let bad: Value = bad.json().await.unwrap();
+    assert_eq!(
+        bad["error"]["details"][1]["fieldViolations"][0]["field"],
+        "/message/parts/0/raw"
+    );
     server.stop().await;
 }

@@ -10,15 +10,21 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 
 /// The card of the inbox `name` (an agent or a pool), served at `base`.
 pub fn agent_card(base: &str, name: &str) -> Value {
-    card(
+    let url = format!("{base}/a2a/{name}");
+    let mut card = card(
         &format!("chorus: {name}"),
         &format!(
             "The chorus inbox {name:?}: messages and seed-003 handoffs sent here are published \
              to it on the chorus hub, and its answers come back into the task."
         ),
-        &format!("{base}/a2a/{name}"),
+        &url,
         vec![skill(name)],
-    )
+    );
+    if let Some(Value::Array(interfaces)) = card.get_mut("supportedInterfaces") {
+        interfaces.push(json!({"url": url, "protocolBinding": "HTTP+JSON",
+            "protocolVersion": PROTOCOL_VERSION}));
+    }
+    card
 }
 
 /// The hub's card: one skill per inbox; its endpoint takes messages for any of them (the

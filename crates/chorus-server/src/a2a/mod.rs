@@ -1,7 +1,8 @@
-//! A2A v1.0 (Agent2Agent) over JSON-RPC: every agent and pool of the config is an A2A agent
-//! with its own card (`/a2a/{name}/.well-known/agent-card.json`) and endpoint (`POST
-//! /a2a/{name}`); the hub's card at `/.well-known/agent-card.json` lists them all, and its
-//! endpoint (`POST /a2a`) takes messages that name their recipient.
+//! A2A v1.0 (Agent2Agent): every agent and pool of the config is an A2A agent with its own card
+//! (`/a2a/{name}/.well-known/agent-card.json`) and endpoint `/a2a/{name}`, over JSON-RPC (`POST
+//! /a2a/{name}`) and HTTP+JSON (`/a2a/{name}/message:send`, …); the hub's card at
+//! `/.well-known/agent-card.json` lists them all, and its JSON-RPC endpoint (`POST /a2a`) takes
+//! messages that name their recipient.
 //!
 //! An A2A message is published on the bus as the calling agent (its bearer token), through the
 //! same checks as `POST /v1/messages`; a task is a chorus task, read back from the bus. The wire
@@ -11,8 +12,10 @@
 //! `a2a-sdk` tests check them against the official SDK.
 
 mod card;
-mod handler;
 mod inbound;
+mod jsonrpc;
+mod operations;
+mod rest;
 mod rpc;
 mod task;
 
@@ -38,11 +41,22 @@ pub fn routes() -> Router<AppState> {
         .route("/a2a", post(hub_rpc))
         .route("/a2a/{inbox}", post(inbox_rpc))
         .route("/a2a/{inbox}/.well-known/agent-card.json", get(inbox_card))
+        .route("/a2a/{inbox}/message:send", post(rest::message_send))
+        .route("/a2a/{inbox}/message:stream", post(rest::message_stream))
+        .route(
+            "/a2a/{inbox}/tasks/{task}",
+            get(rest::task_get).post(rest::task_action),
+        )
 }
 
 /// The names A2A reaches: every agent of the config and every pool an agent reads.
 fn inboxes(app: &AppState) -> Vec<String> {
     app.policy.inboxes()
+}
+
+/// The inbox `name` as the A2A bindings refuse an unknown one (task not found would mislead).
+fn known_inbox(app: &AppState, name: &str) -> Result<(), rpc::RpcError> {
+    known(app, name).map_err(|e| rpc::RpcError::new(rpc::METHOD_NOT_FOUND, e.body.message))
 }
 
 /// The inbox `name`, when the config has it; else 404.
@@ -81,7 +95,7 @@ async fn inbox_card(
 }
 
 async fn hub_rpc(State(app): State<AppState>, caller: Caller, body: Bytes) -> Response {
-    handler::answer(app, caller, None, body).await
+    jsonrpc::answer(app, caller, None, body).await
 }
 
 async fn inbox_rpc(
@@ -91,5 +105,5 @@ async fn inbox_rpc(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     known(&app, &inbox)?;
-    Ok(handler::answer(app, caller, Some(inbox), body).await)
+    Ok(jsonrpc::answer(app, caller, Some(inbox), body).await)
 }

@@ -1,5 +1,5 @@
-//! JSON-RPC 2.0 as A2A v1.0 binds it: the request envelope, results and error objects (with the
-//! A2A error codes).
+//! JSON-RPC 2.0 as A2A v1.0 binds it (the request envelope, results, error objects) and the A2A
+//! errors: their JSON-RPC codes, HTTP statuses and reasons (`google.rpc.ErrorInfo`).
 
 use chorus_core::Problem;
 use serde_json::{Value, json};
@@ -22,6 +22,31 @@ pub const TASK_NOT_CANCELABLE: i64 = -32002;
 pub const PUSH_NOT_SUPPORTED: i64 = -32003;
 /// A2A `UnsupportedOperationError`.
 pub const UNSUPPORTED_OPERATION: i64 = -32004;
+/// A2A `ExtendedAgentCardNotConfiguredError`.
+pub const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
+
+/// The HTTP status, its `google.rpc.Code` name and the A2A reason of a JSON-RPC error code.
+fn mapping(code: i64) -> (u16, &'static str, &'static str) {
+    match code {
+        TASK_NOT_FOUND => (404, "NOT_FOUND", "TASK_NOT_FOUND"),
+        TASK_NOT_CANCELABLE => (400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
+        PUSH_NOT_SUPPORTED => (
+            400,
+            "FAILED_PRECONDITION",
+            "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        ),
+        UNSUPPORTED_OPERATION => (400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"),
+        EXTENDED_CARD_NOT_CONFIGURED => (
+            400,
+            "FAILED_PRECONDITION",
+            "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+        ),
+        INVALID_PARAMS => (400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
+        INVALID_REQUEST | PARSE_ERROR => (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
+        METHOD_NOT_FOUND => (404, "NOT_FOUND", "METHOD_NOT_FOUND"),
+        _ => (500, "INTERNAL", "INTERNAL_ERROR"),
+    }
+}
 
 /// A refusal: a JSON-RPC error object with the problems found (pointer, expected/found, hint).
 #[derive(Debug, Clone, PartialEq)]
@@ -53,25 +78,44 @@ impl RpcError {
         }
     }
 
-    /// The error object (`data` lists the problems, as the error details of the binding).
-    pub fn to_json(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
+    /// The HTTP status of this error in the HTTP+JSON binding.
+    pub fn http_status(&self) -> u16 {
+        mapping(self.code).0
+    }
+
+    /// The error details: the A2A reason (`google.rpc.ErrorInfo`) and, when there are problems,
+    /// a `google.rpc.BadRequest` with one field violation per problem (its JSON pointer; the
+    /// hint, when there is one, ends the description).
+    fn details(&self) -> Vec<Value> {
+        let mut details = vec![json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": mapping(self.code).2, "domain": "a2a-protocol.org"})];
         if !self.issues.is_empty() {
-            let details: Vec<Value> = self
+            let violations: Vec<Value> = self
                 .issues
                 .iter()
                 .map(|p| {
-                    let mut d = json!({"@type": "type.googleapis.com/google.rpc.BadRequest.FieldViolation",
-                        "field": p.pointer, "description": p.message});
-                    if let Some(hint) = &p.hint {
-                        d["hint"] = json!(hint);
-                    }
-                    d
+                    let description = match &p.hint {
+                        Some(hint) => format!("{}; hint: {hint}", p.message),
+                        None => p.message.clone(),
+                    };
+                    json!({"field": p.pointer, "description": description})
                 })
                 .collect();
-            error["data"] = Value::Array(details);
+            details.push(json!({"@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": violations}));
         }
-        error
+        details
+    }
+
+    /// The JSON-RPC error object (`data`: the details).
+    pub fn to_json(&self) -> Value {
+        json!({"code": self.code, "message": self.message, "data": self.details()})
+    }
+
+    /// The `google.rpc.Status` object of the HTTP+JSON binding.
+    pub fn to_status(&self) -> Value {
+        let (http, status, _) = mapping(self.code);
+        json!({"code": http, "status": status, "message": self.message, "details": self.details()})
     }
 }
 

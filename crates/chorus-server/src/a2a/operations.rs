@@ -1,14 +1,13 @@
-//! The JSON-RPC methods: `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`,
-//! `SubscribeToTask`; every message is published as the authenticated caller through the same
-//! checks as `POST /v1/messages`.
+//! The A2A operations, whatever the binding: send (and stream), get, cancel and subscribe; every
+//! message is published as the authenticated caller through the same checks as
+//! `POST /v1/messages`.
 
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::Json;
 use axum::body::Bytes;
+use axum::response::IntoResponse;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
 use chorus_bus::{Envelope, PEEK_LIMIT, QueuedState};
 use chorus_core::Problem;
 use futures::{StreamExt, stream};
@@ -28,66 +27,8 @@ const POLL: Duration = Duration::from_millis(100);
 /// How long a blocking `SendMessage` waits for the task to end or to need input.
 const BLOCKING_WAIT: Duration = Duration::from_secs(30);
 
-/// Answers one JSON-RPC request of `caller` at the endpoint of `inbox` (`None`: the hub's).
-pub async fn answer(app: AppState, caller: Caller, inbox: Option<String>, body: Bytes) -> Response {
-    let request = match rpc::parse(&body) {
-        Ok(r) => r,
-        Err(refused) => {
-            let (id, e) = *refused;
-            return Json(rpc::error(&id, &e)).into_response();
-        }
-    };
-    let id = request.id.clone();
-    let params = &request.params;
-    let outcome = match request.method.as_str() {
-        "SendMessage" => send(&app, &caller, inbox.as_deref(), params)
-            .await
-            .map(|task| json!({"task": task})),
-        "SendStreamingMessage" => {
-            return match publish(&app, &caller, inbox.as_deref(), params).await {
-                Ok(task_id) => stream_task(app, caller, task_id, id).into_response(),
-                Err(e) => Json(rpc::error(&id, &e)).into_response(),
-            };
-        }
-        "SubscribeToTask" => {
-            return match subscribable(&app, &caller, params).await {
-                Ok(task_id) => stream_task(app, caller, task_id, id).into_response(),
-                Err(e) => Json(rpc::error(&id, &e)).into_response(),
-            };
-        }
-        "GetTask" => get(&app, &caller, params).await,
-        "CancelTask" => cancel(&app, &caller, params).await,
-        "ListTasks" => Err(RpcError::new(
-            rpc::UNSUPPORTED_OPERATION,
-            "ListTasks is not supported; the admin API lists tasks at GET /v1/tasks",
-        )),
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => Err(RpcError::new(
-            rpc::PUSH_NOT_SUPPORTED,
-            "push notifications are not supported; stream with SendStreamingMessage or SubscribeToTask",
-        )),
-        "GetExtendedAgentCard" => Err(RpcError::new(
-            -32007,
-            "no extended agent card is configured",
-        )),
-        other => Err(RpcError::new(
-            rpc::METHOD_NOT_FOUND,
-            format!(
-                "no method {other:?}; this agent answers SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask"
-            ),
-        )),
-    };
-    Json(match outcome {
-        Ok(result) => rpc::result(&id, result),
-        Err(e) => rpc::error(&id, &e),
-    })
-    .into_response()
-}
-
 /// Publishes the message of `params` as the caller; its task id.
-async fn publish(
+pub(super) async fn publish(
     app: &AppState,
     caller: &Caller,
     inbox: Option<&str>,
@@ -106,7 +47,7 @@ async fn publish(
 
 /// `SendMessage`: publishes, then (unless `configuration.returnImmediately`) waits until the
 /// task ends or needs input, at most [`BLOCKING_WAIT`].
-async fn send(
+pub(super) async fn send(
     app: &AppState,
     caller: &Caller,
     inbox: Option<&str>,
@@ -129,7 +70,11 @@ async fn send(
 }
 
 /// `GetTask`.
-async fn get(app: &AppState, caller: &Caller, params: &Value) -> Result<Value, RpcError> {
+pub(super) async fn get(
+    app: &AppState,
+    caller: &Caller,
+    params: &Value,
+) -> Result<Value, RpcError> {
     let id = task_id(params)?;
     let history = history_length(params, "/historyLength")?;
     Ok(load(app, caller, &id).await?.to_json(history))
@@ -137,7 +82,11 @@ async fn get(app: &AppState, caller: &Caller, params: &Value) -> Result<Value, R
 
 /// `CancelTask`: publishes a NOTIFICATION (`A2A_TASK_CANCELED`) into the task, as the caller,
 /// to the recipients of the task's first message.
-async fn cancel(app: &AppState, caller: &Caller, params: &Value) -> Result<Value, RpcError> {
+pub(super) async fn cancel(
+    app: &AppState,
+    caller: &Caller,
+    params: &Value,
+) -> Result<Value, RpcError> {
     let id = task_id(params)?;
     let view = load(app, caller, &id).await?;
     if view.state.is_terminal() {
@@ -176,7 +125,11 @@ async fn cancel(app: &AppState, caller: &Caller, params: &Value) -> Result<Value
 }
 
 /// The task id of a `SubscribeToTask`, when the task may still change.
-async fn subscribable(app: &AppState, caller: &Caller, params: &Value) -> Result<String, RpcError> {
+pub(super) async fn subscribable(
+    app: &AppState,
+    caller: &Caller,
+    params: &Value,
+) -> Result<String, RpcError> {
     let id = task_id(params)?;
     let view = load(app, caller, &id).await?;
     if view.state.is_terminal() {
@@ -191,13 +144,40 @@ async fn subscribable(app: &AppState, caller: &Caller, params: &Value) -> Result
     Ok(id)
 }
 
-/// The task as an SSE stream of JSON-RPC answers: the `task` first, then a `statusUpdate` on
-/// every change, until it ends or needs input (or the server stops).
-fn stream_task(app: AppState, caller: Caller, task_id: String, rpc_id: Value) -> impl IntoResponse {
+/// How the events of a stream are framed.
+#[derive(Debug, Clone)]
+pub(super) enum Framing {
+    /// Each event a JSON-RPC answer to the request with this id.
+    JsonRpc(Value),
+    /// Each event the bare `StreamResponse`; an error as an `error` event (HTTP+JSON).
+    Rest,
+}
+
+impl Framing {
+    fn event(&self, outcome: Result<Value, &RpcError>) -> Event {
+        let (data, error) = match (self, outcome) {
+            (Framing::JsonRpc(id), Ok(payload)) => (rpc::result(id, payload), false),
+            (Framing::JsonRpc(id), Err(e)) => (rpc::error(id, e), false),
+            (Framing::Rest, Ok(payload)) => (payload, false),
+            (Framing::Rest, Err(e)) => (json!({"error": e.to_status()}), true),
+        };
+        let event = Event::default().json_data(&data).unwrap_or_default();
+        if error { event.event("error") } else { event }
+    }
+}
+
+/// The task as an SSE stream: the `task` first, then a `statusUpdate` on every change, until it
+/// ends or needs input (or the server stops).
+pub(super) fn stream_task(
+    app: AppState,
+    caller: Caller,
+    task_id: String,
+    framing: Framing,
+) -> impl IntoResponse {
     let stopped = app.stopped();
     let events = stream::unfold(
-        (app, caller, task_id, rpc_id, None::<Value>, false),
-        |(app, caller, task_id, rpc_id, last, done)| async move {
+        (app, caller, task_id, framing, None::<Value>, false),
+        |(app, caller, task_id, framing, last, done)| async move {
             if done {
                 return None;
             }
@@ -205,7 +185,7 @@ fn stream_task(app: AppState, caller: Caller, task_id: String, rpc_id: Value) ->
                 if last.is_some() {
                     tokio::time::sleep(POLL).await;
                 }
-                let (payload, view_state) = match load(&app, &caller, &task_id).await {
+                let (event, view_state) = match load(&app, &caller, &task_id).await {
                     Ok(view) => {
                         let status = view.status();
                         if last.as_ref() == Some(&status) {
@@ -215,21 +195,20 @@ fn stream_task(app: AppState, caller: Caller, task_id: String, rpc_id: Value) ->
                             None => json!({"task": view.to_json(None)}),
                             Some(_) => view.status_update(),
                         };
-                        (rpc::result(&rpc_id, payload), Some((status, view.state)))
+                        (framing.event(Ok(payload)), Some((status, view.state)))
                     }
-                    Err(e) => (rpc::error(&rpc_id, &e), None),
+                    Err(e) => (framing.event(Err(&e)), None),
                 };
-                let event = Event::default().json_data(&payload).unwrap_or_default();
                 let next = match view_state {
                     Some((status, state)) => (
                         app,
                         caller,
                         task_id,
-                        rpc_id.clone(),
+                        framing,
                         Some(status),
                         state.ends_stream(),
                     ),
-                    None => (app, caller, task_id, rpc_id.clone(), None, true),
+                    None => (app, caller, task_id, framing, None, true),
                 };
                 return Some((Ok::<_, Infallible>(event), next));
             }
