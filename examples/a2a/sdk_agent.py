@@ -1,6 +1,6 @@
 """An A2A agent on the official A2A Python SDK (`a2a-sdk`, v1.0), for a chorus flow to hand off to.
 
-    python examples/a2a/sdk_agent.py 7790
+    python examples/a2a/sdk_agent.py 7790      # or 0: a free port, said in the first line
 
 Serves its card at http://127.0.0.1:PORT/.well-known/agent-card.json and JSON-RPC at
 http://127.0.0.1:PORT/. It reads what it is sent: a chorus handoff (a data part, with the
@@ -10,6 +10,7 @@ Every task ends completed. It prints `listening on URL` once it serves.
 """
 
 import asyncio
+import socket
 import sys
 
 import uvicorn
@@ -73,14 +74,18 @@ def card(url):
 
 
 async def main(port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/"
     agent_card = card(url)
     handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(),
                                     agent_card=agent_card)
     app = Starlette(routes=create_agent_card_routes(agent_card)
                     + create_jsonrpc_routes(handler, rpc_url="/"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    serving = asyncio.create_task(server.serve())
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         await asyncio.sleep(0.05)
     print(f"listening on {url}", flush=True)

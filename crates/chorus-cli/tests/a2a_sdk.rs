@@ -145,17 +145,12 @@ fn the_a2a_sdk_client_drives_a_chorus_agent_to_completed_and_cancels_a_task() {
 }
 
 /// The A2A agent of `examples/a2a/sdk_agent.py` (the a2a-sdk server) on a free port of
-/// 127.0.0.1, once it says it listens; its port.
+/// 127.0.0.1 (it binds port 0 and says which it got), once it listens; its port.
 fn sdk_agent(python: &PathBuf) -> (Killed, u16) {
     use std::io::BufRead;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let mut child = Command::new(python)
         .arg(repo().join("examples/a2a/sdk_agent.py"))
-        .arg(port.to_string())
+        .arg("0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -163,7 +158,10 @@ fn sdk_agent(python: &PathBuf) -> (Killed, u16) {
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().expect("the SDK agent's first line").unwrap();
-    assert!(first.starts_with("listening on"), "{first}");
+    let port = first
+        .strip_prefix("listening on http://127.0.0.1:")
+        .and_then(|rest| rest.trim_end_matches('/').parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
     std::thread::spawn(move || lines.for_each(drop));
     (Killed(child), port)
 }

@@ -196,6 +196,22 @@ async fn a_handoff_keeps_its_keys_and_a_request_for_information_asks_for_input()
     )
     .await;
     assert_eq!(answer["result"]["task"]["id"], "t-esc", "{answer}");
+    // The packet's message id is the idempotency key: sent again, it is stored once.
+    let again = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": {
+        "messageId": "m-3b", "role": "ROLE_USER", "extensions": [chorus_server::HANDOFF_EXTENSION],
+        "parts": [{"data": packet}]}, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    assert_eq!(
+        again["result"]["task"]["history"].as_array().map(Vec::len),
+        Some(1),
+        "{again}"
+    );
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
     let delivered = inbox.next().await.json()["message"].clone();
     assert_eq!(

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::inbound::to_chorus;
 use super::rpc::{self, RpcError};
-use super::task::{CANCELED_EVENT, Entry, TaskView};
+use super::task::{CANCELED_EVENT, Entry, State, TaskView};
 use crate::api::publish::{publish_body, publisher};
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -62,7 +62,12 @@ pub(super) async fn send(
     let deadline = tokio::time::Instant::now() + BLOCKING_WAIT;
     loop {
         let view = load(app, caller, &task_id).await?;
-        if immediate || view.state.ends_stream() || tokio::time::Instant::now() >= deadline {
+        let stopping = *app.stopping.borrow();
+        if immediate
+            || view.state.ends_stream()
+            || stopping
+            || tokio::time::Instant::now() >= deadline
+        {
             return Ok(view.to_json(history));
         }
         tokio::time::sleep(POLL).await;
@@ -244,12 +249,6 @@ async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<TaskView, Rpc
             format!("no task {id:?} that this token may see"),
         ));
     }
-    let client = envelopes[0].sender.clone();
-    let last_asked = envelopes.iter().rev().find(|e| e.sender == client);
-    let waiting = match last_asked {
-        Some(env) => waits_unclaimed(app, env).await,
-        None => false,
-    };
     let context = envelopes[0]
         .conversation_id
         .clone()
@@ -262,7 +261,20 @@ async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<TaskView, Rpc
             document: serde_json::from_slice(&e.bytes).unwrap_or(Value::Null),
         })
         .collect();
-    Ok(TaskView::new(id, &context, &entries, waiting))
+    let mut view = TaskView::new(id, &context, &entries);
+    if view.state == State::Submitted {
+        // Only then is the queue looked at: has the recipient taken the latest message yet?
+        let client = envelopes[0].sender.clone();
+        let last_asked = envelopes.iter().rev().find(|e| e.sender == client);
+        let waiting = match last_asked {
+            Some(env) => waits_unclaimed(app, env).await,
+            None => false,
+        };
+        if !waiting {
+            view.state = State::Working;
+        }
+    }
+    Ok(view)
 }
 
 /// True while `env` waits in one of its recipients' queues, never delivered.
@@ -338,7 +350,6 @@ fn refusal(e: ApiError) -> RpcError {
 
 #[cfg(test)]
 mod tests {
-    use super::super::task::State;
     use super::*;
 
     #[test]

@@ -78,9 +78,9 @@ pub struct TaskView {
 }
 
 impl TaskView {
-    /// Reads the timeline `entries` (publish order) of task `id`; `waiting` says whether the
-    /// client's latest message still waits, never delivered, in its recipient's queue.
-    pub fn new(id: &str, context_id: &str, entries: &[Entry], waiting: bool) -> TaskView {
+    /// Reads the timeline `entries` (publish order) of task `id`. Without an answer the state is
+    /// `Submitted`; the caller turns it into `Working` once the recipient took the message.
+    pub fn new(id: &str, context_id: &str, entries: &[Entry]) -> TaskView {
         let client = entries.first().and_then(|e| e.sender.clone());
         let mut state = State::Submitted;
         let mut history = Vec::new();
@@ -117,9 +117,6 @@ impl TaskView {
                 answer = Some(message.clone());
             }
             history.push(message);
-        }
-        if state == State::Submitted && !waiting {
-            state = State::Working;
         }
         TaskView {
             id: id.to_owned(),
@@ -225,33 +222,26 @@ mod tests {
     #[test]
     fn the_state_follows_the_answers() {
         let ask = entry("alice", "m1", json!({"role": "user", "content": "hi"}));
-        let view = |entries: &[Entry], waiting| TaskView::new("t", "c", entries, waiting).state;
-        assert_eq!(view(std::slice::from_ref(&ask), true), State::Submitted);
-        assert_eq!(view(std::slice::from_ref(&ask), false), State::Working);
+        let view = |entries: &[Entry]| TaskView::new("t", "c", entries).state;
+        assert_eq!(view(std::slice::from_ref(&ask)), State::Submitted);
         let info = entry(
             "bob",
             "m2",
             handoff("REQUEST_INFORMATION", json!({"requested_info_keys": ["x"]})),
         );
-        assert_eq!(
-            view(&[ask.clone(), info.clone()], false),
-            State::InputRequired
-        );
+        assert_eq!(view(&[ask.clone(), info.clone()]), State::InputRequired);
         let done = entry(
             "bob",
             "m3",
             handoff("STATUS_UPDATE", json!({"status": "COMPLETED"})),
         );
-        assert_eq!(
-            view(&[ask.clone(), info, done.clone()], false),
-            State::Completed
-        );
+        assert_eq!(view(&[ask.clone(), info, done.clone()]), State::Completed);
         let reply = entry(
             "bob",
             "m4",
             json!({"role": "assistant", "content": "hello"}),
         );
-        assert_eq!(view(&[ask.clone(), reply], false), State::Completed);
+        assert_eq!(view(&[ask.clone(), reply]), State::Completed);
         let cancel = entry(
             "alice",
             "m5",
@@ -260,7 +250,7 @@ mod tests {
                 json!({"event_type": CANCELED_EVENT, "message": "x"}),
             ),
         );
-        assert_eq!(view(&[ask, cancel, done], false), State::Canceled);
+        assert_eq!(view(&[ask, cancel, done]), State::Canceled);
     }
 
     #[test]
@@ -277,7 +267,7 @@ mod tests {
                 handoff("STATUS_UPDATE", json!({"status": "COMPLETED"})),
             ),
         ];
-        let task = TaskView::new("t", "c", &entries, false).to_json(None);
+        let task = TaskView::new("t", "c", &entries).to_json(None);
         assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
         assert_eq!(task["history"][0]["parts"][0]["text"], "hi");
         assert_eq!(task["history"][0]["role"], "ROLE_USER");
@@ -287,7 +277,7 @@ mod tests {
         );
         assert_eq!(task["history"][1]["extensions"][0], HANDOFF_EXTENSION);
         assert_eq!(task["status"]["message"]["messageId"], "m2");
-        let short = TaskView::new("t", "c", &entries, false).to_json(Some(1));
+        let short = TaskView::new("t", "c", &entries).to_json(Some(1));
         assert_eq!(short["history"].as_array().unwrap().len(), 1);
     }
 }

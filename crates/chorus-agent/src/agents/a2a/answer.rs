@@ -24,12 +24,15 @@ pub fn outgoing(input: &Item, task_id: &str) -> Value {
                 messages: vec![m.clone()],
                 ..Conversation::default()
             };
-            A2a::encode(&conversation, &EncodeOptions::default())
+            let mut out = A2a::encode(&conversation, &EncodeOptions::default())
                 .ok()
                 .and_then(|e| e.value.as_array().and_then(|a| a.first().cloned()))
-                .unwrap_or_else(
-                    || json!({"messageId": new_message_id(), "parts": [{"text": m.text()}]}),
-                )
+                .unwrap_or_else(|| json!({"parts": [{"text": m.text()}]}));
+            if m.id.is_none() {
+                // The codec numbers id-less messages from 0; each one sent needs its own id.
+                out["messageId"] = json!(new_message_id());
+            }
+            out
         }
     };
     message["role"] = json!("ROLE_USER");
@@ -247,6 +250,14 @@ mod tests {
             Some("2099-01-01T00:00:00.000Z")
         );
         assert_eq!(h.metadata.recipient_id.ids(), ["support"]);
+    }
+
+    #[test]
+    fn each_message_without_an_id_gets_its_own() {
+        let m = Item::Message(Message::new(Role::User, "hi"));
+        let (a, b) = (outgoing(&m, "t"), outgoing(&m, "t"));
+        assert_ne!(a["messageId"], b["messageId"]);
+        assert_eq!(a["parts"][0]["text"], "hi");
     }
 
     #[test]
