@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use common::{Served, repo};
+use common::{repo, serve_memory};
 use serde_json::Value;
 
 /// The Python of `CHORUS_TEST_PYTHON` when it has the A2A SDK; `None` (after saying "not run")
@@ -54,40 +54,16 @@ impl Drop for Killed {
     }
 }
 
-/// `chorus serve` with the examples' A2A hub config, on a free port.
-fn serve(dir: &std::path::Path) -> Served {
-    let config = repo().join("examples/a2a/chorus.toml");
-    let mut served = Served::start(
-        dir,
-        &["--store", "memory", "--config", config.to_str().unwrap()],
-        Stdio::null(),
-    );
-    served.keep_reading();
-    served
-}
-
 #[test]
 fn the_a2a_sdk_client_drives_a_chorus_agent_to_completed_and_cancels_a_task() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let served = serve(dir.path());
-    let log = std::fs::File::create(dir.path().join("desk.log")).unwrap();
-    let _desk = Killed(
-        Command::new(env!("CARGO_BIN_EXE_chorus"))
-            .args(["agent", "run"])
-            .arg(repo().join("examples/a2a/desk.toml"))
-            .args([
-                "--agent",
-                "desk",
-                "--server",
-                &format!("http://{}", served.addr),
-            ])
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
+    let served = serve_memory(dir.path(), &repo().join("examples/a2a/chorus.toml"));
+    let _desk = worker(
+        dir.path(),
+        &repo().join("examples/a2a/desk.toml"),
+        "desk",
+        &served.addr,
     );
     let out = Command::new(&python)
         .arg(repo().join("examples/a2a/sdk_client.py"))
@@ -166,28 +142,37 @@ fn sdk_agent(python: &PathBuf) -> (Killed, u16) {
     (Killed(child), port)
 }
 
-/// One HTTP request with a JSON body (or none); the status and the JSON answer.
-fn request(
+/// One request to the hub; the status and the JSON answer (`null` when it is not JSON).
+fn request_json(
     addr: &str,
     method: &str,
     path: &str,
     token: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let answer = common::http(
-        addr,
-        &format!(
-            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ),
-    );
-    let status = answer[9..12].parse().unwrap();
-    let json = answer
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b.trim()).ok())
-        .unwrap_or(Value::Null);
-    (status, json)
+    let (status, text) = common::request(addr, method, path, token, body);
+    (
+        status,
+        serde_json::from_str(text.trim()).unwrap_or(Value::Null),
+    )
+}
+
+/// `chorus agent run FLOW --agent AGENT --server http://ADDR` in `dir`, its standard error in
+/// `dir/AGENT.log`.
+fn worker(dir: &std::path::Path, flow: &std::path::Path, agent: &str, addr: &str) -> Killed {
+    let log = std::fs::File::create(dir.join(format!("{agent}.log"))).unwrap();
+    Killed(
+        Command::new(env!("CARGO_BIN_EXE_chorus"))
+            .args(["agent", "run"])
+            .arg(flow)
+            .args(["--agent", agent, "--server", &format!("http://{addr}")])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    )
 }
 
 #[test]
@@ -212,12 +197,7 @@ fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_wit
         ),
     )
     .unwrap();
-    let mut served = Served::start(
-        dir.path(),
-        &["--store", "memory", "--config", "chorus.toml"],
-        Stdio::null(),
-    );
-    served.keep_reading();
+    let served = serve_memory(dir.path(), &dir.path().join("chorus.toml"));
     let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
     std::fs::write(
         dir.path().join("remote.toml"),
@@ -228,17 +208,11 @@ fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_wit
         ),
     )
     .unwrap();
-    let log = std::fs::File::create(dir.path().join("remote.log")).unwrap();
-    let _worker = Killed(
-        Command::new(env!("CARGO_BIN_EXE_chorus"))
-            .args(["agent", "run", "remote.toml", "--agent", "remote"])
-            .args(["--server", &format!("http://{}", served.addr)])
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
+    let _worker = worker(
+        dir.path(),
+        &dir.path().join("remote.toml"),
+        "remote",
+        &served.addr,
     );
     let message_id = "5f0b1c2d-e5f6-4890-a234-567890abcd77";
     let escalation = serde_json::json!({
@@ -252,7 +226,7 @@ fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_wit
             "technical_details": {"symptoms": "drops every hour"}}},
         "instructions": {}
     });
-    let (status, receipt) = request(
+    let (status, receipt) = request_json(
         &served.addr,
         "POST",
         "/v1/messages",
@@ -262,7 +236,7 @@ fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_wit
     assert_eq!(status, 201, "{receipt}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let timeline = loop {
-        let (_, page) = request(
+        let (_, page) = request_json(
             &served.addr,
             "GET",
             "/v1/tasks/task-a2a-escalation/messages",
@@ -302,7 +276,7 @@ fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_wit
         )
     );
     // The same task, read over chorus's own A2A endpoint by the agent that escalated.
-    let (_, task) = request(
+    let (_, task) = request_json(
         &served.addr,
         "POST",
         "/a2a/remote",

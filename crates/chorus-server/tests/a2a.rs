@@ -27,6 +27,26 @@ async fn rpc(
         .expect("a JSON-RPC answer")
 }
 
+/// One request (`body` as JSON when given); the status and the JSON answer (`null` when none).
+async fn call(method: &str, url: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let mut request = client().request(method.parse().unwrap(), url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The A2A message carrying `parts` with the handoff extension declared.
+fn extended(id: &str, parts: Value) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER",
+        "extensions": [chorus_server::HANDOFF_EXTENSION], "parts": parts})
+}
+
 fn text_message(id: &str, text: &str) -> Value {
     json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]})
 }
@@ -56,14 +76,13 @@ async fn state_of(server: &common::TestServer, token: &str, task: &str) -> Value
 #[tokio::test]
 async fn the_cards_name_each_agent_its_endpoint_the_tokens_and_the_handoff_extension() {
     let (_dir, server) = fresh(30).await;
-    let hub: Value = client()
-        .get(server.url("/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, hub) = call(
+        "GET",
+        &server.url("/.well-known/agent-card.json"),
+        None,
+        None,
+    )
+    .await;
     let skills: Vec<&str> = hub["skills"]
         .as_array()
         .unwrap()
@@ -71,14 +90,8 @@ async fn the_cards_name_each_agent_its_endpoint_the_tokens_and_the_handoff_exten
         .map(|s| s["id"].as_str().unwrap())
         .collect();
     assert_eq!(skills, ["alice", "bob"]);
-    let card: Value = client()
-        .get(server.url("/a2a/bob/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card_url = server.url("/a2a/bob/.well-known/agent-card.json");
+    let (_, card) = call("GET", &card_url, None, None).await;
     assert_eq!(
         card["supportedInterfaces"][0]["url"],
         server.url("/a2a/bob")
@@ -92,19 +105,10 @@ async fn the_cards_name_each_agent_its_endpoint_the_tokens_and_the_handoff_exten
         card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
         "Bearer"
     );
-    let missing = client()
-        .get(server.url("/a2a/nobody/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(missing.status(), 404);
-    let anonymous = client()
-        .post(server.url("/a2a/bob"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(anonymous.status(), 401);
+    let nobody = server.url("/a2a/nobody/.well-known/agent-card.json");
+    assert_eq!(call("GET", &nobody, None, None).await.0, 404);
+    let anonymous = call("POST", &server.url("/a2a/bob"), None, Some(json!({}))).await;
+    assert_eq!(anonymous.0, 401);
     server.stop().await;
 }
 
@@ -152,9 +156,7 @@ async fn nobody_sends_as_another_agent_through_a2a() {
         "/a2a/bob",
         ALICE,
         "SendMessage",
-        json!({"message": {
-        "messageId": "m-2", "role": "ROLE_USER", "extensions": [chorus_server::HANDOFF_EXTENSION],
-        "parts": [{"data": packet}]}}),
+        json!({"message": extended("m-2", json!([{"data": packet}]))}),
     )
     .await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
@@ -189,10 +191,8 @@ async fn a_handoff_keeps_its_keys_and_a_request_for_information_asks_for_input()
         "/a2a/bob",
         ALICE,
         "SendMessage",
-        json!({"message": {
-        "messageId": "m-3", "role": "ROLE_USER", "extensions": [chorus_server::HANDOFF_EXTENSION],
-        "parts": [{"text": "escalating"}, {"data": packet}]},
-        "configuration": {"returnImmediately": true}}),
+        json!({"message": extended("m-3", json!([{"text": "escalating"}, {"data": packet}])),
+            "configuration": {"returnImmediately": true}}),
     )
     .await;
     assert_eq!(answer["result"]["task"]["id"], "t-esc", "{answer}");
@@ -202,9 +202,8 @@ async fn a_handoff_keeps_its_keys_and_a_request_for_information_asks_for_input()
         "/a2a/bob",
         ALICE,
         "SendMessage",
-        json!({"message": {
-        "messageId": "m-3b", "role": "ROLE_USER", "extensions": [chorus_server::HANDOFF_EXTENSION],
-        "parts": [{"data": packet}]}, "configuration": {"returnImmediately": true}}),
+        json!({"message": extended("m-3b", json!([{"data": packet}])),
+            "configuration": {"returnImmediately": true}}),
     )
     .await;
     assert_eq!(
@@ -390,14 +389,8 @@ async fn malformed_requests_get_json_rpc_errors_with_pointers() {
 #[tokio::test]
 async fn the_http_json_binding_sends_gets_streams_and_cancels() {
     let (_dir, server) = fresh(30).await;
-    let card: Value = client()
-        .get(server.url("/a2a/bob/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card_url = server.url("/a2a/bob/.well-known/agent-card.json");
+    let (_, card) = call("GET", &card_url, None, None).await;
     assert_eq!(
         card["supportedInterfaces"][1]["protocolBinding"],
         "HTTP+JSON"
@@ -406,28 +399,25 @@ async fn the_http_json_binding_sends_gets_streams_and_cancels() {
         .as_str()
         .unwrap()
         .to_owned();
-    let sent: Value = client()
-        .post(format!("{base}/message:send"))
-        .bearer_auth(ALICE)
-        .json(&json!({"message": text_message("r-1", "over REST"),
-            "configuration": {"returnImmediately": true}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = json!({"message": text_message("r-1", "over REST"),
+        "configuration": {"returnImmediately": true}});
+    let (_, sent) = call(
+        "POST",
+        &format!("{base}/message:send"),
+        Some(ALICE),
+        Some(body),
+    )
+    .await;
     let task_id = sent["task"]["id"].as_str().unwrap().to_owned();
     assert_eq!(sent["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
-    let got: Value = client()
-        .get(format!("{base}/tasks/{task_id}?historyLength=1"))
-        .bearer_auth(ALICE)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let task_url = format!("{base}/tasks/{task_id}");
+    let (_, got) = call(
+        "GET",
+        &format!("{task_url}?historyLength=1"),
+        Some(ALICE),
+        None,
+    )
+    .await;
     assert_eq!(got["history"][0]["parts"][0]["text"], "over REST");
     // A stream of bare StreamResponse objects: the task, then its changes.
     let response = client()
@@ -445,14 +435,9 @@ async fn the_http_json_binding_sends_gets_streams_and_cancels() {
         .unwrap();
     let first: Value = serde_json::from_str(&first.data).unwrap();
     assert_eq!(first["task"]["id"], task_id.as_str());
-    let canceled = client()
-        .post(format!("{base}/tasks/{task_id}:cancel"))
-        .bearer_auth(ALICE)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(canceled.status(), 200);
-    let canceled: Value = canceled.json().await.unwrap();
+    let cancel_url = format!("{task_url}:cancel");
+    let (status, canceled) = call("POST", &cancel_url, Some(ALICE), None).await;
+    assert_eq!(status, 200);
     assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
     let last = tokio::time::timeout(PATIENCE, events.next())
         .await
@@ -465,34 +450,23 @@ async fn the_http_json_binding_sends_gets_streams_and_cancels() {
         "TASK_STATE_CANCELED"
     );
     // Refusals are google.rpc.Status bodies with the A2A reason.
-    let again = client()
-        .post(format!("{base}/tasks/{task_id}:cancel"))
-        .bearer_auth(ALICE)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), 400);
-    let again: Value = again.json().await.unwrap();
+    let (status, again) = call("POST", &cancel_url, Some(ALICE), None).await;
+    assert_eq!(status, 400);
     assert_eq!(
         again["error"]["details"][0]["reason"],
         "TASK_NOT_CANCELABLE"
     );
-    let missing = client()
-        .get(format!("{base}/tasks/no-such-task"))
-        .bearer_auth(ALICE)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(missing.status(), 404);
-    let bad = client()
-        .post(format!("{base}/message:send"))
-        .bearer_auth(ALICE)
-        .json(&json!({"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"raw": 5}]}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
-    let bad: Value = bad.json().await.unwrap();
+    let missing = format!("{base}/tasks/no-such-task");
+    assert_eq!(call("GET", &missing, Some(ALICE), None).await.0, 404);
+    let raw = json!({"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"raw": 5}]}});
+    let (status, bad) = call(
+        "POST",
+        &format!("{base}/message:send"),
+        Some(ALICE),
+        Some(raw),
+    )
+    .await;
+    assert_eq!(status, 400);
     assert_eq!(
         bad["error"]["details"][1]["fieldViolations"][0]["field"],
         "/message/parts/0/raw"
