@@ -473,3 +473,75 @@ async fn the_http_json_binding_sends_gets_streams_and_cancels() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_blocking_send_returns_the_answer_and_a_task_takes_no_outsider() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(30);
+    let carol = chorus_server::AgentEntry::with_token_hash(chorus_server::hash_token("carol-t"));
+    config.agents.insert("carol".into(), carol);
+    let server = common::TestServer::start(&common::db(dir.path()), &config).await;
+    // Bob answers whatever arrives, after reading it from his inbox.
+    let base = server.base.clone();
+    let bob = tokio::spawn(async move {
+        let mut inbox = common::SseReader::open_at(&base, "bob", BOB, None).await;
+        let delivery = inbox.next().await.json();
+        let task = delivery["message"]["metadata"]["task_id"].clone();
+        let reply = json!({"role": "assistant", "id": "r-7", "name": "bob", "recipient": "alice",
+            "content": "answered", "metadata": {"task_id": task}});
+        client()
+            .post(format!("{base}/v1/messages"))
+            .bearer_auth(BOB)
+            .json(&reply)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    let sent = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": text_message("m-7", "wait for me")}),
+    )
+    .await;
+    assert_eq!(bob.await.unwrap(), 201);
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "answered");
+    let task_id = task["id"].as_str().unwrap();
+    // A finished task takes no more messages; a task nobody showed the caller is not found.
+    let mut more = text_message("m-8", "one more thing");
+    more["taskId"] = json!(task_id);
+    let refused = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": more}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+    let mut intruder = text_message("m-9", "let me in");
+    intruder["taskId"] = json!(task_id);
+    let refused = rpc(
+        &server,
+        "/a2a/bob",
+        "carol-t",
+        "SendMessage",
+        json!({"message": intruder}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32001, "{refused}");
+    let peek = rpc(
+        &server,
+        "/a2a/bob",
+        "carol-t",
+        "GetTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(peek["error"]["code"], -32001, "{peek}");
+    server.stop().await;
+}

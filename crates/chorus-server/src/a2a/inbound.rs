@@ -17,6 +17,8 @@ pub struct Inbound {
     pub task_id: String,
     /// The A2A context id (the chorus conversation id).
     pub context_id: String,
+    /// True for a plain message that names an existing task (`taskId`) to continue.
+    pub continues: bool,
 }
 
 /// Builds the document `caller` publishes for the `SendMessage` parameters `params`, sent to the
@@ -70,6 +72,7 @@ pub fn to_chorus(
             )),
         ));
     }
+    let continues = task_id.is_some();
     let task_id = task_id.unwrap_or_else(|| new_task.to_owned());
     let context_id = context_id.unwrap_or_else(|| task_id.clone());
     let conversation = A2a::decode(message.clone()).map_err(|p| RpcError::params(under(p)))?;
@@ -104,6 +107,7 @@ pub fn to_chorus(
         document: Value::Object(document),
         task_id,
         context_id,
+        continues,
     })
 }
 
@@ -193,6 +197,7 @@ fn handoff(
         document: packet,
         task_id,
         context_id,
+        continues: false,
     })
 }
 

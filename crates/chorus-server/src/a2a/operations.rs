@@ -37,6 +37,21 @@ pub(super) async fn publish(
     let agent = publisher(caller.clone()).map_err(refusal)?;
     let fresh = uuid::Uuid::new_v4().to_string();
     let inbound = to_chorus(params, &agent, inbox, &fresh)?;
+    if inbound.continues {
+        // A message for a task the caller named: one it may see, and still open.
+        let view = load(app, caller, &inbound.task_id).await?;
+        if view.state.is_terminal() {
+            return Err(RpcError::new(
+                rpc::UNSUPPORTED_OPERATION,
+                format!(
+                    "task {:?} is {}; a finished task takes no more messages (send without \
+                     taskId to start a new one)",
+                    inbound.task_id,
+                    view.state.as_str()
+                ),
+            ));
+        }
+    }
     let bytes = serde_json::to_vec(&inbound.document)
         .map_err(|e| RpcError::new(rpc::INTERNAL_ERROR, e.to_string()))?;
     let (_status, _receipt) = publish_body(app, &agent, None, Ok(Bytes::from(bytes)))
@@ -101,8 +116,14 @@ pub(super) async fn cancel(
         ));
     }
     let agent = publisher(caller.clone()).map_err(refusal)?;
+    // The other side of the task hears of it: the first message's recipients, or its sender
+    // when the answering side cancels.
     let first = timeline(app, &id).await?.into_iter().next();
-    let recipients = first.map(|e| e.recipients).unwrap_or_default();
+    let recipients = match first {
+        Some(e) if e.sender.as_deref() == Some(agent.as_str()) => e.recipients,
+        Some(e) => e.sender.into_iter().collect(),
+        None => Vec::new(),
+    };
     let packet = json!({
         "metadata": {
             "message_id": uuid::Uuid::new_v4().to_string(),
@@ -234,16 +255,20 @@ async fn timeline(app: &AppState, id: &str) -> Result<Vec<Envelope>, RpcError> {
 /// The task `id` as the caller may see it: one whose messages it sent or may read.
 async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<TaskView, RpcError> {
     let envelopes = timeline(app, id).await?;
-    let visible = match caller {
-        Caller::Admin => true,
-        agent @ Caller::Agent(name) => envelopes.iter().any(|e| {
-            e.sender.as_deref() == Some(name)
-                || e.recipients
+    // The parties of a task are the sender of its first message and whoever may read an inbox
+    // that message went to; a message added to the task later does not make its sender one.
+    let visible = match (caller, envelopes.first()) {
+        (_, None) => false,
+        (Caller::Admin, Some(_)) => true,
+        (agent @ Caller::Agent(name), Some(first)) => {
+            first.sender.as_deref() == Some(name)
+                || first
+                    .recipients
                     .iter()
                     .any(|r| app.policy.may_read(agent, r).is_ok())
-        }),
+        }
     };
-    if envelopes.is_empty() || !visible {
+    if !visible {
         return Err(RpcError::new(
             rpc::TASK_NOT_FOUND,
             format!("no task {id:?} that this token may see"),
