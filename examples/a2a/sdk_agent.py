@@ -6,7 +6,9 @@ Serves its card at http://127.0.0.1:PORT/.well-known/agent-card.json and JSON-RP
 http://127.0.0.1:PORT/. It reads what it is sent: a chorus handoff (a data part, with the
 chorus handoff extension) is answered with what it found in the packet (type, priority,
 expiration time, message id); a plain text message is answered with its text upper-cased.
-Every task ends completed. It prints `listening on URL` once it serves.
+Every task ends completed, except an escalation whose `technical_details.logs_attached` is
+false: that task asks for the logs (input required), and the next message of the task
+completes it. It prints `listening on URL` once it serves.
 """
 
 import asyncio
@@ -42,14 +44,38 @@ def answer_for(message):
     return text.upper()
 
 
+def wants_logs(message):
+    """True for a chorus escalation that says its logs are not attached."""
+    if HANDOFF_EXTENSION not in message.extensions:
+        return False
+    for part in message.parts:
+        if part.WhichOneof("content") == "data":
+            packet = MessageToDict(part.data)
+            details = packet.get("payload", {}).get("data", {}).get("technical_details", {})
+            return details.get("logs_attached") is False
+    return False
+
+
 class Echo(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        if context.current_task is None:
-            await event_queue.enqueue_event(new_task(
-                context.task_id, context.context_id, a2a_pb2.TASK_STATE_SUBMITTED,
-                history=[context.message]))
+        if context.current_task is not None:
+            # The client answered the question this task asked.
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+            reply = new_text_message("Thanks, with that: " + answer_for(context.message),
+                                     context_id=context.context_id, task_id=context.task_id,
+                                     role=a2a_pb2.ROLE_AGENT)
+            await updater.complete(reply)
+            return
+        await event_queue.enqueue_event(new_task(
+            context.task_id, context.context_id, a2a_pb2.TASK_STATE_SUBMITTED,
+            history=[context.message]))
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.start_work()
+        if wants_logs(context.message):
+            ask = new_text_message("Please send the modem logs.", context_id=context.context_id,
+                                   task_id=context.task_id, role=a2a_pb2.ROLE_AGENT)
+            await updater.requires_input(ask)
+            return
         reply = new_text_message(answer_for(context.message), context_id=context.context_id,
                                  task_id=context.task_id, role=a2a_pb2.ROLE_AGENT)
         await updater.complete(reply)

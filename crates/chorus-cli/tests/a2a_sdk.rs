@@ -175,86 +175,129 @@ fn worker(dir: &std::path::Path, flow: &std::path::Path, agent: &str, addr: &str
     )
 }
 
+/// The tokens of the remote-agent hub.
+const ADMIN: &str = "admin-a2a-test-token";
+const SUPPORT: &str = "support-a2a-test-token";
+const REMOTE: &str = "remote-a2a-test-token";
+
+/// A hub with agents `support` and `remote`, and `remote` (a flow agent of kind a2a for the
+/// a2a-sdk agent on `port`) running as a worker on it.
+struct RemoteHub {
+    dir: tempfile::TempDir,
+    served: common::Served,
+    _worker: Killed,
+}
+
+impl RemoteHub {
+    fn start(port: u16) -> RemoteHub {
+        let dir = tempfile::tempdir().unwrap();
+        let hash = chorus_server::hash_token;
+        std::fs::write(
+            dir.path().join("chorus.toml"),
+            format!(
+                "admin_token_sha256 = \"{}\"\n[agents.support]\ntoken_sha256 = \"{}\"\n\
+                 [agents.remote]\ntoken_sha256 = \"{}\"\n",
+                hash(ADMIN),
+                hash(SUPPORT),
+                hash(REMOTE)
+            ),
+        )
+        .unwrap();
+        let served = serve_memory(dir.path(), &dir.path().join("chorus.toml"));
+        let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
+        std::fs::write(
+            dir.path().join("remote.toml"),
+            format!(
+                "name = \"remote\"\n[input]\ntext = \"unused\"\n[[agents]]\nname = \"remote\"\n\
+                 kind = \"a2a\"\ncard = \"{card}\"\ntimeout_secs = 20\n\
+                 [server]\n[server.tokens]\nremote = \"{REMOTE}\"\n"
+            ),
+        )
+        .unwrap();
+        let worker = worker(
+            dir.path(),
+            &dir.path().join("remote.toml"),
+            "remote",
+            &served.addr,
+        );
+        RemoteHub {
+            dir,
+            served,
+            _worker: worker,
+        }
+    }
+
+    /// Publishes `document` as `support`.
+    fn publish(&self, document: &Value) {
+        let (status, receipt) = request_json(
+            &self.served.addr,
+            "POST",
+            "/v1/messages",
+            SUPPORT,
+            Some(document),
+        );
+        assert_eq!(status, 201, "{receipt}");
+    }
+
+    /// The stored messages of `task` once there are at least `count` (30 s at most).
+    fn timeline(&self, task: &str, count: usize) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let path = format!("/v1/tasks/{task}/messages");
+            let (_, page) = request_json(&self.served.addr, "GET", &path, ADMIN, None);
+            let items = page["items"].as_array().cloned().unwrap_or_default();
+            if items.len() >= count {
+                return items.into_iter().map(|i| i["message"].clone()).collect();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} of {count} messages in the task; the worker said: {}",
+                items.len(),
+                std::fs::read_to_string(self.dir.path().join("remote.log")).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+/// A seed-003 handoff from `support` to `remote` in `task`.
+fn from_support(message_id: &str, task: &str, kind: &str, data: Value) -> Value {
+    serde_json::json!({
+        "metadata": {"message_id": message_id, "timestamp": "2026-01-01T10:00:00.000Z",
+            "protocol_version": "1.0.0", "sender_id": "support", "recipient_id": "remote",
+            "task_id": task, "priority": "CRITICAL",
+            "expiration_time": "2099-06-30T12:00:00.000Z"},
+        "context": {"workflow_state": "CUSTOMER_ISSUE_ESCALATED", "previous_actions": []},
+        "payload": {"handoff_type": kind, "data": data},
+        "instructions": {}
+    })
+}
+
+/// ESCALATION data; `logs_attached` false makes the a2a-sdk agent ask for them.
+fn escalation_data(logs_attached: Option<bool>) -> Value {
+    let mut details = serde_json::json!({"symptoms": "drops every hour"});
+    if let Some(attached) = logs_attached {
+        details["logs_attached"] = Value::Bool(attached);
+    }
+    serde_json::json!({"issue_category": "NETWORK_CONNECTIVITY", "severity": "CRITICAL",
+        "customer_info": {"user_id": "u1", "name": "John Doe"}, "technical_details": details})
+}
+
 #[test]
 fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_with_its_keys() {
     let Some(python) = python() else { return };
     let (_agent, port) = sdk_agent(&python);
-    let dir = tempfile::tempdir().unwrap();
-    let hash = chorus_server::hash_token;
-    let (admin, support, remote) = (
-        "admin-a2a-test-token",
-        "support-a2a-test-token",
-        "remote-a2a-test-token",
-    );
-    std::fs::write(
-        dir.path().join("chorus.toml"),
-        format!(
-            "admin_token_sha256 = \"{}\"\n[agents.support]\ntoken_sha256 = \"{}\"\n\
-             [agents.remote]\ntoken_sha256 = \"{}\"\n",
-            hash(admin),
-            hash(support),
-            hash(remote)
-        ),
-    )
-    .unwrap();
-    let served = serve_memory(dir.path(), &dir.path().join("chorus.toml"));
-    let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
-    std::fs::write(
-        dir.path().join("remote.toml"),
-        format!(
-            "name = \"remote\"\n[input]\ntext = \"unused\"\n[[agents]]\nname = \"remote\"\n\
-             kind = \"a2a\"\ncard = \"{card}\"\ntimeout_secs = 20\n\
-             [server]\n[server.tokens]\nremote = \"{remote}\"\n"
-        ),
-    )
-    .unwrap();
-    let _worker = worker(
-        dir.path(),
-        &dir.path().join("remote.toml"),
-        "remote",
-        &served.addr,
-    );
+    let hub = RemoteHub::start(port);
     let message_id = "5f0b1c2d-e5f6-4890-a234-567890abcd77";
-    let escalation = serde_json::json!({
-        "metadata": {"message_id": message_id, "timestamp": "2026-01-01T10:00:00.000Z",
-            "protocol_version": "1.0.0", "sender_id": "support", "recipient_id": "remote",
-            "task_id": "task-a2a-escalation", "priority": "CRITICAL",
-            "expiration_time": "2099-06-30T12:00:00.000Z"},
-        "context": {"workflow_state": "CUSTOMER_ISSUE_ESCALATED", "previous_actions": []},
-        "payload": {"handoff_type": "ESCALATION", "data": {"issue_category": "NETWORK_CONNECTIVITY",
-            "severity": "CRITICAL", "customer_info": {"user_id": "u1", "name": "John Doe"},
-            "technical_details": {"symptoms": "drops every hour"}}},
-        "instructions": {}
-    });
-    let (status, receipt) = request_json(
-        &served.addr,
-        "POST",
-        "/v1/messages",
-        support,
-        Some(&escalation),
-    );
-    assert_eq!(status, 201, "{receipt}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let timeline = loop {
-        let (_, page) = request_json(
-            &served.addr,
-            "GET",
-            "/v1/tasks/task-a2a-escalation/messages",
-            admin,
-            None,
-        );
-        let items = page["items"].as_array().cloned().unwrap_or_default();
-        if items.len() >= 2 {
-            break items;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no answer in the task; the worker said: {}",
-            std::fs::read_to_string(dir.path().join("remote.log")).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
-    let update = &timeline[1]["message"];
+    let task = "task-a2a-escalation";
+    hub.publish(&from_support(
+        message_id,
+        task,
+        "ESCALATION",
+        escalation_data(None),
+    ));
+    let timeline = hub.timeline(task, 2);
+    let update = &timeline[1];
     assert_eq!(
         update["payload"]["handoff_type"], "STATUS_UPDATE",
         "{update}"
@@ -277,18 +320,54 @@ fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_wit
     );
     // The same task, read over chorus's own A2A endpoint by the agent that escalated.
     let (_, task) = request_json(
-        &served.addr,
+        &hub.served.addr,
         "POST",
         "/a2a/remote",
-        support,
+        SUPPORT,
         Some(
             &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
-            "params": {"id": "task-a2a-escalation"}}),
+            "params": {"id": task}}),
         ),
     );
     assert_eq!(
         task["result"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{task}"
+    );
+}
+
+#[test]
+fn a_remote_task_that_asks_for_input_is_continued_by_the_next_handoff_of_the_task() {
+    let Some(python) = python() else { return };
+    let (_agent, port) = sdk_agent(&python);
+    let hub = RemoteHub::start(port);
+    let task = "task-a2a-input";
+    let escalation = from_support(
+        "6f0b1c2d-e5f6-4890-a234-567890abcd88",
+        task,
+        "ESCALATION",
+        escalation_data(Some(false)),
+    );
+    hub.publish(&escalation);
+    let asked = &hub.timeline(task, 2)[1];
+    assert_eq!(asked["payload"]["handoff_type"], "STATUS_UPDATE", "{asked}");
+    assert_eq!(asked["payload"]["data"]["status"], "BLOCKED", "{asked}");
+    assert_eq!(
+        asked["payload"]["data"]["blocked_on"],
+        "Please send the modem logs."
+    );
+    let info_id = "7f0b1c2d-e5f6-4890-a234-567890abcd99";
+    let data = serde_json::json!({"provided_info": {"modem_logs": "log-123"},
+        "in_response_to": asked["metadata"]["message_id"]});
+    hub.publish(&from_support(info_id, task, "PROVIDE_INFORMATION", data));
+    let done = &hub.timeline(task, 4)[3];
+    assert_eq!(done["payload"]["data"]["status"], "COMPLETED", "{done}");
+    // The same remote task answered: it thanks for what the second handoff carried.
+    assert_eq!(
+        done["payload"]["data"]["summary"],
+        format!(
+            "Thanks, with that: Handled PROVIDE_INFORMATION {info_id} from support: priority \
+             CRITICAL, expires 2099-06-30T12:00:00.000Z."
+        )
     );
 }
 

@@ -95,6 +95,14 @@ pub fn settled(state: &str) -> bool {
     )
 }
 
+/// True for a state in which the remote task waits for the next message of its client.
+pub fn needs_input(state: &str) -> bool {
+    matches!(
+        state,
+        "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED"
+    )
+}
+
 /// The chorus items for the remote answer to `input`, sent by `agent` in task `task_id`.
 pub fn incoming(
     agent: &str,

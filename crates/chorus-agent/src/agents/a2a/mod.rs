@@ -11,7 +11,7 @@ use chorus_bus::AgentError;
 use serde_json::json;
 
 use super::{FlowAgent, Item};
-use answer::{answer_of, incoming, outgoing, settled};
+use answer::{answer_of, incoming, needs_input, outgoing, settled};
 use remote::Remote;
 
 /// How often an unsettled remote task is read again.
@@ -22,6 +22,9 @@ pub struct A2aAgent {
     name: String,
     remote: Remote,
     timeout: Duration,
+    /// The remote task waiting for input, by chorus task: the next item of that chorus task
+    /// continues it (kept in this process only).
+    waiting: std::sync::Mutex<std::collections::HashMap<String, serde_json::Value>>,
 }
 
 impl A2aAgent {
@@ -32,6 +35,7 @@ impl A2aAgent {
             name: name.to_owned(),
             remote: Remote::new(card_url, token, timeout),
             timeout,
+            waiting: std::sync::Mutex::default(),
         }
     }
 
@@ -47,7 +51,15 @@ impl FlowAgent for A2aAgent {
     }
 
     async fn handle(&self, input: &Item, task_id: &str) -> Result<Vec<Item>, AgentError> {
-        let message = outgoing(input, task_id);
+        let mut message = outgoing(input, task_id);
+        let continued = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(task_id);
+        if let Some(remote_task) = continued {
+            message["taskId"] = remote_task;
+        }
         let result = self
             .remote
             .call("SendMessage", json!({"message": message}))
@@ -70,6 +82,12 @@ impl FlowAgent for A2aAgent {
                 .await
                 .map_err(|e| self.fail(e))?;
             (state, answer) = answer_of(&task);
+        }
+        if let (Some(id), true) = (remote_task, needs_input(&state)) {
+            self.waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(task_id.to_owned(), id);
         }
         incoming(&self.name, input, task_id, &state, answer.as_ref()).map_err(|e| self.fail(e))
     }
