@@ -5,7 +5,9 @@
 Resolves the agent's card, streams a message until its task completes, reads the task back,
 then sends a second message without waiting (the agent does not answer it), subscribes to
 that task and cancels it (all over JSON-RPC); then streams a third message to completion over
-the HTTP+JSON binding. Prints one JSON object with what it saw, and exits 1 when a step
+the HTTP+JSON binding; last, resolves the hub's card at the well-known path of the server and
+sends a fourth message through the hub's endpoint, naming the agent in `metadata.recipient`,
+waiting (blocking) for the answer. Prints one JSON object with what it saw, and exits 1 when a step
 does not end as A2A says it must.
 
 Every answer of the server is parsed strictly (unknown fields refused, the SDK's required-field
@@ -112,14 +114,29 @@ async def main(url, token):
         fetched = await rest.get_task(a2a_pb2.GetTaskRequest(id=rest_task))
         seen["rest"] = {"states": rest_states, "task": state_name(fetched.status.state),
                         "messages": len(fetched.history)}
+        hub_url = url.split("/a2a/")[0]
+        agent = url.rstrip("/").rsplit("/", 1)[1]
+        raw_hub = (await http.get(hub_url + "/.well-known/agent-card.json")).json()
+        strict(raw_hub, a2a_pb2.AgentCard())
+        hub_card = await A2ACardResolver(http, hub_url).get_agent_card()
+        blocking = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(hub_card)
+        via_hub = new_text_message("An invoice question via the hub", role=a2a_pb2.ROLE_USER)
+        via_hub.metadata.update({"recipient": agent})
+        hub_task = None
+        async for event in blocking.send_message(a2a_pb2.SendMessageRequest(message=via_hub)):
+            hub_task = event.task
+        seen["hub"] = {"skills": [s.id for s in hub_card.skills],
+                       "state": state_name(hub_task.status.state)}
         await streaming.close()
         await polling.close()
         await rest.close()
+        await blocking.close()
     print(json.dumps(seen))
     ok = (states and states[-1] == "TASK_STATE_COMPLETED"
           and seen["task"]["state"] == "TASK_STATE_COMPLETED"
           and seen["canceled"]["after"] == "TASK_STATE_CANCELED"
-          and seen["rest"]["task"] == "TASK_STATE_COMPLETED")
+          and seen["rest"]["task"] == "TASK_STATE_COMPLETED"
+          and seen["hub"]["state"] == "TASK_STATE_COMPLETED")
     return 0 if ok else 1
 
 

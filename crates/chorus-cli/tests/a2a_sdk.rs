@@ -1,13 +1,14 @@
 //! A2A with the official A2A Python SDK (`a2a-sdk` from PyPI) as the peer, on 127.0.0.1, both
 //! ways. Its client drives a chorus agent (`chorus agent run examples/a2a/desk.toml` on `chorus
 //! serve`) through `examples/a2a/sdk_client.py`: resolve the card, stream a message to
-//! `completed`, get the task, subscribe to a second task and cancel it over JSON-RPC, and a third
-//! task to `completed` over HTTP+JSON (the script parses every answer strictly: unknown fields
-//! refused, the SDK's required-field check). Its server
-//! (`examples/a2a/sdk_agent.py`) is the remote agent of a flow (`kind = "a2a"`): an ESCALATION
-//! published on the hub reaches it through a `chorus agent run` worker, and its answer comes back
-//! into the task's timeline as a STATUS_UPDATE with the type, priority and expiry it saw; and
-//! `chorus run examples/a2a/escalate.toml` does the same in one process.
+//! `completed`, get the task, subscribe to a second task and cancel it over JSON-RPC; a third
+//! task to `completed` over HTTP+JSON; a fourth through the hub's card and endpoint, blocking
+//! (the script parses every answer strictly: unknown fields refused, the SDK's required-field
+//! check). Its server (`examples/a2a/sdk_agent.py`) is the remote agent of a flow
+//! (`kind = "a2a"`): an ESCALATION published on the hub reaches it through a `chorus agent run`
+//! worker, and its answer comes back into the task's timeline as a STATUS_UPDATE with the type,
+//! priority and expiry it saw; a remote task that asks for input is continued by the task's next
+//! handoff; and `chorus run examples/a2a/escalate.toml` does the same in one process.
 //!
 //! Needs `CHORUS_TEST_PYTHON` (a python with `a2a-sdk` installed, as `.ci/run` sets it); without
 //! it the tests say "not run: …"; with it and no `a2a-sdk` they fail.
@@ -106,6 +107,13 @@ fn the_a2a_sdk_client_drives_a_chorus_agent_to_completed_and_cancels_a_task() {
     assert_eq!(seen["canceled"]["after"], "TASK_STATE_CANCELED", "{seen}");
     let followed = seen["canceled"]["subscribed"].as_array().unwrap();
     assert_eq!(followed.last().unwrap(), "TASK_STATE_CANCELED", "{seen}");
+    // Through the hub's card and endpoint, blocking until the answer.
+    assert_eq!(
+        seen["hub"]["skills"],
+        serde_json::json!(["desk", "front"]),
+        "{seen}"
+    );
+    assert_eq!(seen["hub"]["state"], "TASK_STATE_COMPLETED", "{seen}");
     // The same over the HTTP+JSON binding.
     let rest = &seen["rest"];
     assert_eq!(
