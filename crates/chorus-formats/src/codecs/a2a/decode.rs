@@ -189,7 +189,7 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
                     return Err(Problem::expected(
                         child(at, key),
                         "a string",
-                        describe(&map[key]),
+                        map.get(key).map_or_else(|| "nothing".into(), describe),
                     ));
                 }
             };

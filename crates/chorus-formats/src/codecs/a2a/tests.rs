@@ -150,3 +150,119 @@ fn a_file_known_by_its_provider_id_comes_back() {
     );
     assert_eq!(A2a::decode(out.value).unwrap(), conversation);
 }
+
+mod any_input {
+    //! Whatever JSON arrives in the shape of an A2A message, decoding answers with a value or a
+    //! problem, never a panic.
+
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            "[a-z/+=:.]{0,12}".prop_map(Value::String),
+            Just(json!({})),
+            Just(json!([])),
+        ]
+    }
+
+    /// Metadata, sometimes with the chorus keys the decoder reads.
+    fn metadata() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            scalar(),
+            (
+                prop::sample::select(vec![
+                    "image_url",
+                    "input_audio",
+                    "file",
+                    "other",
+                    "data",
+                    "reasoning",
+                    "text",
+                ]),
+                prop::sample::select(vec!["text", "null", "absent", "empty", "parts"]),
+                scalar(),
+            )
+                .prop_map(|(kind, content, file)| json!({"chorus": {
+                    "type": kind, "content": content, "file": file, "role": "tool",
+                    "generated_id": true}})),
+        ]
+    }
+
+    fn part() -> impl Strategy<Value = Value> {
+        let keys = prop::sample::subsequence(
+            vec![
+                "text",
+                "raw",
+                "url",
+                "data",
+                "mediaType",
+                "filename",
+                "metadata",
+                "kind",
+                "file",
+            ],
+            0..5,
+        );
+        (keys, prop::collection::vec(scalar(), 5), metadata()).prop_map(
+            |(keys, values, metadata)| {
+                let mut map: serde_json::Map<String, Value> = keys
+                    .into_iter()
+                    .zip(values)
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect();
+                if map.contains_key("metadata") {
+                    map.insert("metadata".into(), metadata);
+                }
+                Value::Object(map)
+            },
+        )
+    }
+
+    fn message() -> impl Strategy<Value = Value> {
+        (
+            prop::sample::select(vec![
+                json!("ROLE_USER"),
+                json!("ROLE_AGENT"),
+                json!("agent"),
+                json!(7),
+                Value::Null,
+            ]),
+            prop::option::of(prop::sample::select(vec![json!("m"), json!(1)])),
+            prop_oneof![
+                prop::collection::vec(part(), 0..4).prop_map(Value::Array),
+                scalar()
+            ],
+            prop::option::of(metadata()),
+        )
+            .prop_map(|(role, id, parts, metadata)| {
+                let mut m = json!({"role": role, "parts": parts});
+                if let Some(id) = id {
+                    m["messageId"] = id;
+                }
+                if let Some(metadata) = metadata {
+                    m["metadata"] = metadata;
+                }
+                m
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_never_panics(m in message(), wrap in 0u8..3) {
+            let input = match wrap {
+                0 => m,
+                1 => json!([m]),
+                _ => json!({"id": "t", "status": {}, "history": [m]}),
+            };
+            if let Err(problem) = A2a::decode(input) {
+                prop_assert!(problem.pointer.is_empty() || problem.pointer.starts_with('/'));
+            }
+        }
+    }
+}
