@@ -1,6 +1,7 @@
 """An A2A agent on the official A2A Python SDK (`a2a-sdk`, v1.0), for a chorus flow to hand off to.
 
     python examples/a2a/sdk_agent.py 7790      # or 0: a free port, said in the first line
+    python examples/a2a/sdk_agent.py 7790 --no-streaming   # a card without streaming
 
 Serves its card at http://127.0.0.1:PORT/.well-known/agent-card.json and JSON-RPC at
 http://127.0.0.1:PORT/. It reads what it is sent: a chorus handoff (a data part, with the
@@ -84,14 +85,14 @@ class Echo(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def card(url):
+def card(url, streaming):
     return a2a_pb2.AgentCard(
         name="sdk-echo",
         description="Answers chorus handoffs with what it found in them",
         version="1.0.0",
         supported_interfaces=[a2a_pb2.AgentInterface(
             url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
-        capabilities=a2a_pb2.AgentCapabilities(streaming=True, extensions=[
+        capabilities=a2a_pb2.AgentCapabilities(streaming=streaming, extensions=[
             a2a_pb2.AgentExtension(uri=HANDOFF_EXTENSION, description="chorus handoffs")]),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain"],
@@ -99,13 +100,13 @@ def card(url):
     )
 
 
-async def main(port):
+async def main(port, streaming):
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/"
-    agent_card = card(url)
+    agent_card = card(url, streaming)
     handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(),
                                     agent_card=agent_card)
     app = Starlette(routes=create_agent_card_routes(agent_card)
@@ -119,4 +120,4 @@ async def main(port):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1])))
+    asyncio.run(main(int(sys.argv[1]), "--no-streaming" not in sys.argv[2:]))

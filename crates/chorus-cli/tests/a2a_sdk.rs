@@ -129,12 +129,15 @@ fn the_a2a_sdk_client_drives_a_chorus_agent_to_completed_and_cancels_a_task() {
 }
 
 /// The A2A agent of `examples/a2a/sdk_agent.py` (the a2a-sdk server) on a free port of
-/// 127.0.0.1 (it binds port 0 and says which it got), once it listens; its port.
-fn sdk_agent(python: &PathBuf) -> (Killed, u16) {
+/// 127.0.0.1 (it binds port 0 and says which it got), once it listens; its port. Its card says
+/// it streams (chorus then follows `SendStreamingMessage`) unless `streaming` is false (chorus
+/// then calls `SendMessage` and polls `GetTask`).
+fn sdk_agent(python: &PathBuf, streaming: bool) -> (Killed, u16) {
     use std::io::BufRead;
     let mut child = Command::new(python)
         .arg(repo().join("examples/a2a/sdk_agent.py"))
         .arg("0")
+        .args((!streaming).then_some("--no-streaming"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -294,7 +297,7 @@ fn escalation_data(logs_attached: Option<bool>) -> Value {
 #[test]
 fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_with_its_keys() {
     let Some(python) = python() else { return };
-    let (_agent, port) = sdk_agent(&python);
+    let (_agent, port) = sdk_agent(&python, true);
     let hub = RemoteHub::start(port);
     let message_id = "5f0b1c2d-e5f6-4890-a234-567890abcd77";
     let task = "task-a2a-escalation";
@@ -346,7 +349,7 @@ fn an_escalation_reaches_the_a2a_sdk_agent_and_comes_back_as_a_status_update_wit
 #[test]
 fn a_remote_task_that_asks_for_input_is_continued_by_the_next_handoff_of_the_task() {
     let Some(python) = python() else { return };
-    let (_agent, port) = sdk_agent(&python);
+    let (_agent, port) = sdk_agent(&python, false);
     let hub = RemoteHub::start(port);
     let task = "task-a2a-input";
     let escalation = from_support(
@@ -382,7 +385,7 @@ fn a_remote_task_that_asks_for_input_is_continued_by_the_next_handoff_of_the_tas
 #[test]
 fn the_documented_flow_hands_off_to_the_a2a_sdk_agent() {
     let Some(python) = python() else { return };
-    let (_agent, port) = sdk_agent(&python);
+    let (_agent, port) = sdk_agent(&python, true);
     let dir = tempfile::tempdir().unwrap();
     let flow = std::fs::read_to_string(repo().join("examples/a2a/escalate.toml"))
         .unwrap()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chorus_bus::AgentError;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{FlowAgent, Item};
 use answer::{answer_of, incoming, needs_input, outgoing, settled};
@@ -24,7 +24,7 @@ pub struct A2aAgent {
     timeout: Duration,
     /// The remote task waiting for input, by chorus task: the next item of that chorus task
     /// continues it (kept in this process only).
-    waiting: std::sync::Mutex<std::collections::HashMap<String, serde_json::Value>>,
+    waiting: std::sync::Mutex<std::collections::HashMap<String, Value>>,
 }
 
 impl A2aAgent {
@@ -41,6 +41,48 @@ impl A2aAgent {
 
     fn fail(&self, message: impl Into<String>) -> AgentError {
         AgentError::new(&self.name, message)
+    }
+
+    /// `SendStreamingMessage`, followed until the task settles (or the stream ends, or the
+    /// timeout passes): its last state, answer and the remote task id.
+    async fn streamed(
+        &self,
+        message: Value,
+    ) -> Result<(String, Option<Value>, Option<Value>), AgentError> {
+        let mut state = "TASK_STATE_SUBMITTED".to_owned();
+        let mut answer = None;
+        let mut task = None;
+        let followed = self.remote.stream(
+            "SendStreamingMessage",
+            json!({"message": message}),
+            |event| {
+                if let Some(id) = event
+                    .pointer("/task/id")
+                    .or_else(|| event.pointer("/statusUpdate/taskId"))
+                {
+                    task = Some(id.clone());
+                }
+                let update = event
+                    .get("statusUpdate")
+                    .map(|u| json!({"task": {"status": u["status"]}}));
+                let (now, said) = answer_of(update.as_ref().unwrap_or(event));
+                state = now;
+                if said.is_some() {
+                    answer = said;
+                }
+                !settled(&state)
+            },
+        );
+        tokio::time::timeout(self.timeout, followed)
+            .await
+            .map_err(|_| {
+                self.fail(format!(
+                    "the remote task is still {state} after {} s",
+                    self.timeout.as_secs()
+                ))
+            })?
+            .map_err(|e| self.fail(e))?;
+        Ok((state, answer, task))
     }
 }
 
@@ -60,14 +102,19 @@ impl FlowAgent for A2aAgent {
         if let Some(remote_task) = continued {
             message["taskId"] = remote_task;
         }
-        let result = self
-            .remote
-            .call("SendMessage", json!({"message": message}))
-            .await
-            .map_err(|e| self.fail(e))?;
-        let (mut state, mut answer) = answer_of(&result);
+        let (mut state, mut answer, remote_task) =
+            if self.remote.streams().await.map_err(|e| self.fail(e))? {
+                self.streamed(message).await?
+            } else {
+                let result = self
+                    .remote
+                    .call("SendMessage", json!({"message": message}))
+                    .await
+                    .map_err(|e| self.fail(e))?;
+                let (state, answer) = answer_of(&result);
+                (state, answer, result.pointer("/task/id").cloned())
+            };
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let remote_task = result.pointer("/task/id").cloned();
         while let Some(id) = remote_task.as_ref().filter(|_| !settled(&state)) {
             if tokio::time::Instant::now() >= deadline {
                 return Err(self.fail(format!(
