@@ -6,8 +6,9 @@ use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::operations::{Framing, cancel, get, publish, send, stream_task, subscribable};
+use super::operations::{cancel, get, publish, send, subscribable};
 use super::rpc::{self, RpcError};
+use super::stream::{Framing, stream_task};
 use crate::auth::Caller;
 use crate::state::AppState;
 

@@ -17,6 +17,7 @@ mod jsonrpc;
 mod operations;
 mod rest;
 mod rpc;
+mod stream;
 mod task;
 
 use axum::Router;

@@ -1,16 +1,12 @@
-//! The A2A operations, whatever the binding: send (and stream), get, cancel and subscribe; every
-//! message is published as the authenticated caller through the same checks as
-//! `POST /v1/messages`.
+//! The A2A operations, whatever the binding: send, get, cancel, and the checks before a stream;
+//! every message is published as the authenticated caller through the same checks as
+//! `POST /v1/messages`, and a task is read as the caller may see it.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::response::IntoResponse;
-use axum::response::sse::{Event, KeepAlive, Sse};
 use chorus_bus::{Envelope, PEEK_LIMIT, QueuedState};
 use chorus_core::Problem;
-use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
 use super::inbound::to_chorus;
@@ -22,7 +18,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// How often a waiting call or an open stream looks at its task again.
-const POLL: Duration = Duration::from_millis(100);
+pub(super) const POLL: Duration = Duration::from_millis(100);
 
 /// How long a blocking `SendMessage` waits for the task to end or to need input.
 const BLOCKING_WAIT: Duration = Duration::from_secs(30);
@@ -170,80 +166,6 @@ pub(super) async fn subscribable(
     Ok(id)
 }
 
-/// How the events of a stream are framed.
-#[derive(Debug, Clone)]
-pub(super) enum Framing {
-    /// Each event a JSON-RPC answer to the request with this id.
-    JsonRpc(Value),
-    /// Each event the bare `StreamResponse`; an error as an `error` event (HTTP+JSON).
-    Rest,
-}
-
-impl Framing {
-    fn event(&self, outcome: Result<Value, &RpcError>) -> Event {
-        let (data, error) = match (self, outcome) {
-            (Framing::JsonRpc(id), Ok(payload)) => (rpc::result(id, payload), false),
-            (Framing::JsonRpc(id), Err(e)) => (rpc::error(id, e), false),
-            (Framing::Rest, Ok(payload)) => (payload, false),
-            (Framing::Rest, Err(e)) => (json!({"error": e.to_status()}), true),
-        };
-        let event = Event::default().json_data(&data).unwrap_or_default();
-        if error { event.event("error") } else { event }
-    }
-}
-
-/// The task as an SSE stream: the `task` first, then a `statusUpdate` on every change, until it
-/// ends or needs input (or the server stops).
-pub(super) fn stream_task(
-    app: AppState,
-    caller: Caller,
-    task_id: String,
-    framing: Framing,
-) -> impl IntoResponse {
-    let stopped = app.stopped();
-    let events = stream::unfold(
-        (app, caller, task_id, framing, None::<Value>, false),
-        |(app, caller, task_id, framing, last, done)| async move {
-            if done {
-                return None;
-            }
-            loop {
-                if last.is_some() {
-                    tokio::time::sleep(POLL).await;
-                }
-                let (event, view_state) = match load(&app, &caller, &task_id).await {
-                    Ok(view) => {
-                        let status = view.status();
-                        if last.as_ref() == Some(&status) {
-                            continue;
-                        }
-                        let payload = match last {
-                            None => json!({"task": view.to_json(None)}),
-                            Some(_) => view.status_update(),
-                        };
-                        (framing.event(Ok(payload)), Some((status, view.state)))
-                    }
-                    Err(e) => (framing.event(Err(&e)), None),
-                };
-                let next = match view_state {
-                    Some((status, state)) => (
-                        app,
-                        caller,
-                        task_id,
-                        framing,
-                        Some(status),
-                        state.ends_stream(),
-                    ),
-                    None => (app, caller, task_id, framing, None, true),
-                };
-                return Some((Ok::<_, Infallible>(event), next));
-            }
-        },
-    )
-    .take_until(stopped);
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-}
-
 /// The stored messages of a task, in publish order.
 async fn timeline(app: &AppState, id: &str) -> Result<Vec<Envelope>, RpcError> {
     app.bus
@@ -253,7 +175,7 @@ async fn timeline(app: &AppState, id: &str) -> Result<Vec<Envelope>, RpcError> {
 }
 
 /// The task `id` as the caller may see it: one whose messages it sent or may read.
-async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<TaskView, RpcError> {
+pub(super) async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<TaskView, RpcError> {
     let envelopes = timeline(app, id).await?;
     // The parties of a task are the sender of its first message and whoever may read an inbox
     // that message went to; a message added to the task later does not make its sender one.

@@ -12,8 +12,9 @@ use axum::response::{IntoResponse, Response};
 use chorus_core::Problem;
 use serde_json::{Value, json};
 
-use super::operations::{Framing, cancel, get, publish, send, stream_task, subscribable};
+use super::operations::{cancel, get, publish, send, subscribable};
 use super::rpc::{self, RpcError};
+use super::stream::{Framing, stream_task};
 use crate::auth::Caller;
 use crate::state::AppState;
 
