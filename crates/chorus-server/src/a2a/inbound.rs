@@ -93,13 +93,10 @@ pub fn to_chorus(
     };
     document.insert("name".into(), json!(caller));
     document.insert("recipient".into(), json!(recipient));
-    let metadata = document
-        .entry("metadata")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .map(std::mem::take)
-        .unwrap_or_default();
-    let mut metadata = metadata;
+    let mut metadata = match document.remove("metadata") {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
     metadata.insert("task_id".into(), json!(task_id));
     metadata.insert("conversation_id".into(), json!(context_id));
     document.insert("metadata".into(), Value::Object(metadata));
