@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Served, chorus, stdout};
+use common::{Served, chorus, request, stdout};
 use serde_json::{Value, json};
 
 const ADMIN: &str = "admin-0123456789abcdef0123456789abcdef";
@@ -119,31 +119,6 @@ fn worker(dir: &Path, flow: &Path, agent: &str, addr: &str, extra: &[&str], n: u
         .stderr(log)
         .spawn()
         .unwrap()
-}
-
-/// One HTTP request with an optional JSON body; the status and the body of the answer.
-fn request(
-    addr: &str,
-    method: &str,
-    path: &str,
-    token: &str,
-    body: Option<&Value>,
-) -> (u16, String) {
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let answer = common::http(
-        addr,
-        &format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ),
-    );
-    let status = answer[9..12].parse().unwrap();
-    let body = answer
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    (status, body)
 }
 
 /// Publishes a chorus message `text` from `ops` to `to` with id `id`.

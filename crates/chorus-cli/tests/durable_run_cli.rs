@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::response::Response;
+use common::request;
 use fake_openai::chat;
 use serde_json::{Value, json};
 
@@ -425,31 +426,6 @@ const ADMIN: &str = "admin-0123456789abcdef0123456789abcdef";
 
 fn token(name: &str) -> String {
     format!("token-{name}-0123456789abcdef0123456789abcdef")
-}
-
-/// One HTTP request with an optional JSON body; the status and the body of the answer.
-fn request(
-    addr: &str,
-    method: &str,
-    path: &str,
-    token: &str,
-    body: Option<&Value>,
-) -> (u16, String) {
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let answer = common::http(
-        addr,
-        &format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ),
-    );
-    let status = answer[9..12].parse().unwrap();
-    let body = answer
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    (status, body)
 }
 
 /// A hub with the four agents, its flow file for the workers, the directory.

@@ -4,7 +4,9 @@
 //! pydantic `TypeAdapter` in strict mode and unknown keys forbidden. Checked: the golden outputs
 //! of tests/golden/ and conversations generated afresh on every run (parts of every kind, names,
 //! reasoning, tool calls with missing and orphan results, tool definitions, request parameters,
-//! Gemini's camelCase spelling), each encoded by all four encoders.
+//! Gemini's camelCase spelling), each encoded by all four encoders. Every A2A message (golden
+//! and generated) is parsed by the `a2a-sdk` package's protobuf `Message` with unknown fields
+//! refused and its required-field check (tests/oracle/a2a_validate.py).
 //!
 //! Python comes from `CHORUS_TEST_PYTHON` (with the pinned SDKs of .ci/python-oracles.txt); unset,
 //! the test says it did not run. Run alone: `CHORUS_TEST_PYTHON=.../bin/python cargo test -p
@@ -405,5 +407,95 @@ fn every_encoder_output_validates_against_the_provider_sdk_types() {
     assert!(
         tally.values().all(|t| t.checked >= count),
         "every encoder checked on every conversation"
+    );
+}
+
+const A2A_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle/a2a_validate.py");
+
+/// Every A2A message of `value` (an encoder's output: an array of messages).
+fn a2a_messages(source: &str, value: &Value) -> Vec<(String, Value)> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("{source}: the a2a encoder writes an array"))
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (format!("{source}, message {i}"), m.clone()))
+        .collect()
+}
+
+#[test]
+fn every_a2a_message_parses_with_the_a2a_sdk() {
+    let Some(python) = support::python("a2a-sdk") else {
+        return;
+    };
+    let count = support::case_count("SDK_ORACLE_CASES", 400);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/a2a");
+    let mut messages = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for path in &files {
+        let golden: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        messages.extend(a2a_messages(
+            &format!("golden {}", path.display()),
+            &golden["output"],
+        ));
+    }
+    let mut conversations = regressions();
+    conversations.extend(support::draw(&conversation(), count));
+    for c in &conversations {
+        let parsed: Conversation = serde_json::from_value(c.clone()).unwrap();
+        let text = Format::A2a
+            .encode(&parsed, &EncodeOptions::default())
+            .unwrap()
+            .value;
+        messages.extend(a2a_messages(
+            &format!("conversation {}", serde_json::to_string(c).unwrap()),
+            &serde_json::from_str(&text).unwrap(),
+        ));
+    }
+    let mut input = Vec::new();
+    for (id, (_, m)) in messages.iter().enumerate() {
+        serde_json::to_writer(&mut input, &json!({"id": id, "message": m})).unwrap();
+        input.push(b'\n');
+    }
+    let output = support::run(
+        &python,
+        &[A2A_SCRIPT],
+        input,
+        "the A2A oracle (is a2a-sdk installed?)",
+    );
+    let verdicts: Vec<Value> = String::from_utf8(output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(verdicts.len(), messages.len(), "one verdict per message");
+    let failures: Vec<String> = messages
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, v)| v["ok"] != true)
+        .map(|((source, m), v)| {
+            format!(
+                "{source}:\n{}\n--- a2a-sdk: {}",
+                serde_json::to_string(m).unwrap(),
+                v["error"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    println!(
+        "a2a-sdk Message: {} of {} valid ({} golden files, {} conversations)",
+        messages.len() - failures.len(),
+        messages.len(),
+        files.len(),
+        conversations.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} A2A messages fail the a2a-sdk; first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(3)].join("\n\n")
     );
 }

@@ -109,12 +109,12 @@ fn a2a_keeps_unknown_fields() {
     survives(
         Format::A2a,
         json!([
-            {"kind": "message", "messageId": "m1", "role": "user", "contextId": "ctx-1", "taskId": "t-1",
+            {"messageId": "m1", "role": "ROLE_USER", "contextId": "ctx-1", "taskId": "t-1",
              "referenceTaskIds": ["t-0"], "extensions": ["https://example.com/ext/v1"],
-             "parts": [{"kind": "text", "text": "hi", "metadata": {"lang": "en"}},
-                       {"kind": "data", "data": {"k": 1}}]},
-            {"kind": "message", "messageId": "m2", "role": "agent", "contextId": "ctx-1",
-             "parts": [{"kind": "file", "file": {"name": "r.pdf", "mimeType": "application/pdf", "uri": "https://example.com/r.pdf"}}]}
+             "parts": [{"text": "hi", "metadata": {"lang": "en"}},
+                       {"data": {"k": 1}}]},
+            {"messageId": "m2", "role": "ROLE_AGENT", "contextId": "ctx-1",
+             "parts": [{"url": "https://example.com/r.pdf", "mediaType": "application/pdf", "filename": "r.pdf"}]}
         ]),
     );
 }

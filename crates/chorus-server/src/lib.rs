@@ -25,6 +25,7 @@
 //! The namespaces: [`config`] (the configuration file's parts), [`telemetry`] (OpenTelemetry
 //! export and the trace contexts kept beside messages) and [`tls`] (HTTPS listening).
 
+mod a2a;
 mod api;
 mod auth;
 mod blobs;
@@ -49,6 +50,7 @@ pub mod telemetry;
 pub mod tls;
 mod ui;
 
+pub use a2a::HANDOFF_EXTENSION;
 pub use auth::hash_token;
 pub use config::{AgentEntry, ServerConfig};
 pub use server::{Server, SideStores, Store, bind, shutdown_signal};

@@ -62,6 +62,15 @@ impl Policy {
         recipients.iter().copied().find(|r| !self.names(r))
     }
 
+    /// Every configured agent and every pool an agent reads, sorted, each once.
+    pub fn inboxes(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.agents.keys().cloned().collect();
+        out.extend(self.agents.values().flat_map(|a| a.read.iter().cloned()));
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// True when the config names `inbox`: a configured agent, an inbox an agent reads, or an
     /// inbox or topic of the routing config.
     pub fn names(&self, inbox: &str) -> bool {

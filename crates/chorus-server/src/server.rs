@@ -244,7 +244,7 @@ impl Server {
             stopping,
         };
         let pruner = Pruner::new(state.clone(), config.retention.clone());
-        let (router, openapi) = router(state, config.request_timeout());
+        let (router, openapi) = router(state, config.request_timeout(), crate::a2a::routes());
         let router = crate::layers::around(router, &config.cors);
         Server {
             router,

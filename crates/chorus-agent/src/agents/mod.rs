@@ -1,10 +1,13 @@
 //! Agents that take part in flows: [`RuleAgent`] for deterministic steps and [`LlmAgent`] for
 //! model-driven ones, both speaking chorus messages and seed-003 handoffs ([`Item`]).
 //!
+//! [`A2aAgent`] stands in a flow for a remote A2A agent.
+//!
 //! [`FlowAgent`] is the richer interface the flow runner drives (one input, any number of
 //! outputs, each addressed); [`BusAgent`] adapts any of them to `chorus_bus::Agent<Message>` for
 //! hubs and pipelines.
 
+mod a2a;
 mod bus_agent;
 mod item;
 mod llm;
@@ -14,6 +17,7 @@ mod scope;
 mod trace;
 mod transfer;
 
+pub use a2a::A2aAgent;
 pub use bus_agent::BusAgent;
 pub use item::Item;
 pub(crate) use item::key_digest;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::spec::{AgentKind, ClientKind, FlowSpec, LlmAgentSpec, SpecError};
-use crate::agents::{FlowAgent, LlmAgent, LlmAgentConfig, RuleAgent};
+use crate::agents::{A2aAgent, FlowAgent, LlmAgent, LlmAgentConfig, RuleAgent};
 use crate::confirm::Confirmations;
 use crate::journal::Journal;
 use crate::model::ModelClient;
@@ -61,6 +61,20 @@ pub fn build_journaled_agents(
                 rule.rules.clone(),
                 registry.clone(),
             )),
+            AgentKind::A2a(a2a) => {
+                let token = match &a2a.token_env {
+                    Some(var) => Some(std::env::var(var).map_err(|_| SpecError {
+                        location: format!("agents[{i}].token_env"),
+                        message: format!(
+                            "agent `{}` sends the token in ${var}, which is not set",
+                            a.name
+                        ),
+                    })?),
+                    None => None,
+                };
+                let timeout = std::time::Duration::from_secs(a2a.timeout_secs.unwrap_or(300));
+                Arc::new(A2aAgent::new(&a.name, &a2a.card, token, timeout))
+            }
             AgentKind::Llm(llm) => {
                 let factory = models.ok_or_else(|| SpecError {
                     location: format!("agents[{i}]"),

@@ -227,6 +227,38 @@ mod tests {
     }
 
     #[test]
+    fn an_a2a_agent_reads_its_card_and_refuses_other_kinds_options() {
+        let spec = FlowSpec::parse(&format!(
+            "{HEAD}[[agents]]\nname = \"remote\"\nkind = \"a2a\"\n\
+             card = \"http://127.0.0.1:9/.well-known/agent-card.json\"\n\
+             token_env = \"REMOTE_TOKEN\"\ntimeout_secs = 20\n"
+        ))
+        .unwrap();
+        let AgentKind::A2a(a2a) = &spec.agents[0].kind else {
+            panic!("{:?}", spec.agents[0].kind)
+        };
+        assert_eq!(
+            (
+                a2a.card.as_str(),
+                a2a.token_env.as_deref(),
+                a2a.timeout_secs
+            ),
+            (
+                "http://127.0.0.1:9/.well-known/agent-card.json",
+                Some("REMOTE_TOKEN"),
+                Some(20)
+            )
+        );
+        let e = error(
+            "[[agents]]\nname = \"r\"\nkind = \"a2a\"\ncard = \"http://h/c\"\nmodel = \"m\"\n",
+        );
+        assert_eq!(e.location, "line 8, column 1");
+        assert!(e.message.contains("model"), "{e}");
+        let e = error("[[agents]]\nname = \"r\"\nkind = \"a2a\"\n");
+        assert_eq!(e.location, "agents[0].card");
+    }
+
+    #[test]
     fn an_mcp_entry_reads_its_options_and_agents_may_name_its_tools() {
         let spec = FlowSpec::parse(&format!(
             "{HEAD}[[tools]]\nname = \"orders\"\nkind = \"mcp\"\ncommand = \"python3\"\n\
@@ -309,7 +341,10 @@ mod tests {
     #[test]
     fn a_kind_that_is_missing_unknown_or_not_a_string_is_refused_at_its_place() {
         let robot = "[[agents]]\nname = \"a\"\nkind = \"robot\"\n";
-        let (unknown, none) = ("unknown variant `robot`, expected `rule` or `llm`", "");
+        let (unknown, none) = (
+            "unknown variant `robot`, expected one of `rule`, `llm`, `a2a`",
+            "",
+        );
         refused(robot, "line 6, column 8", unknown, none);
         let (missing, kind) = ("[[agents]]\nname = \"a\"\n", "missing field `kind`");
         refused(missing, "line 4, column 1", kind, kind);

@@ -110,7 +110,7 @@ pub struct AgentSpec {
     /// agent of the flow.
     #[serde(default)]
     pub handoffs: Vec<String>,
-    /// `kind = "rule"` or `"llm"`, and the options of that kind.
+    /// `kind = "rule"`, `"llm"` or `"a2a"`, and the options of that kind.
     pub kind: AgentKind,
 }
 
@@ -129,6 +129,23 @@ pub enum AgentKind {
     Rule(RuleAgentSpec),
     /// A language model.
     Llm(LlmAgentSpec),
+    /// A remote A2A agent, reached through its agent card.
+    A2a(A2aAgentSpec),
+}
+
+/// The options of a `kind = "a2a"` agent.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct A2aAgentSpec {
+    /// The URL of the remote agent's card (e.g. `http://host/.well-known/agent-card.json`).
+    #[serde(default)]
+    pub card: String,
+    /// The environment variable holding the bearer token sent to the remote agent.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// Seconds to wait for the remote task to end or ask for input (default 300).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
 }
 
 /// The options of a `kind = "rule"` agent.
@@ -235,6 +252,17 @@ impl FlowSpec {
                     return err(
                         format!("agents[{i}].model"),
                         "an llm agent needs `model`".into(),
+                    );
+                }
+                AgentKind::A2a(a2a)
+                    if !(a2a.card.starts_with("http://") || a2a.card.starts_with("https://")) =>
+                {
+                    return err(
+                        format!("agents[{i}].card"),
+                        format!(
+                            "an a2a agent needs `card`, the http(s) URL of its agent card; found {:?}",
+                            a2a.card
+                        ),
                     );
                 }
                 AgentKind::Rule(rule) if rule.rules.is_empty() => {

@@ -162,6 +162,31 @@ pub fn http(addr: &str, request: &str) -> String {
     answer
 }
 
+/// One HTTP request with an optional JSON body; the status and the body of the answer.
+pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<&serde_json::Value>,
+) -> (u16, String) {
+    let body = body.map(serde_json::Value::to_string).unwrap_or_default();
+    let answer = http(
+        addr,
+        &format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (status, body)
+}
+
 /// True when every program in `programs` runs (`PROGRAM --version`). Otherwise prints
 /// "not run: …" to standard error and returns false, or fails when `CHORUS_TEST_CLIENTS` is set
 /// (as `.ci/run` does): the example clients must then run.
@@ -189,7 +214,12 @@ pub fn have_programs(what: &str, programs: &[&str]) -> bool {
 /// A `chorus serve` on a free port with an in-memory store and the example clients' two-agent
 /// config (`examples/clients/chorus.toml`), its output read in the background.
 pub fn serve_examples_config(dir: &std::path::Path) -> Served {
-    let config = repo().join("examples/clients/chorus.toml");
+    serve_memory(dir, &repo().join("examples/clients/chorus.toml"))
+}
+
+/// A `chorus serve` on a free port with an in-memory store and the config at `config`, its
+/// output read in the background.
+pub fn serve_memory(dir: &std::path::Path, config: &std::path::Path) -> Served {
     let mut served = Served::start(
         dir,
         &["--store", "memory", "--config", config.to_str().unwrap()],

@@ -122,11 +122,12 @@ fn constrain_id(parameter: &mut utoipa::openapi::path::Parameter) {
     }
 }
 
-/// The application with every route, and its OpenAPI document; each answer but the event
-/// streams' takes at most `timeout`.
+/// The application with every route (and the `extra` routes of other modules: A2A), and its
+/// OpenAPI document; each answer but the event streams' takes at most `timeout`.
 pub fn router(
     state: AppState,
     timeout: Option<std::time::Duration>,
+    extra: Router<AppState>,
 ) -> (Router, utoipa::openapi::OpenApi) {
     let limit = state.max_body_bytes;
     let router = OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -176,6 +177,7 @@ pub fn router(
     let router = router
         .route("/openapi.json", get(move || async move { Json(document) }))
         .merge(crate::ui::routes())
+        .merge(extra)
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,

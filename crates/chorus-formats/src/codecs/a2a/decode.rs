@@ -1,9 +1,10 @@
-//! A2A `Message` objects → chorus; `metadata.chorus` restores what A2A has no field for.
+//! A2A `Message` objects (v1.0, or v0.3) → chorus; `metadata.chorus` restores what A2A has no
+//! field for.
 
 use chorus_core::{ContentPart, Conversation, Message};
 use serde_json::{Map, Value, json};
 
-use super::{CHORUS, inferred_type};
+use super::{CHORUS, FileView, ROLE_AGENT, ROLE_USER, Shape, inferred_type, part_shape};
 use crate::Format;
 use crate::common::extras::namespace;
 use crate::common::json::{array, child, chorus_value, describe, item, object, string};
@@ -15,7 +16,7 @@ const ME: Format = Format::A2a;
 pub fn conversation(value: &Value) -> Result<Conversation, Problem> {
     let (list, pointer): (&[Value], &str) = match value {
         Value::Array(list) => (list, ""),
-        Value::Object(map) if map.get("kind").and_then(Value::as_str) == Some("task") => {
+        Value::Object(map) if is_task(map) => {
             let history = map
                 .get("history")
                 .map(|h| array(h, "/history"))
@@ -55,6 +56,12 @@ pub fn conversation(value: &Value) -> Result<Conversation, Problem> {
     })
 }
 
+/// A task: v0.3 says `kind: task`; a v1.0 task has an `id` and a `status` but no `parts`.
+fn is_task(map: &Map<String, Value>) -> bool {
+    map.get("kind").and_then(Value::as_str) == Some("task")
+        || (map.contains_key("status") && map.contains_key("id") && !map.contains_key("parts"))
+}
+
 fn split_metadata(map: &Map<String, Value>) -> (Map<String, Value>, Map<String, Value>) {
     let mut metadata = map
         .get("metadata")
@@ -73,14 +80,15 @@ fn message(value: &Value, at: &str) -> Result<Message, Problem> {
     let (mut out, metadata) = split_metadata(map);
     let role = match (out.remove("role"), string(map, "role", at)?) {
         (Some(role), _) => role,
-        (None, "user") => json!("user"),
-        (None, "agent") => json!("assistant"),
+        (None, ROLE_USER | "user") => json!("user"),
+        (None, ROLE_AGENT | "agent") => json!("assistant"),
         (None, other) => {
             return Err(Problem::expected(
                 child(at, "role"),
-                "user or agent",
+                "ROLE_USER or ROLE_AGENT (v0.3: user or agent)",
                 format!("{other:?}"),
-            ));
+            )
+            .with_hint("A2A v1.0 spells roles as ProtoJSON enum names"));
         }
     };
     out.insert("role".into(), role);
@@ -95,6 +103,9 @@ fn message(value: &Value, at: &str) -> Result<Message, Problem> {
     let parts = array(map.get("parts").unwrap_or(&Value::Null), &parts_at)?;
     match out.remove("content").as_ref().and_then(Value::as_str) {
         Some("absent") => {}
+        Some("empty") => {
+            out.insert("content".into(), json!([]));
+        }
         Some("null") => {
             out.insert("content".into(), Value::Null);
         }
@@ -138,17 +149,23 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
     let kind = chorus
         .remove("type")
         .and_then(|t| t.as_str().map(str::to_owned));
-    let mut out = match string(map, "kind", at)? {
-        "text" => {
+    let mut out = match part_shape(value) {
+        Shape::Text => {
             chorus.insert("text".into(), map.get("text").cloned().unwrap_or(json!("")));
             chorus.insert("type".into(), json!(kind.as_deref().unwrap_or("text")));
             chorus
         }
-        "file" => {
-            let file = object(map.get("file").unwrap_or(&Value::Null), &child(at, "file"))?;
-            let mime = file.get("mimeType").and_then(Value::as_str);
-            let bytes = file.get("bytes").and_then(Value::as_str);
-            let uri = file.get("uri").and_then(Value::as_str);
+        Shape::Data if kind.as_deref() == Some("file") && chorus.contains_key("file") => {
+            // A file known only by a provider file id: the file travels in metadata.chorus.
+            chorus.insert("type".into(), json!("file"));
+            chorus
+        }
+        Shape::File => {
+            if map.contains_key("kind") {
+                object(map.get("file").unwrap_or(&Value::Null), &child(at, "file"))?;
+            }
+            let view = FileView::of(value);
+            let (mime, bytes, uri) = (view.mime, view.bytes, view.uri);
             let kind = kind.unwrap_or_else(|| inferred_type(value).to_owned());
             let source = match (bytes, uri) {
                 (Some(b), _) => format!(
@@ -156,11 +173,23 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
                     mime.unwrap_or("application/octet-stream")
                 ),
                 (None, Some(u)) => u.to_owned(),
-                (None, None) => {
+                (None, None) if map.contains_key("kind") => {
                     return Err(Problem::expected(
                         child(at, "file"),
                         "`bytes` or `uri`",
                         "neither",
+                    ));
+                }
+                (None, None) => {
+                    let key = if map.contains_key("raw") {
+                        "raw"
+                    } else {
+                        "url"
+                    };
+                    return Err(Problem::expected(
+                        child(at, key),
+                        "a string",
+                        map.get(key).map_or_else(|| "nothing".into(), describe),
                     ));
                 }
             };
@@ -186,7 +215,7 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
                         (Some(_), false) => inner["file_data"] = Value::String(source),
                         (None, _) => inner["url"] = Value::String(source),
                     }
-                    if let Some(name) = file.get("name") {
+                    if let Some(name) = view.name {
                         inner["filename"] = name.clone();
                     }
                     if let (Some(m), true) = (mime, raw || bytes.is_none()) {
@@ -197,7 +226,7 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
             chorus.insert("type".into(), Value::String(kind));
             chorus
         }
-        "data" => {
+        Shape::Data => {
             let data = map.get("data").cloned().unwrap_or(Value::Null);
             if kind.as_deref() == Some("other") {
                 return match data {
@@ -213,16 +242,30 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
             chorus.insert("type".into(), json!("data"));
             chorus
         }
-        other => {
-            return Err(Problem::expected(
-                child(at, "kind"),
-                "text, file or data",
-                format!("{other:?}"),
-            ));
-        }
+        Shape::Unknown => return Err(unknown_part(map, at)),
     };
     if !metadata.is_empty() {
         out.insert(namespace(ME), json!({"metadata": metadata}));
     }
     chorus_value(Value::Object(out), at)
+}
+
+/// The problem of a part that is none of text, file or data.
+fn unknown_part(map: &Map<String, Value>, at: &str) -> Problem {
+    match map.get("kind") {
+        Some(kind) => Problem::expected(
+            child(at, "kind"),
+            "text, file or data (v0.3)",
+            describe(kind),
+        ),
+        None => Problem::expected(
+            at,
+            "a part with one of `text`, `raw`, `url` or `data`",
+            format!(
+                "keys {}",
+                map.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .with_hint("v0.3 parts say `kind`; v1.0 parts are a oneof of their content field"),
+    }
 }

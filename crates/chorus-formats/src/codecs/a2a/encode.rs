@@ -1,10 +1,11 @@
-//! chorus → A2A `Message` objects; chorus-only fields travel in `metadata.chorus`.
+//! chorus → A2A v1.0 `Message` objects (ProtoJSON: `ROLE_*` roles, parts as a oneof of `text`,
+//! `raw`, `url`, `data`); chorus-only fields travel in `metadata.chorus`.
 
 use chorus_core::media::DataUrl;
 use chorus_core::{Content, ContentPart, Conversation, Message, Nullable, Role};
 use serde_json::{Map, Value, json};
 
-use super::{CHORUS, inferred_type};
+use super::{CHORUS, ROLE_AGENT, ROLE_USER, inferred_type};
 use crate::Format;
 use crate::common::extras::{drop_all, namespace};
 use crate::common::json::{child, item};
@@ -45,11 +46,15 @@ fn message(m: &Message, index: usize, at: &str, losses: &mut Losses) -> Value {
         _ => Map::new(),
     };
     let role = match m.role {
-        Role::User => "user",
-        Role::Assistant => "agent",
+        Role::User => ROLE_USER,
+        Role::Assistant => ROLE_AGENT,
         other => {
             chorus.insert("role".into(), Value::String(other.as_str().into()));
-            if other == Role::Tool { "agent" } else { "user" }
+            if other == Role::Tool {
+                ROLE_AGENT
+            } else {
+                ROLE_USER
+            }
         }
     };
     let message_id = match &m.id {
@@ -70,7 +75,7 @@ fn message(m: &Message, index: usize, at: &str, losses: &mut Losses) -> Value {
         }
         Nullable::Value(Content::Text(text)) => {
             chorus.insert("content".into(), json!("text"));
-            vec![json!({"kind": "text", "text": text})]
+            vec![json!({"text": text})]
         }
         Nullable::Value(Content::Parts(parts)) => parts
             .iter()
@@ -78,8 +83,15 @@ fn message(m: &Message, index: usize, at: &str, losses: &mut Losses) -> Value {
             .map(|(i, p)| part(p, &item(&child(at, "content"), i), losses))
             .collect(),
     };
+    let parts = if parts.is_empty() {
+        // v1.0 requires at least one part: an empty text stands in, and `metadata.chorus.content`
+        // says the content was absent, null or an empty list.
+        chorus.entry("content").or_insert_with(|| json!("empty"));
+        vec![json!({"text": ""})]
+    } else {
+        parts
+    };
     let mut out = Map::new();
-    out.insert("kind".into(), json!("message"));
     out.insert("messageId".into(), Value::String(message_id));
     out.insert("role".into(), json!(role));
     out.insert("parts".into(), Value::Array(parts));
@@ -113,11 +125,11 @@ fn part(part: &ContentPart, at: &str, losses: &mut Losses) -> Value {
         ContentPart::Text(t) => {
             rest.remove("text");
             rest.remove("type");
-            json!({"kind": "text", "text": t.text})
+            json!({"text": t.text})
         }
         ContentPart::Reasoning(r) => {
             rest.remove("text");
-            json!({"kind": "text", "text": r.text})
+            json!({"text": r.text})
         }
         ContentPart::Image(img) => {
             let url = rotated_url(&img.image_url, &child(at, "image_url"), losses);
@@ -128,7 +140,7 @@ fn part(part: &ContentPart, at: &str, losses: &mut Losses) -> Value {
                     rest.remove("image_url");
                 }
             }
-            json!({"kind": "file", "file": image_file(&url)})
+            image_file(&url)
         }
         ContentPart::Audio(a) => {
             if let Some(Value::Object(inner)) = rest.get_mut("input_audio") {
@@ -136,7 +148,7 @@ fn part(part: &ContentPart, at: &str, losses: &mut Losses) -> Value {
                 inner.insert("format".into(), Value::String(a.input_audio.format.clone()));
             }
             let mime = format!("audio/{}", a.input_audio.format);
-            json!({"kind": "file", "file": {"bytes": a.input_audio.data, "mimeType": mime}})
+            json!({"raw": a.input_audio.data, "mediaType": mime})
         }
         ContentPart::File(f) => {
             let file = &f.file;
@@ -144,42 +156,46 @@ fn part(part: &ContentPart, at: &str, losses: &mut Losses) -> Value {
                 unreachable!("a file part has a file")
             };
             let mut out = Map::new();
-            if let Some(name) = inner.remove("filename") {
-                out.insert("name".into(), name);
-            }
             if let Some(data) = file.file_data.as_deref() {
                 inner.remove("file_data");
                 match DataUrl::parse(data) {
                     Some(d) => {
-                        out.insert("mimeType".into(), Value::String(d.media_type.into()));
-                        out.insert("bytes".into(), Value::String(d.base64.into()));
+                        out.insert("raw".into(), Value::String(d.base64.into()));
+                        out.insert("mediaType".into(), Value::String(d.media_type.into()));
                     }
                     None => {
                         inner.insert("raw_base64".into(), Value::Bool(true));
+                        out.insert("raw".into(), Value::String(data.into()));
                         if let Some(mime) = inner.remove("mime_type") {
-                            out.insert("mimeType".into(), mime);
+                            out.insert("mediaType".into(), mime);
                         }
-                        out.insert("bytes".into(), Value::String(data.into()));
                     }
                 }
             } else if let Some(url) = inner.remove("url") {
+                out.insert("url".into(), url);
                 if let Some(mime) = inner.remove("mime_type") {
-                    out.insert("mimeType".into(), mime);
+                    out.insert("mediaType".into(), mime);
                 }
-                out.insert("uri".into(), url);
+            } else {
+                // A file known only by a provider's file id has no A2A content: the peer sees a
+                // data part naming the id; chorus reads the file back from `metadata.chorus`.
+                out.insert("data".into(), json!({"file_id": file.file_id}));
+            }
+            if let Some(name) = inner.remove("filename") {
+                out.insert("filename".into(), name);
             }
             if inner.is_empty() {
                 rest.remove("file");
             }
-            json!({"kind": "file", "file": out})
+            Value::Object(out)
         }
         ContentPart::Data(d) => {
             rest.remove("data");
-            json!({"kind": "data", "data": d.data})
+            json!({"data": d.data})
         }
         ContentPart::Other(map) => {
             rest = Map::new();
-            json!({"kind": "data", "data": map})
+            json!({"data": map})
         }
     };
     let kind = match part {
@@ -204,10 +220,10 @@ fn part(part: &ContentPart, at: &str, losses: &mut Losses) -> Value {
     out
 }
 
-/// An A2A `file` object for an image URL: inline bytes for data URLs, a URI otherwise.
+/// An A2A part for an image URL: inline `raw` bytes for data URLs, a `url` otherwise.
 fn image_file(url: &str) -> Value {
     match DataUrl::parse(url) {
-        Some(data) => json!({"mimeType": data.media_type, "bytes": data.base64}),
-        None => json!({"uri": url}),
+        Some(data) => json!({"raw": data.base64, "mediaType": data.media_type}),
+        None => json!({"url": url}),
     }
 }

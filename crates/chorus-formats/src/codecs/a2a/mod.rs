@@ -1,4 +1,9 @@
-//! A2A (Agent2Agent) `Message` with text, file and data parts; a handoff packet is a data part.
+//! A2A (Agent2Agent) v1.0 `Message` with text, file (`raw` or `url`) and data parts; v0.3 input
+//! (`kind` discriminators, lower-case roles) is read too. A handoff packet is a data part.
+//!
+//! The codec works on JSON values rather than the `a2a-lf` crate's types: those structs drop keys
+//! they do not know (chorus keeps them, principle 1), read only v1.0, and turn `raw` into bytes,
+//! so a document would not come back as it was given.
 
 mod decode;
 mod encode;
@@ -19,6 +24,12 @@ use crate::options::EncodeOptions;
 
 /// The metadata key under which chorus-only fields travel (A2A's extension point).
 const CHORUS: &str = "chorus";
+
+/// The v1.0 role of a user's message (ProtoJSON enum name).
+const ROLE_USER: &str = "ROLE_USER";
+
+/// The v1.0 role of an agent's message.
+const ROLE_AGENT: &str = "ROLE_AGENT";
 
 /// The `kind` of a chorus data part that holds a handoff packet.
 const HANDOFF_KIND: &str = "handoff";
@@ -44,24 +55,77 @@ impl Codec for A2a {
     }
 }
 
-/// The chorus part type an A2A part is read as when its metadata does not say.
+/// The chorus part type an A2A part (v1.0 or v0.3) is read as when its metadata does not say.
 fn inferred_type(part: &Value) -> &'static str {
-    let file = part.get("file");
-    let mime = file
-        .and_then(|f| f.get("mimeType"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let bytes = file.and_then(|f| f.get("bytes")).is_some();
+    let view = FileView::of(part);
+    let mime = view.mime.unwrap_or_default();
+    match part_shape(part) {
+        Shape::File if mime.starts_with("image/") => "image_url",
+        Shape::File if mime.starts_with("audio/") && view.bytes.is_some() => "input_audio",
+        Shape::File => "file",
+        Shape::Data => "data",
+        Shape::Text | Shape::Unknown => "text",
+    }
+}
+
+/// Which member of the part oneof (v1.0) or which `kind` (v0.3) a part is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Text,
+    File,
+    Data,
+    Unknown,
+}
+
+/// The shape of a part: v0.3 says it in `kind`, v1.0 by which content field is present.
+fn part_shape(part: &Value) -> Shape {
     match part.get("kind").and_then(Value::as_str) {
-        Some("file") if mime.starts_with("image/") => "image_url",
-        Some("file") if mime.starts_with("audio/") && bytes => "input_audio",
-        Some("file") => "file",
-        Some("data") => "data",
-        _ => "text",
+        Some("text") => Shape::Text,
+        Some("file") => Shape::File,
+        Some("data") => Shape::Data,
+        Some(_) => Shape::Unknown,
+        None if part.get("text").is_some() => Shape::Text,
+        None if part.get("raw").is_some() || part.get("url").is_some() => Shape::File,
+        None if part.get("data").is_some() => Shape::Data,
+        None => Shape::Unknown,
+    }
+}
+
+/// A file part's fields, from v1.0 (`raw`/`url`/`mediaType`/`filename` on the part) or v0.3
+/// (`file.bytes`/`file.uri`/`file.mimeType`/`file.name`).
+struct FileView<'a> {
+    mime: Option<&'a str>,
+    bytes: Option<&'a str>,
+    uri: Option<&'a str>,
+    name: Option<&'a Value>,
+}
+
+impl<'a> FileView<'a> {
+    fn of(part: &'a Value) -> Self {
+        let text = |v: &'a Value, key: &str| v.get(key).and_then(Value::as_str);
+        match part.get("file") {
+            Some(file) if part.get("kind").is_some() => FileView {
+                mime: text(file, "mimeType"),
+                bytes: text(file, "bytes"),
+                uri: text(file, "uri"),
+                name: file.get("name"),
+            },
+            _ => FileView {
+                mime: text(part, "mediaType"),
+                bytes: text(part, "raw"),
+                uri: text(part, "url"),
+                name: part.get("filename"),
+            },
+        }
     }
 }
 
 impl A2a {
+    /// The A2A extension a message declares (in `extensions`) when a data part holds a whole
+    /// seed-003 handoff packet; chorus servers list it in their agent cards.
+    pub const HANDOFF_EXTENSION: &'static str =
+        "https://example.invalid/chorus/a2a/extensions/handoff/v1";
+
     /// A chorus data part carrying a handoff packet, as it travels in an A2A data part.
     pub fn handoff_part(packet: &HandoffPacket) -> ContentPart {
         ContentPart::Data(DataPart {
@@ -94,7 +158,7 @@ impl A2a {
 /// What A2A messages carry.
 const CAPABILITIES: Capabilities = Capabilities {
     format: A2a::FORMAT.id(),
-    describes: "A2A Message objects (kind, messageId, role user/agent, text/file/data parts, metadata)",
+    describes: "A2A v1.0 Message objects (messageId, role ROLE_USER/ROLE_AGENT, text/raw/url/data parts, mediaType, metadata); v0.3 input read too",
     roles: &[
         "user",
         "assistant (agent)",
@@ -102,7 +166,7 @@ const CAPABILITIES: Capabilities = Capabilities {
     ],
     parts: &[
         "text",
-        "image_url, input_audio, file (file parts: bytes or uri)",
+        "image_url, input_audio, file (raw bytes or url, with mediaType and filename)",
         "data",
         "reasoning and others (in metadata.chorus)",
     ],
@@ -114,5 +178,7 @@ const CAPABILITIES: Capabilities = Capabilities {
         "chorus-only fields (tool calls, names, ids, metadata) travel in metadata.chorus: A2A peers that do not read it see only the parts",
         "image rotation is applied to base64 images; reported as lost for URL images",
         "a handoff packet travels as a data part",
+        "a file known only by a provider file id becomes a data part naming the id",
+        "v0.3 input (kind, user/agent, file.bytes/uri) is written back as v1.0",
     ],
 };

@@ -1,4 +1,5 @@
-//! Golden tests written from the A2A specification's Message and Part shapes.
+//! Golden tests written from the A2A specification's Message and Part shapes (v1.0 `a2a.proto`
+//! in ProtoJSON; v0.3 for input).
 
 use chorus_core::{ContentPart, Role};
 use serde_json::json;
@@ -8,15 +9,16 @@ use super::*;
 #[test]
 fn a_documented_message_survives_decode_and_encode_unchanged() {
     let messages = json!([{
-        "kind": "message", "messageId": "9229e770-767c-417b-a0b0-f0741243c589", "role": "user",
+        "messageId": "9229e770-767c-417b-a0b0-f0741243c589", "role": "ROLE_USER",
         "contextId": "ctx-1", "taskId": "task-1",
         "parts": [
-            {"kind": "text", "text": "Summarize this report and the chart."},
-            {"kind": "file", "file": {"name": "report.pdf", "mimeType": "application/pdf", "uri": "https://example.com/report.pdf"}},
-            {"kind": "file", "file": {"mimeType": "image/png", "bytes": "iVBORw0KGgo="}},
-            {"kind": "data", "data": {"deadline": "2025-01-01"}, "metadata": {"source": "form"}}
+            {"text": "Summarize this report and the chart."},
+            {"url": "https://example.com/report.pdf", "mediaType": "application/pdf", "filename": "report.pdf"},
+            {"raw": "iVBORw0KGgo=", "mediaType": "image/png"},
+            {"data": {"deadline": "2025-01-01"}, "metadata": {"source": "form"}}
         ],
-        "metadata": {"trace": "t-1"}
+        "metadata": {"trace": "t-1"},
+        "extensions": ["https://example.com/ext/v1"]
     }]);
     let conversation = A2a::decode(messages.clone()).unwrap();
     let m = &conversation.messages[0];
@@ -46,7 +48,7 @@ fn tool_calls_and_names_travel_in_chorus_metadata() {
     .unwrap();
     let out = A2a::encode(&conversation, &EncodeOptions::default()).unwrap();
     assert_eq!(out.losses, []);
-    assert_eq!(out.value[0]["role"], "agent");
+    assert_eq!(out.value[0]["role"], "ROLE_AGENT");
     assert_eq!(out.value[0]["metadata"]["chorus"]["name"], "Planner");
     assert_eq!(out.value[1]["metadata"]["chorus"]["role"], "tool");
     assert_eq!(A2a::decode(out.value.clone()).unwrap(), conversation);
@@ -72,8 +74,8 @@ fn a_handoff_packet_travels_as_a_data_part() {
     let out = A2a::encode(&conversation, &EncodeOptions::default()).unwrap();
     let part = &out.value[0]["parts"][0];
     assert_eq!(
-        (part["kind"].as_str(), part["data"]["protocol"].as_str()),
-        (Some("data"), Some("harmony_handoff_v1"))
+        (part.get("kind"), part["data"]["protocol"].as_str()),
+        (None, Some("harmony_handoff_v1"))
     );
     let back = A2a::decode(out.value.clone()).unwrap();
     assert_eq!(A2a::handoff_packets(&back), [packet]);
@@ -81,8 +83,186 @@ fn a_handoff_packet_travels_as_a_data_part() {
 
 #[test]
 fn an_unknown_role_is_rejected() {
-    let err =
-        A2a::decode(json!({"kind": "message", "messageId": "m", "role": "robot", "parts": []}))
-            .unwrap_err();
+    let err = A2a::decode(json!({"messageId": "m", "role": "robot", "parts": []})).unwrap_err();
     assert_eq!(err.pointer, "/role");
+    assert!(err.to_string().contains("ROLE_USER"), "{err}");
+}
+
+#[test]
+fn v0_3_input_is_read_and_written_back_as_v1_0() {
+    let old = json!({
+        "kind": "message", "messageId": "m1", "role": "agent", "contextId": "ctx-1",
+        "parts": [
+            {"kind": "text", "text": "here"},
+            {"kind": "file", "file": {"name": "r.pdf", "mimeType": "application/pdf", "uri": "https://example.com/r.pdf"}},
+            {"kind": "file", "file": {"mimeType": "image/png", "bytes": "iVBORw0KGgo="}},
+            {"kind": "data", "data": {"k": 1}}
+        ]
+    });
+    let conversation = A2a::decode(old).unwrap();
+    assert_eq!(conversation.messages[0].role, Role::Assistant);
+    let out = A2a::encode(&conversation, &EncodeOptions::default()).unwrap();
+    assert_eq!(out.losses, []);
+    assert_eq!(
+        out.value,
+        json!([{
+            "messageId": "m1", "role": "ROLE_AGENT",
+            "parts": [
+                {"text": "here"},
+                {"url": "https://example.com/r.pdf", "mediaType": "application/pdf", "filename": "r.pdf"},
+                {"raw": "iVBORw0KGgo=", "mediaType": "image/png"},
+                {"data": {"k": 1}}
+            ],
+            "contextId": "ctx-1"
+        }])
+    );
+}
+
+#[test]
+fn a_v1_task_is_read_as_its_history() {
+    let task = json!({"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"},
+        "history": [{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}]});
+    let conversation = A2a::decode(task).unwrap();
+    assert_eq!(conversation.messages.len(), 1);
+}
+
+#[test]
+fn a_part_without_content_names_the_part() {
+    let err = A2a::decode(json!({"messageId": "m", "role": "ROLE_USER",
+        "parts": [{"text": "ok"}, {"mediaType": "text/plain"}]}))
+    .unwrap_err();
+    assert_eq!(err.pointer, "/parts/1");
+    assert!(err.hint.is_some());
+    let err = A2a::decode(json!({"messageId": "m", "role": "ROLE_USER", "parts": [{"raw": 7}]}))
+        .unwrap_err();
+    assert_eq!(err.pointer, "/parts/0/raw");
+}
+
+#[test]
+fn a_file_known_by_its_provider_id_comes_back() {
+    let conversation: Conversation = serde_json::from_value(json!({"messages": [
+        {"role": "user", "content": [{"type": "file", "file": {"file_id": "file-abc"}}]}]}))
+    .unwrap();
+    let out = A2a::encode(&conversation, &EncodeOptions::default()).unwrap();
+    assert_eq!(
+        out.value[0]["parts"][0]["data"],
+        json!({"file_id": "file-abc"})
+    );
+    assert_eq!(A2a::decode(out.value).unwrap(), conversation);
+}
+
+mod any_input {
+    //! Whatever JSON arrives in the shape of an A2A message, decoding answers with a value or a
+    //! problem, never a panic.
+
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            "[a-z/+=:.]{0,12}".prop_map(Value::String),
+            Just(json!({})),
+            Just(json!([])),
+        ]
+    }
+
+    /// Metadata, sometimes with the chorus keys the decoder reads.
+    fn metadata() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            scalar(),
+            (
+                prop::sample::select(vec![
+                    "image_url",
+                    "input_audio",
+                    "file",
+                    "other",
+                    "data",
+                    "reasoning",
+                    "text",
+                ]),
+                prop::sample::select(vec!["text", "null", "absent", "empty", "parts"]),
+                scalar(),
+            )
+                .prop_map(|(kind, content, file)| json!({"chorus": {
+                    "type": kind, "content": content, "file": file, "role": "tool",
+                    "generated_id": true}})),
+        ]
+    }
+
+    fn part() -> impl Strategy<Value = Value> {
+        let keys = prop::sample::subsequence(
+            vec![
+                "text",
+                "raw",
+                "url",
+                "data",
+                "mediaType",
+                "filename",
+                "metadata",
+                "kind",
+                "file",
+            ],
+            0..5,
+        );
+        (keys, prop::collection::vec(scalar(), 5), metadata()).prop_map(
+            |(keys, values, metadata)| {
+                let mut map: serde_json::Map<String, Value> = keys
+                    .into_iter()
+                    .zip(values)
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect();
+                if map.contains_key("metadata") {
+                    map.insert("metadata".into(), metadata);
+                }
+                Value::Object(map)
+            },
+        )
+    }
+
+    fn message() -> impl Strategy<Value = Value> {
+        (
+            prop::sample::select(vec![
+                json!("ROLE_USER"),
+                json!("ROLE_AGENT"),
+                json!("agent"),
+                json!(7),
+                Value::Null,
+            ]),
+            prop::option::of(prop::sample::select(vec![json!("m"), json!(1)])),
+            prop_oneof![
+                prop::collection::vec(part(), 0..4).prop_map(Value::Array),
+                scalar()
+            ],
+            prop::option::of(metadata()),
+        )
+            .prop_map(|(role, id, parts, metadata)| {
+                let mut m = json!({"role": role, "parts": parts});
+                if let Some(id) = id {
+                    m["messageId"] = id;
+                }
+                if let Some(metadata) = metadata {
+                    m["metadata"] = metadata;
+                }
+                m
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_never_panics(m in message(), wrap in 0u8..3) {
+            let input = match wrap {
+                0 => m,
+                1 => json!([m]),
+                _ => json!({"id": "t", "status": {}, "history": [m]}),
+            };
+            if let Err(problem) = A2a::decode(input) {
+                prop_assert!(problem.pointer.is_empty() || problem.pointer.starts_with('/'));
+            }
+        }
+    }
 }

@@ -1,0 +1,75 @@
+//! The JSON-RPC binding: one endpoint, the method named in the request, every answer a JSON-RPC
+//! result or error (streams: one per event).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::operations::{cancel, get, publish, send, subscribable};
+use super::rpc::{self, RpcError};
+use super::stream::{Framing, stream_task};
+use crate::auth::Caller;
+use crate::state::AppState;
+
+/// Answers one JSON-RPC request of `caller` at the endpoint of `inbox` (`None`: the hub's).
+pub async fn answer(app: AppState, caller: Caller, inbox: Option<String>, body: Bytes) -> Response {
+    let request = match rpc::parse(&body) {
+        Ok(r) => r,
+        Err(refused) => {
+            let (id, e) = *refused;
+            return Json(rpc::error(&id, &e)).into_response();
+        }
+    };
+    let id = request.id.clone();
+    let params = &request.params;
+    let outcome = match request.method.as_str() {
+        "SendMessage" => send(&app, &caller, inbox.as_deref(), params)
+            .await
+            .map(|task| json!({"task": task})),
+        "SendStreamingMessage" => {
+            return match publish(&app, &caller, inbox.as_deref(), params).await {
+                Ok(task_id) => {
+                    stream_task(app, caller, task_id, Framing::JsonRpc(id)).into_response()
+                }
+                Err(e) => Json(rpc::error(&id, &e)).into_response(),
+            };
+        }
+        "SubscribeToTask" => {
+            return match subscribable(&app, &caller, params).await {
+                Ok(task_id) => {
+                    stream_task(app, caller, task_id, Framing::JsonRpc(id)).into_response()
+                }
+                Err(e) => Json(rpc::error(&id, &e)).into_response(),
+            };
+        }
+        "GetTask" => get(&app, &caller, params).await,
+        "CancelTask" => cancel(&app, &caller, params).await,
+        "ListTasks" => Err(RpcError::new(
+            rpc::UNSUPPORTED_OPERATION,
+            "ListTasks is not supported; the admin API lists tasks at GET /v1/tasks",
+        )),
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => Err(RpcError::new(
+            rpc::PUSH_NOT_SUPPORTED,
+            "push notifications are not supported; stream with SendStreamingMessage or SubscribeToTask",
+        )),
+        "GetExtendedAgentCard" => Err(RpcError::new(
+            rpc::EXTENDED_CARD_NOT_CONFIGURED,
+            "no extended agent card is configured",
+        )),
+        other => Err(RpcError::new(
+            rpc::METHOD_NOT_FOUND,
+            format!(
+                "no method {other:?}; this agent answers SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask"
+            ),
+        )),
+    };
+    Json(match outcome {
+        Ok(result) => rpc::result(&id, result),
+        Err(e) => rpc::error(&id, &e),
+    })
+    .into_response()
+}

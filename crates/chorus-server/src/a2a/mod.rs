@@ -1,0 +1,110 @@
+//! A2A v1.0 (Agent2Agent): every agent and pool of the config is an A2A agent with its own card
+//! (`/a2a/{name}/.well-known/agent-card.json`) and endpoint `/a2a/{name}`, over JSON-RPC (`POST
+//! /a2a/{name}`) and HTTP+JSON (`/a2a/{name}/message:send`, …); the hub's card at
+//! `/.well-known/agent-card.json` lists them all, and its JSON-RPC endpoint (`POST /a2a`) takes
+//! messages that name their recipient.
+//!
+//! An A2A message is published on the bus as the calling agent (its bearer token), through the
+//! same checks as `POST /v1/messages`; a task is a chorus task, read back from the bus. The wire
+//! shapes are written here as JSON rather than with the `a2a-lf` crate's types: the codec of
+//! `chorus-formats` already reads and writes A2A messages (keeping unknown keys, which those
+//! types drop), and the few other objects (card, task, status, JSON-RPC) are small; the
+//! `a2a-sdk` tests check them against the official SDK.
+
+mod card;
+mod inbound;
+mod jsonrpc;
+mod operations;
+mod rest;
+mod rpc;
+mod stream;
+mod task;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::ids::check_id;
+use crate::state::AppState;
+
+/// The extension a message declares when a data part holds a seed-003 handoff packet.
+pub const HANDOFF_EXTENSION: &str = chorus_formats::A2a::HANDOFF_EXTENSION;
+
+/// The A2A routes: the cards and the JSON-RPC endpoints.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/.well-known/agent-card.json", get(hub_card))
+        .route("/a2a", post(hub_rpc))
+        .route("/a2a/{inbox}", post(inbox_rpc))
+        .route("/a2a/{inbox}/.well-known/agent-card.json", get(inbox_card))
+        .route("/a2a/{inbox}/message:send", post(rest::message_send))
+        .route("/a2a/{inbox}/message:stream", post(rest::message_stream))
+        .route(
+            "/a2a/{inbox}/tasks/{task}",
+            get(rest::task_get).post(rest::task_action),
+        )
+}
+
+/// The names A2A reaches: every agent of the config and every pool an agent reads.
+fn inboxes(app: &AppState) -> Vec<String> {
+    app.policy.inboxes()
+}
+
+/// The inbox `name` as the A2A bindings refuse an unknown one (task not found would mislead).
+fn known_inbox(app: &AppState, name: &str) -> Result<(), rpc::RpcError> {
+    known(app, name).map_err(|e| rpc::RpcError::new(rpc::METHOD_NOT_FOUND, e.body.message))
+}
+
+/// The inbox `name`, when the config has it; else 404.
+fn known(app: &AppState, name: &str) -> Result<(), ApiError> {
+    check_id("the agent or pool", name)?;
+    if inboxes(app).iter().any(|n| n == name) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!(
+            "no agent or pool {name:?}; the hub's card at /.well-known/agent-card.json lists them"
+        ),
+    ))
+}
+
+fn card_response(card: serde_json::Value) -> Response {
+    ([(header::CACHE_CONTROL, "max-age=60")], axum::Json(card)).into_response()
+}
+
+async fn hub_card(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    card_response(card::hub_card(&card::base_url(&headers), &inboxes(&app)))
+}
+
+async fn inbox_card(
+    State(app): State<AppState>,
+    Path(inbox): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    known(&app, &inbox)?;
+    Ok(card_response(card::agent_card(
+        &card::base_url(&headers),
+        &inbox,
+    )))
+}
+
+async fn hub_rpc(State(app): State<AppState>, caller: Caller, body: Bytes) -> Response {
+    jsonrpc::answer(app, caller, None, body).await
+}
+
+async fn inbox_rpc(
+    State(app): State<AppState>,
+    Path(inbox): Path<String>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    known(&app, &inbox)?;
+    Ok(jsonrpc::answer(app, caller, Some(inbox), body).await)
+}

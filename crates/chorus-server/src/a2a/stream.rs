@@ -1,0 +1,89 @@
+//! A task as a Server-Sent Events stream (`SendStreamingMessage`, `SubscribeToTask`): the task,
+//! then a `statusUpdate` at every change, framed for the binding.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::IntoResponse;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::{StreamExt, stream};
+use serde_json::{Value, json};
+
+use super::operations::{POLL, load};
+use super::rpc::{self, RpcError};
+use crate::auth::Caller;
+use crate::state::AppState;
+
+/// How the events of a stream are framed.
+#[derive(Debug, Clone)]
+pub(super) enum Framing {
+    /// Each event a JSON-RPC answer to the request with this id.
+    JsonRpc(Value),
+    /// Each event the bare `StreamResponse`; an error as an `error` event (HTTP+JSON).
+    Rest,
+}
+
+impl Framing {
+    fn event(&self, outcome: Result<Value, &RpcError>) -> Event {
+        let (data, error) = match (self, outcome) {
+            (Framing::JsonRpc(id), Ok(payload)) => (rpc::result(id, payload), false),
+            (Framing::JsonRpc(id), Err(e)) => (rpc::error(id, e), false),
+            (Framing::Rest, Ok(payload)) => (payload, false),
+            (Framing::Rest, Err(e)) => (json!({"error": e.to_status()}), true),
+        };
+        let event = Event::default().json_data(&data).unwrap_or_default();
+        if error { event.event("error") } else { event }
+    }
+}
+
+/// The task as an SSE stream: the `task` first, then a `statusUpdate` on every change, until it
+/// ends or needs input (or the server stops).
+pub(super) fn stream_task(
+    app: AppState,
+    caller: Caller,
+    task_id: String,
+    framing: Framing,
+) -> impl IntoResponse {
+    let stopped = app.stopped();
+    let events = stream::unfold(
+        (app, caller, task_id, framing, None::<Value>, false),
+        |(app, caller, task_id, framing, last, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                if last.is_some() {
+                    tokio::time::sleep(POLL).await;
+                }
+                let (event, view_state) = match load(&app, &caller, &task_id).await {
+                    Ok(view) => {
+                        let status = view.status();
+                        if last.as_ref() == Some(&status) {
+                            continue;
+                        }
+                        let payload = match last {
+                            None => json!({"task": view.to_json(None)}),
+                            Some(_) => view.status_update(),
+                        };
+                        (framing.event(Ok(payload)), Some((status, view.state)))
+                    }
+                    Err(e) => (framing.event(Err(&e)), None),
+                };
+                let next = match view_state {
+                    Some((status, state)) => (
+                        app,
+                        caller,
+                        task_id,
+                        framing,
+                        Some(status),
+                        state.ends_stream(),
+                    ),
+                    None => (app, caller, task_id, framing, None, true),
+                };
+                return Some((Ok::<_, Infallible>(event), next));
+            }
+        },
+    )
+    .take_until(stopped);
+    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}

@@ -1,0 +1,547 @@
+//! A2A v1.0 over JSON-RPC against a real server on 127.0.0.1: the cards, `SendMessage` published
+//! as the caller (and refused as anyone else), task states that follow the delivery and the
+//! answers, a seed-003 handoff through the extension with its keys intact, streaming, cancel.
+//! (The official `a2a-sdk` drives the same server in chorus-cli's tests/a2a_sdk.rs.)
+
+mod common;
+
+use common::{ALICE, BOB, PATIENCE, SseReader, client, fresh, publish};
+use serde_json::{Value, json};
+
+async fn rpc(
+    server: &common::TestServer,
+    path: &str,
+    token: &str,
+    method: &str,
+    params: Value,
+) -> Value {
+    client()
+        .post(server.url(path))
+        .bearer_auth(token)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .expect("rpc request")
+        .json()
+        .await
+        .expect("a JSON-RPC answer")
+}
+
+/// One request (`body` as JSON when given); the status and the JSON answer (`null` when none).
+async fn call(method: &str, url: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let mut request = client().request(method.parse().unwrap(), url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The A2A message carrying `parts` with the handoff extension declared.
+fn extended(id: &str, parts: Value) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER",
+        "extensions": [chorus_server::HANDOFF_EXTENSION], "parts": parts})
+}
+
+fn text_message(id: &str, text: &str) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// A seed-003 handoff from `from` to `to` in task `task`.
+fn handoff(from: &str, to: &str, task: &str, kind: &str, data: Value) -> Value {
+    json!({
+        "metadata": {"message_id": uuid::Uuid::new_v4().to_string(), "timestamp": "2026-01-01T10:00:00.000Z",
+            "protocol_version": "1.0.0", "sender_id": from, "recipient_id": to, "task_id": task,
+            "priority": "HIGH", "expiration_time": "2099-01-01T00:00:00.000Z"},
+        "context": {"workflow_state": "TESTING", "previous_actions": []},
+        "payload": {"handoff_type": kind, "data": data},
+        "instructions": {}
+    })
+}
+
+fn escalation_data() -> Value {
+    json!({"issue_category": "NETWORK_CONNECTIVITY", "severity": "HIGH",
+        "customer_info": {"user_id": "u1", "name": "John Doe"},
+        "technical_details": {"symptoms": "drops hourly"}})
+}
+
+async fn state_of(server: &common::TestServer, token: &str, task: &str) -> Value {
+    rpc(server, "/a2a/bob", token, "GetTask", json!({"id": task})).await["result"]["status"].clone()
+}
+
+#[tokio::test]
+async fn the_cards_name_each_agent_its_endpoint_the_tokens_and_the_handoff_extension() {
+    let (_dir, server) = fresh(30).await;
+    let (_, hub) = call(
+        "GET",
+        &server.url("/.well-known/agent-card.json"),
+        None,
+        None,
+    )
+    .await;
+    let skills: Vec<&str> = hub["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["alice", "bob"]);
+    let card_url = server.url("/a2a/bob/.well-known/agent-card.json");
+    let (_, card) = call("GET", &card_url, None, None).await;
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        server.url("/a2a/bob")
+    );
+    assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
+    assert_eq!(
+        card["capabilities"]["extensions"][0]["uri"],
+        chorus_server::HANDOFF_EXTENSION
+    );
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
+    let nobody = server.url("/a2a/nobody/.well-known/agent-card.json");
+    assert_eq!(call("GET", &nobody, None, None).await.0, 404);
+    let anonymous = call("POST", &server.url("/a2a/bob"), None, Some(json!({}))).await;
+    assert_eq!(anonymous.0, 401);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_message_is_published_as_the_caller_and_its_task_follows_delivery_and_answer() {
+    let (_dir, server) = fresh(30).await;
+    let sent = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({
+        "message": text_message("m-1", "Bonjour, ça va?"),
+        "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task = sent["result"]["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_SUBMITTED", "{sent}");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let delivery = inbox.next().await.json();
+    assert_eq!(delivery["message"]["name"], "alice");
+    assert_eq!(delivery["message"]["content"][0]["text"], "Bonjour, ça va?");
+    assert_eq!(delivery["message"]["metadata"]["task_id"], task_id.as_str());
+    assert_eq!(
+        state_of(&server, ALICE, &task_id).await["state"],
+        "TASK_STATE_WORKING"
+    );
+    let reply = json!({"role": "assistant", "id": "r-1", "name": "bob", "recipient": "alice",
+        "content": "Très bien", "metadata": {"task_id": task_id}});
+    assert_eq!(publish(&server, BOB, &reply).await.status(), 201);
+    let status = state_of(&server, ALICE, &task_id).await;
+    assert_eq!(status["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(status["message"]["parts"][0]["text"], "Très bien");
+    assert_eq!(status["message"]["role"], "ROLE_AGENT");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn nobody_sends_as_another_agent_through_a2a() {
+    let (_dir, server) = fresh(30).await;
+    let packet = handoff("bob", "bob", "t-spoof", "ESCALATION", escalation_data());
+    let answer = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": extended("m-2", json!([{"data": packet}]))}),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only as itself"),
+        "{answer}"
+    );
+    let lookup = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "GetTask",
+        json!({"id": "t-spoof"}),
+    )
+    .await;
+    assert_eq!(
+        lookup["error"]["code"], -32001,
+        "nothing was stored: {lookup}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_handoff_keeps_its_keys_and_a_request_for_information_asks_for_input() {
+    let (_dir, server) = fresh(30).await;
+    let packet = handoff("alice", "bob", "t-esc", "ESCALATION", escalation_data());
+    let answer = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": extended("m-3", json!([{"text": "escalating"}, {"data": packet}])),
+            "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    assert_eq!(answer["result"]["task"]["id"], "t-esc", "{answer}");
+    // The packet's message id is the idempotency key: sent again, it is stored once.
+    let again = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": extended("m-3b", json!([{"data": packet}])),
+            "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    assert_eq!(
+        again["result"]["task"]["history"].as_array().map(Vec::len),
+        Some(1),
+        "{again}"
+    );
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let delivered = inbox.next().await.json()["message"].clone();
+    assert_eq!(
+        delivered, packet,
+        "the packet arrives as sent: type, priority, expiry, id"
+    );
+    let ask = handoff(
+        "bob",
+        "alice",
+        "t-esc",
+        "REQUEST_INFORMATION",
+        json!({"requested_info_keys": ["modem_logs"]}),
+    );
+    assert_eq!(publish(&server, BOB, &ask).await.status(), 201);
+    let status = state_of(&server, ALICE, "t-esc").await;
+    assert_eq!(status["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(
+        status["message"]["extensions"][0],
+        chorus_server::HANDOFF_EXTENSION
+    );
+    assert_eq!(
+        status["message"]["parts"][1]["data"]["payload"]["handoff_type"],
+        "REQUEST_INFORMATION"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_stream_reports_the_task_then_each_change_until_it_ends() {
+    let (_dir, server) = fresh(30).await;
+    let response = client()
+        .post(server.url("/a2a/bob"))
+        .bearer_auth(ALICE)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": "s1", "method": "SendStreamingMessage",
+            "params": {"message": text_message("m-4", "stream me")}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = chorus_agent::sse::SseReader::response(response, None);
+    let mut next = async || -> Option<Value> {
+        let event = tokio::time::timeout(PATIENCE, events.next())
+            .await
+            .expect("an event in time")?;
+        Some(serde_json::from_str(&event.expect("an event").data).unwrap())
+    };
+    let first = next().await.unwrap();
+    assert_eq!(first["id"], "s1");
+    let task_id = first["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let reply = json!({"role": "assistant", "id": "r-4", "name": "bob", "recipient": "alice",
+        "content": "done", "metadata": {"task_id": task_id}});
+    assert_eq!(publish(&server, BOB, &reply).await.status(), 201);
+    let mut states = Vec::new();
+    while let Some(event) = next().await {
+        states.push(
+            event["result"]["statusUpdate"]["status"]["state"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    assert_eq!(
+        states.last().map(String::as_str),
+        Some("TASK_STATE_COMPLETED"),
+        "{states:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_tells_the_agent_and_a_finished_task_cannot_be_canceled() {
+    let (_dir, server) = fresh(30).await;
+    let sent = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({
+        "message": text_message("m-5", "long job"), "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task_id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let canceled = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "CancelTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let mut kinds = Vec::new();
+    for _ in 0..2 {
+        let m = inbox.next().await.json()["message"].clone();
+        kinds.push(
+            m.pointer("/payload/handoff_type")
+                .and_then(Value::as_str)
+                .unwrap_or("message")
+                .to_owned(),
+        );
+    }
+    // The cancel is HIGH priority: it overtakes the work still waiting in the inbox.
+    assert_eq!(kinds, ["NOTIFICATION", "message"]);
+    let again = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "CancelTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(again["error"]["code"], -32002);
+    let subscribe = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(subscribe["error"]["code"], -32004);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_requests_get_json_rpc_errors_with_pointers() {
+    let (_dir, server) = fresh(30).await;
+    let raw = |body: &'static str| {
+        let server = &server;
+        async move {
+            client()
+                .post(server.url("/a2a/bob"))
+                .bearer_auth(ALICE)
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(raw("{not json").await["error"]["code"], -32700);
+    assert_eq!(
+        raw(r#"{"jsonrpc":"2.0","id":1,"method":"Nope"}"#).await["error"]["code"],
+        -32601
+    );
+    let bad = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": {"messageId": "m", "role": "user-ish", "parts": [{"text": "x"}]}}),
+    )
+    .await;
+    assert_eq!(bad["error"]["code"], -32602);
+    assert_eq!(bad["error"]["data"][0]["reason"], "INVALID_PARAMS");
+    assert_eq!(
+        bad["error"]["data"][1]["fieldViolations"][0]["field"],
+        "/message/role"
+    );
+    let get = rpc(&server, "/a2a/bob", ALICE, "GetTask", json!({})).await;
+    assert_eq!(
+        get["error"]["data"][1]["fieldViolations"][0]["field"],
+        "/id"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_http_json_binding_sends_gets_streams_and_cancels() {
+    let (_dir, server) = fresh(30).await;
+    let card_url = server.url("/a2a/bob/.well-known/agent-card.json");
+    let (_, card) = call("GET", &card_url, None, None).await;
+    assert_eq!(
+        card["supportedInterfaces"][1]["protocolBinding"],
+        "HTTP+JSON"
+    );
+    let base = card["supportedInterfaces"][1]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = json!({"message": text_message("r-1", "over REST"),
+        "configuration": {"returnImmediately": true}});
+    let (_, sent) = call(
+        "POST",
+        &format!("{base}/message:send"),
+        Some(ALICE),
+        Some(body),
+    )
+    .await;
+    let task_id = sent["task"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(sent["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    let task_url = format!("{base}/tasks/{task_id}");
+    let (_, got) = call(
+        "GET",
+        &format!("{task_url}?historyLength=1"),
+        Some(ALICE),
+        None,
+    )
+    .await;
+    assert_eq!(got["history"][0]["parts"][0]["text"], "over REST");
+    // A stream of bare StreamResponse objects: the task, then its changes.
+    let response = client()
+        .post(format!("{base}/tasks/{task_id}:subscribe"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = chorus_agent::sse::SseReader::response(response, None);
+    let first = tokio::time::timeout(PATIENCE, events.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let first: Value = serde_json::from_str(&first.data).unwrap();
+    assert_eq!(first["task"]["id"], task_id.as_str());
+    let cancel_url = format!("{task_url}:cancel");
+    let (status, canceled) = call("POST", &cancel_url, Some(ALICE), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
+    let last = tokio::time::timeout(PATIENCE, events.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let last: Value = serde_json::from_str(&last.data).unwrap();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"],
+        "TASK_STATE_CANCELED"
+    );
+    // Refusals are google.rpc.Status bodies with the A2A reason.
+    let (status, again) = call("POST", &cancel_url, Some(ALICE), None).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        again["error"]["details"][0]["reason"],
+        "TASK_NOT_CANCELABLE"
+    );
+    let missing = format!("{base}/tasks/no-such-task");
+    assert_eq!(call("GET", &missing, Some(ALICE), None).await.0, 404);
+    let raw = json!({"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"raw": 5}]}});
+    let (status, bad) = call(
+        "POST",
+        &format!("{base}/message:send"),
+        Some(ALICE),
+        Some(raw),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        bad["error"]["details"][1]["fieldViolations"][0]["field"],
+        "/message/parts/0/raw"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_blocking_send_returns_the_answer_and_a_task_takes_no_outsider() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(30);
+    let carol = chorus_server::AgentEntry::with_token_hash(chorus_server::hash_token("carol-t"));
+    config.agents.insert("carol".into(), carol);
+    let server = common::TestServer::start(&common::db(dir.path()), &config).await;
+    // Bob answers whatever arrives, after reading it from his inbox.
+    let base = server.base.clone();
+    let bob = tokio::spawn(async move {
+        let mut inbox = common::SseReader::open_at(&base, "bob", BOB, None).await;
+        let delivery = inbox.next().await.json();
+        let task = delivery["message"]["metadata"]["task_id"].clone();
+        let reply = json!({"role": "assistant", "id": "r-7", "name": "bob", "recipient": "alice",
+            "content": "answered", "metadata": {"task_id": task}});
+        client()
+            .post(format!("{base}/v1/messages"))
+            .bearer_auth(BOB)
+            .json(&reply)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    let sent = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": text_message("m-7", "wait for me")}),
+    )
+    .await;
+    assert_eq!(bob.await.unwrap(), 201);
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "answered");
+    let task_id = task["id"].as_str().unwrap();
+    // A finished task takes no more messages; a task nobody showed the caller is not found.
+    let mut more = text_message("m-8", "one more thing");
+    more["taskId"] = json!(task_id);
+    let refused = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": more}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+    let mut intruder = text_message("m-9", "let me in");
+    intruder["taskId"] = json!(task_id);
+    let refused = rpc(
+        &server,
+        "/a2a/bob",
+        "carol-t",
+        "SendMessage",
+        json!({"message": intruder}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32001, "{refused}");
+    let peek = rpc(
+        &server,
+        "/a2a/bob",
+        "carol-t",
+        "GetTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(peek["error"]["code"], -32001, "{peek}");
+    server.stop().await;
+}
