@@ -394,19 +394,12 @@ text = "${{tools.restart.output}}"
 #[test]
 fn an_embedded_flow_waits_for_an_approval_given_with_chorus_confirm_and_runs_the_call_once() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
 
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     let flow = confirmed_flow(dir.path(), &log, "", "");
     let store = format!("sqlite:{}", dir.path().join("approvals.db").display());
-    let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args(["run", flow.to_str().unwrap(), "--confirmations", &store])
-        .args(["--await-approval", "30"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = awaiting(&flow, &["--confirmations", &store]);
     let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
     let (hint, before) = waiting_line(&mut stderr_lines, "restart");
     assert!(
@@ -454,6 +447,27 @@ fn without_waiting_an_embedded_flow_keeps_the_pending_call_in_chorus_confirmatio
 
 /// Reads standard error lines of a waiting `chorus run` up to its line "waiting for approval of
 /// TOOL(…"; returns that line and the ones before it.
+/// Starts `chorus run FLOW ARGS --await-approval 30`, its output and error piped.
+fn awaiting(flow: &std::path::Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_chorus"))
+        .args(["run", flow.to_str().unwrap()])
+        .args(args)
+        .args(["--await-approval", "30"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The confirmation id in a "waiting for approval of …" line.
+fn confirmation_id(hint: &str) -> String {
+    hint.split(" — id ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("no confirmation id in {hint:?}"))
+        .to_owned()
+}
+
 fn waiting_line(
     lines: &mut impl Iterator<Item = std::io::Result<String>>,
     tool: &str,
@@ -473,7 +487,6 @@ fn waiting_line(
 #[test]
 fn a_flow_against_a_server_waits_for_an_approval_given_there_and_runs_the_call_once() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
 
     let dir = tempfile::tempdir().unwrap();
     server_config(dir.path());
@@ -482,28 +495,11 @@ fn a_flow_against_a_server_waits_for_an_approval_given_there_and_runs_the_call_o
     let server = serve(dir.path());
     let addr = server.addr.clone();
     let url = format!("http://{addr}");
-    let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args([
-            "run",
-            flow.to_str().unwrap(),
-            "--server",
-            &url,
-            "--await-approval",
-            "30",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = awaiting(&flow, &["--server", &url]);
     let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
     let (hint, _) = waiting_line(&mut stderr_lines, "restart");
     let ran_early = log.exists();
-    let id = hint
-        .split(" — id ")
-        .nth(1)
-        .and_then(|r| r.split(';').next())
-        .unwrap()
-        .to_owned();
+    let id = confirmation_id(&hint);
     let (status, body) = http(
         &addr,
         "POST",
@@ -678,7 +674,6 @@ arguments = {{}}
 #[test]
 fn a_flow_against_a_server_keeps_its_lease_through_an_approval_longer_than_the_ack_wait() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
 
     let dir = tempfile::tempdir().unwrap();
     server_config(dir.path());
@@ -697,21 +692,10 @@ fn a_flow_against_a_server_keeps_its_lease_through_an_approval_longer_than_the_a
     let server = serve(dir.path());
     let addr = server.addr.clone();
     let url = format!("http://{addr}");
-    let mut run = Command::new(env!("CARGO_BIN_EXE_chorus"))
-        .args(["run", flow.to_str().unwrap(), "--server", &url])
-        .args(["--await-approval", "30"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = awaiting(&flow, &["--server", &url]);
     let mut stderr_lines = BufReader::new(run.stderr.take().unwrap()).lines();
     let (hint, _) = waiting_line(&mut stderr_lines, "restart");
-    let id = hint
-        .split(" — id ")
-        .nth(1)
-        .and_then(|r| r.split(';').next())
-        .unwrap()
-        .to_owned();
+    let id = confirmation_id(&hint);
     // Three ack waits pass while the person decides.
     std::thread::sleep(std::time::Duration::from_secs(3));
     let path = format!("/v1/confirmations/{id}/approve");
