@@ -195,11 +195,11 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
             };
             match kind.as_str() {
                 "image_url" => {
-                    let inner = chorus.entry("image_url").or_insert_with(|| json!({}));
+                    let inner = object_at(&mut chorus, "image_url");
                     inner["url"] = Value::String(source);
                 }
                 "input_audio" => {
-                    let inner = chorus.entry("input_audio").or_insert_with(|| json!({}));
+                    let inner = object_at(&mut chorus, "input_audio");
                     inner["data"] = json!(bytes.unwrap_or_default());
                     if inner.get("format").is_none() {
                         inner["format"] =
@@ -207,7 +207,7 @@ fn part(value: &Value, at: &str) -> Result<ContentPart, Problem> {
                     }
                 }
                 _ => {
-                    let inner = chorus.entry("file").or_insert_with(|| json!({}));
+                    let inner = object_at(&mut chorus, "file");
                     let raw = inner.as_object_mut().and_then(|o| o.remove("raw_base64"))
                         == Some(Value::Bool(true));
                     match (bytes, raw) {
@@ -268,4 +268,14 @@ fn unknown_part(map: &Map<String, Value>, at: &str) -> Problem {
         )
         .with_hint("v0.3 parts say `kind`; v1.0 parts are a oneof of their content field"),
     }
+}
+
+/// The object under `key` in `map`, made an empty one when it is absent or not an object (a
+/// sender's `metadata.chorus` may hold anything there; indexing a non-object would panic).
+fn object_at<'a>(map: &'a mut serde_json::Map<String, Value>, key: &str) -> &'a mut Value {
+    let inner = map.entry(key).or_insert_with(|| json!({}));
+    if !inner.is_object() {
+        *inner = json!({});
+    }
+    inner
 }

@@ -188,9 +188,13 @@ mod any_input {
                 prop::sample::select(vec!["text", "null", "absent", "empty", "parts"]),
                 scalar(),
             )
-                .prop_map(|(kind, content, file)| json!({"chorus": {
-                    "type": kind, "content": content, "file": file, "role": "tool",
-                    "generated_id": true}})),
+                .prop_map(|(kind, content, file)| {
+                    // The kind's own key holding a scalar too: the decoder writes into it.
+                    let mut chorus = json!({"type": kind, "content": content, "file": file,
+                        "role": "tool", "generated_id": true});
+                    chorus[kind] = file;
+                    json!({ "chorus": chorus })
+                }),
         ]
     }
 
@@ -264,5 +268,19 @@ mod any_input {
                 prop_assert!(problem.pointer.is_empty() || problem.pointer.starts_with('/'));
             }
         }
+    }
+}
+
+#[test]
+fn a_sender_scalar_where_the_decoder_writes_is_no_panic() {
+    // Regression: `metadata.chorus.image_url` (and input_audio, file) holding a number or a
+    // string made the decoder index into a non-object, a panic any A2A caller could cause.
+    for kind in ["image_url", "input_audio", "file"] {
+        let message = serde_json::json!({
+            "messageId": "m1", "role": "ROLE_USER",
+            "parts": [{"url": "https://x.example/a.png", "mediaType": "image/png",
+                       "metadata": {"chorus": {"type": kind, kind: 1}}}]
+        });
+        let _ = super::decode::conversation(&message);
     }
 }
