@@ -545,3 +545,88 @@ async fn a_blocking_send_returns_the_answer_and_a_task_takes_no_outsider() {
     assert_eq!(peek["error"]["code"], -32001, "{peek}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_outsider_neither_sees_nor_moves_a_task_by_using_its_id() {
+    use chorus_server::{AgentEntry, hash_token};
+    const CAROL: &str = "carol-token-for-tests";
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(30);
+    config.agents.insert(
+        "carol".into(),
+        AgentEntry::with_token_hash(hash_token(CAROL)),
+    );
+    let server = common::TestServer::start(&common::db(dir.path()), &config).await;
+    let packet = handoff("alice", "bob", "t-own", "ESCALATION", escalation_data());
+    let sent = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "SendMessage",
+        json!({"message": extended("m-own", json!([{"data": packet}])),
+            "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    assert_eq!(sent["result"]["task"]["id"], "t-own", "{sent}");
+    // carol, a party to nothing, reuses the id to "complete" alice's task over the HTTP API.
+    let forged = handoff(
+        "carol",
+        "alice",
+        "t-own",
+        "STATUS_UPDATE",
+        json!({"status": "COMPLETED", "summary": "done (not really)"}),
+    );
+    assert_eq!(publish(&server, CAROL, &forged).await.status(), 201);
+    let seen = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "GetTask",
+        json!({"id": "t-own"}),
+    )
+    .await;
+    assert_ne!(
+        seen["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{seen}"
+    );
+    assert_eq!(
+        seen["result"]["history"].as_array().map(Vec::len),
+        Some(1),
+        "the outsider's message is not in the task: {seen}"
+    );
+    // Nor can carol read the task, or join it over A2A by naming its id in a handoff.
+    let peek = rpc(
+        &server,
+        "/a2a/bob",
+        CAROL,
+        "GetTask",
+        json!({"id": "t-own"}),
+    )
+    .await;
+    assert_eq!(peek["error"]["code"], -32001, "{peek}");
+    let join = handoff("carol", "bob", "t-own", "ESCALATION", escalation_data());
+    let joined = rpc(
+        &server,
+        "/a2a/bob",
+        CAROL,
+        "SendMessage",
+        json!({"message": extended("m-join", json!([{"data": join}])),
+            "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    assert_eq!(joined["error"]["code"], -32001, "{joined}");
+    let after = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "GetTask",
+        json!({"id": "t-own"}),
+    )
+    .await;
+    assert_eq!(
+        after["result"]["history"].as_array().map(Vec::len),
+        Some(1),
+        "{after}"
+    );
+    server.stop().await;
+}

@@ -33,8 +33,10 @@ pub(super) async fn publish(
     let agent = publisher(caller.clone()).map_err(refusal)?;
     let fresh = uuid::Uuid::new_v4().to_string();
     let inbound = to_chorus(params, &agent, inbox, &fresh)?;
-    if inbound.continues {
-        // A message for a task the caller named: one it may see, and still open.
+    // A message for a task that exists (named by taskId, or a handoff's task_id already in
+    // use): only into one the caller may see, and still open — a handoff cannot join or take
+    // over another party's task by choosing its id.
+    if inbound.continues || !timeline(app, &inbound.task_id).await?.is_empty() {
         let view = load(app, caller, &inbound.task_id).await?;
         if view.state.is_terminal() {
             return Err(RpcError::new(
@@ -176,20 +178,27 @@ async fn timeline(app: &AppState, id: &str) -> Result<Vec<Envelope>, RpcError> {
 
 /// The task `id` as the caller may see it: one whose messages it sent or may read.
 pub(super) async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<TaskView, RpcError> {
-    let envelopes = timeline(app, id).await?;
+    let mut envelopes = timeline(app, id).await?;
     // The parties of a task are the sender of its first message and whoever may read an inbox
     // that message went to; a message added to the task later does not make its sender one.
+    let party = |first: &Envelope, agent: &str| {
+        first.sender.as_deref() == Some(agent)
+            || first.recipients.iter().any(|r| {
+                app.policy
+                    .may_read(&Caller::Agent(agent.to_owned()), r)
+                    .is_ok()
+            })
+    };
     let visible = match (caller, envelopes.first()) {
         (_, None) => false,
         (Caller::Admin, Some(_)) => true,
-        (agent @ Caller::Agent(name), Some(first)) => {
-            first.sender.as_deref() == Some(name)
-                || first
-                    .recipients
-                    .iter()
-                    .any(|r| app.policy.may_read(agent, r).is_ok())
-        }
+        (Caller::Agent(name), Some(first)) => party(first, name),
     };
+    // What others put under the same task id is not this task's: it neither shows in its
+    // history nor moves its state (an outsider cannot complete or cancel someone's task).
+    if let Some(first) = envelopes.first().cloned() {
+        envelopes.retain(|e| e.sender.as_deref().is_some_and(|s| party(&first, s)));
+    }
     if !visible {
         return Err(RpcError::new(
             rpc::TASK_NOT_FOUND,
