@@ -630,3 +630,31 @@ async fn an_outsider_neither_sees_nor_moves_a_task_by_using_its_id() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn cards_built_from_the_request_host_are_kept_out_of_shared_caches() {
+    let (_dir, server) = fresh(30).await;
+    for path in [
+        "/.well-known/agent-card.json",
+        "/a2a/bob/.well-known/agent-card.json",
+    ] {
+        let response = client()
+            .get(server.url(path))
+            .header("host", "attacker.example")
+            .send()
+            .await
+            .expect("card");
+        assert_eq!(response.status(), 200, "{path}");
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(header("cache-control").contains("private"), "{path}");
+        assert!(header("vary").contains("Host"), "{path}");
+    }
+    server.stop().await;
+}

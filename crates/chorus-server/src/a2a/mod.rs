@@ -75,8 +75,18 @@ fn known(app: &AppState, name: &str) -> Result<(), ApiError> {
     ))
 }
 
+/// A card, cacheable for a minute by its client only: its URLs come from the request's `Host`
+/// and `X-Forwarded-Proto`, so a shared cache must neither serve one client's card to another
+/// nor keep a card a forged `Host` made.
 fn card_response(card: serde_json::Value) -> Response {
-    ([(header::CACHE_CONTROL, "max-age=60")], axum::Json(card)).into_response()
+    (
+        [
+            (header::CACHE_CONTROL, "private, max-age=60"),
+            (header::VARY, "Host, X-Forwarded-Proto"),
+        ],
+        axum::Json(card),
+    )
+        .into_response()
 }
 
 async fn hub_card(State(app): State<AppState>, headers: HeaderMap) -> Response {

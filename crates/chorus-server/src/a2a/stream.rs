@@ -36,8 +36,13 @@ impl Framing {
     }
 }
 
+/// The longest a task stream stays open: a task whose agent never answers would otherwise hold
+/// its connection (and a poll of the store every [`POLL`]) for ever; the client subscribes
+/// again (`SubscribeToTask`) to go on.
+const MAX_STREAM: Duration = Duration::from_secs(30 * 60);
+
 /// The task as an SSE stream: the `task` first, then a `statusUpdate` on every change, until it
-/// ends or needs input (or the server stops).
+/// ends or needs input (or the server stops, or [`MAX_STREAM`] has passed).
 pub(super) fn stream_task(
     app: AppState,
     caller: Caller,
@@ -84,6 +89,7 @@ pub(super) fn stream_task(
             }
         },
     )
-    .take_until(stopped);
+    .take_until(stopped)
+    .take_until(tokio::time::sleep(MAX_STREAM));
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
