@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 /// The card of a remote agent and where its JSON-RPC endpoint is.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Remote {
     http: reqwest::Client,
     card_url: String,
@@ -22,6 +22,16 @@ struct Endpoint {
     url: String,
     /// `capabilities.streaming`.
     streaming: bool,
+}
+
+impl std::fmt::Debug for Remote {
+    // Written by hand: the bearer token stays out of logs and panics.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("card_url", &self.card_url)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Remote {
@@ -61,6 +71,15 @@ impl Remote {
                         self.card_url
                     )
                 })?;
+                // The bearer token goes only where the card came from: a card naming another
+                // origin would send it to whoever wrote that card.
+                if origin(&url) != origin(&self.card_url) {
+                    return Err(format!(
+                        "the agent card at {} names its JSON-RPC endpoint {url:?} on another \
+                         origin; chorus sends the token only to the card's own origin",
+                        self.card_url
+                    ));
+                }
                 Ok(Endpoint { url, streaming })
             })
             .await
@@ -142,13 +161,28 @@ impl Remote {
     }
 }
 
+/// The scheme, host and port of `url` (`None` when it is no URL).
+fn origin(url: &str) -> Option<(String, String, Option<u16>)> {
+    let url = reqwest::Url::parse(url).ok()?;
+    Some((
+        url.scheme().to_owned(),
+        url.host_str()?.to_ascii_lowercase(),
+        url.port_or_known_default(),
+    ))
+}
+
 /// The `result` of a JSON-RPC answer, or its error in words.
 fn rpc_result(method: &str, url: &str, body: Value) -> Result<Value, String> {
     if let Some(error) = body.get("error") {
         return Err(format!(
             "{method} to {url}: error {}: {}",
             error.get("code").unwrap_or(&Value::Null),
-            error.get("message").and_then(Value::as_str).unwrap_or("?")
+            // The peer's text, escaped: it reaches logs and the task's story.
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .escape_debug()
         ));
     }
     body.get("result")
@@ -178,5 +212,20 @@ mod tests {
             {"url": "http://h/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]});
         assert_eq!(endpoint_of(&card).as_deref(), Some("http://h/rpc"));
         assert_eq!(endpoint_of(&json!({"url": "http://h/"})), None);
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        assert_eq!(origin("http://H:80/a"), origin("http://h/b"));
+        assert_ne!(origin("http://h/a"), origin("https://h/a"));
+        assert_ne!(origin("http://h:8080/a"), origin("http://h/a"));
+        assert_ne!(origin("http://h/a"), origin("http://evil.example/a"));
+        assert_eq!(origin("not a url"), None);
+        let remote = Remote::new(
+            "http://h/card",
+            Some("secret".into()),
+            Duration::from_secs(1),
+        );
+        assert!(!format!("{remote:?}").contains("secret"));
     }
 }
