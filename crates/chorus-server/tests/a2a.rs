@@ -69,6 +69,12 @@ fn escalation_data() -> Value {
         "technical_details": {"symptoms": "drops hourly"}})
 }
 
+/// `SendMessage` to bob that returns at once; the JSON-RPC answer.
+async fn send_now(server: &common::TestServer, token: &str, message: Value) -> Value {
+    let params = json!({"message": message, "configuration": {"returnImmediately": true}});
+    rpc(server, "/a2a/bob", token, "SendMessage", params).await
+}
+
 async fn state_of(server: &common::TestServer, token: &str, task: &str) -> Value {
     rpc(server, "/a2a/bob", token, "GetTask", json!({"id": task})).await["result"]["status"].clone()
 }
@@ -115,16 +121,7 @@ async fn the_cards_name_each_agent_its_endpoint_the_tokens_and_the_handoff_exten
 #[tokio::test]
 async fn a_message_is_published_as_the_caller_and_its_task_follows_delivery_and_answer() {
     let (_dir, server) = fresh(30).await;
-    let sent = rpc(
-        &server,
-        "/a2a/bob",
-        ALICE,
-        "SendMessage",
-        json!({
-        "message": text_message("m-1", "Bonjour, ça va?"),
-        "configuration": {"returnImmediately": true}}),
-    )
-    .await;
+    let sent = send_now(&server, ALICE, text_message("m-1", "Bonjour, ça va?")).await;
     let task = sent["result"]["task"].clone();
     assert_eq!(task["status"]["state"], "TASK_STATE_SUBMITTED", "{sent}");
     let task_id = task["id"].as_str().unwrap().to_owned();
@@ -186,26 +183,15 @@ async fn nobody_sends_as_another_agent_through_a2a() {
 async fn a_handoff_keeps_its_keys_and_a_request_for_information_asks_for_input() {
     let (_dir, server) = fresh(30).await;
     let packet = handoff("alice", "bob", "t-esc", "ESCALATION", escalation_data());
-    let answer = rpc(
+    let answer = send_now(
         &server,
-        "/a2a/bob",
         ALICE,
-        "SendMessage",
-        json!({"message": extended("m-3", json!([{"text": "escalating"}, {"data": packet}])),
-            "configuration": {"returnImmediately": true}}),
+        extended("m-3", json!([{"text": "escalating"}, {"data": packet}])),
     )
     .await;
     assert_eq!(answer["result"]["task"]["id"], "t-esc", "{answer}");
     // The packet's message id is the idempotency key: sent again, it is stored once.
-    let again = rpc(
-        &server,
-        "/a2a/bob",
-        ALICE,
-        "SendMessage",
-        json!({"message": extended("m-3b", json!([{"data": packet}])),
-            "configuration": {"returnImmediately": true}}),
-    )
-    .await;
+    let again = send_now(&server, ALICE, extended("m-3b", json!([{"data": packet}]))).await;
     assert_eq!(
         again["result"]["task"]["history"].as_array().map(Vec::len),
         Some(1),
@@ -285,15 +271,7 @@ async fn a_stream_reports_the_task_then_each_change_until_it_ends() {
 #[tokio::test]
 async fn cancel_tells_the_agent_and_a_finished_task_cannot_be_canceled() {
     let (_dir, server) = fresh(30).await;
-    let sent = rpc(
-        &server,
-        "/a2a/bob",
-        ALICE,
-        "SendMessage",
-        json!({
-        "message": text_message("m-5", "long job"), "configuration": {"returnImmediately": true}}),
-    )
-    .await;
+    let sent = send_now(&server, ALICE, text_message("m-5", "long job")).await;
     let task_id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
     let canceled = rpc(
         &server,
@@ -558,15 +536,7 @@ async fn an_outsider_neither_sees_nor_moves_a_task_by_using_its_id() {
     );
     let server = common::TestServer::start(&common::db(dir.path()), &config).await;
     let packet = handoff("alice", "bob", "t-own", "ESCALATION", escalation_data());
-    let sent = rpc(
-        &server,
-        "/a2a/bob",
-        ALICE,
-        "SendMessage",
-        json!({"message": extended("m-own", json!([{"data": packet}])),
-            "configuration": {"returnImmediately": true}}),
-    )
-    .await;
+    let sent = send_now(&server, ALICE, extended("m-own", json!([{"data": packet}]))).await;
     assert_eq!(sent["result"]["task"]["id"], "t-own", "{sent}");
     // carol, a party to nothing, reuses the id to "complete" alice's task over the HTTP API.
     let forged = handoff(
@@ -605,15 +575,7 @@ async fn an_outsider_neither_sees_nor_moves_a_task_by_using_its_id() {
     .await;
     assert_eq!(peek["error"]["code"], -32001, "{peek}");
     let join = handoff("carol", "bob", "t-own", "ESCALATION", escalation_data());
-    let joined = rpc(
-        &server,
-        "/a2a/bob",
-        CAROL,
-        "SendMessage",
-        json!({"message": extended("m-join", json!([{"data": join}])),
-            "configuration": {"returnImmediately": true}}),
-    )
-    .await;
+    let joined = send_now(&server, CAROL, extended("m-join", json!([{"data": join}]))).await;
     assert_eq!(joined["error"]["code"], -32001, "{joined}");
     let after = rpc(
         &server,
