@@ -238,21 +238,9 @@ fn serve(dir: &std::path::Path) -> Served {
     served
 }
 
-/// One HTTP/1.1 request to `addr`; returns the status code and the body.
+/// One HTTP/1.1 request to `addr` without a body; returns the status code and the body.
 fn http(addr: &str, method: &str, path: &str, token: &str) -> (u16, String) {
-    let answer = common::http(
-        addr,
-        &format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        ),
-    );
-    let status = answer[9..12].parse().unwrap();
-    let body = answer
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    (status, body)
+    common::request(addr, method, path, token, None)
 }
 
 /// The admin token and the tokens of agents `ops` and `operator` in [`server_config`].
