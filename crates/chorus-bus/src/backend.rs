@@ -91,6 +91,10 @@ pub trait Backend: Send + Sync {
     /// The dead letter with this id, if there is one.
     async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>>;
 
+    /// The newest dead letter still kept for message `message_id` (not removed, not pruned),
+    /// found by an index of the store, not a scan (the memory store scans).
+    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>>;
+
     /// How many dead letters there are, without reading them (for a watcher polling it).
     async fn dead_letter_count(&self) -> BusResult<u64>;
 

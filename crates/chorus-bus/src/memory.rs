@@ -670,6 +670,16 @@ impl Backend for MemoryBus {
             .map(|(_, d)| d.clone()))
     }
 
+    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>> {
+        let dead = lock(&self.dead);
+        Ok(dead
+            .letters
+            .iter()
+            .rev()
+            .find(|(_, d)| d.message_id.as_deref() == Some(message_id))
+            .map(|(_, d)| d.clone()))
+    }
+
     async fn dead_letter_count(&self) -> BusResult<u64> {
         Ok(lock(&self.dead).letters.len() as u64)
     }

@@ -241,6 +241,7 @@ impl Server {
             blobs: side.blobs,
             traces: side.traces,
             max_body_bytes: config.max_body_bytes,
+            request_timeout: config.request_timeout(),
             stopping,
         };
         let pruner = Pruner::new(state.clone(), config.retention.clone());

@@ -44,6 +44,8 @@ pub struct AppState {
     pub traces: Arc<Traces>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Longest time an answer that is not a stream may take (`None`: no limit).
+    pub request_timeout: Option<std::time::Duration>,
     /// Turns true when the server shuts down; open event streams end then.
     pub stopping: watch::Receiver<bool>,
 }

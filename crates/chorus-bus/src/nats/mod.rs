@@ -3,7 +3,8 @@
 //! Layout for namespace `ns`: stream `ns_Q` (work queue, subjects `ns.q.<hex queue>.<rank>`,
 //! one durable pull consumer per queue and priority), stream `ns_LOG` (every stored message under
 //! `ns.log.<task>.<correlation>.<conversation>`, and under `ns.log.base.<conversation>` where a
-//! pruned conversation's numbering goes on), stream `ns_DLQ` (dead letters), stream
+//! pruned conversation's numbering goes on), stream `ns_DLQ` (dead letters, under
+//! `ns.dlq.<message id>`, or `ns.dlq` without one), stream
 //! `ns_BIND` (bindings, one subject each) and stream `ns_DONE` (handled ids with their effects,
 //! written with an expected subject sequence of 0 so that only the first commit wins).
 //! Stream `ns_SEEN` keeps each stored id with its content digest for the dedupe window (see
@@ -189,21 +190,30 @@ impl NatsBus {
             })
             .await
             .map_err(nats_error)?;
-        for (suffix, subject) in [
-            ("LOG", "log.>"),
-            ("DLQ", "dlq"),
-            ("BIND", "bind.>"),
-            ("DONE", "done.>"),
+        for (suffix, subjects) in [
+            ("LOG", &["log.>"][..]),
+            ("DLQ", &["dlq", "dlq.>"][..]),
+            ("BIND", &["bind.>"][..]),
+            ("DONE", &["done.>"][..]),
         ] {
-            js.get_or_create_stream(stream::Config {
+            let config = stream::Config {
                 name: format!("{ns}_{suffix}"),
-                subjects: vec![format!("{ns}.{subject}")],
+                subjects: subjects.iter().map(|s| format!("{ns}.{s}")).collect(),
                 storage: StorageType::File,
                 duplicate_window: RETRY_WINDOW,
                 ..Default::default()
-            })
-            .await
-            .map_err(nats_error)?;
+            };
+            let mut found = js
+                .get_or_create_stream(config.clone())
+                .await
+                .map_err(nats_error)?;
+            // A stream made by an older chorus (dead letters had one subject) gets the new ones.
+            let has = &found.info().await.map_err(nats_error)?.config.subjects;
+            if config.subjects.iter().any(|s| !has.contains(s)) {
+                let mut wider = found.cached_info().config.clone();
+                wider.subjects = config.subjects;
+                js.update_stream(wider).await.map_err(nats_error)?;
+            }
         }
         let done = js
             .get_stream(format!("{ns}_DONE"))
@@ -382,13 +392,26 @@ impl NatsBus {
         format!("{}.done.{}.{}", self.ns, hex(handler), hex(message_id))
     }
 
+    /// The subject of a dead letter: `ns.dlq.<hex message id>`, or `ns.dlq` without an id
+    /// (the index [`Backend::dead_letter_of`] reads).
+    fn dead_subject(&self, message_id: Option<&str>) -> String {
+        match message_id {
+            Some(id) if !id.is_empty() => format!("{}.dlq.{}", self.ns, hex(id)),
+            _ => format!("{}.dlq", self.ns),
+        }
+    }
+
     async fn add_dead(&self, info: DeadInfo, bytes: &[u8]) -> BusResult<String> {
         let json = serde_json::to_string(&info).map_err(nats_error)?;
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(DEAD_HEADER, json.as_str());
         let ack = self
             .js
-            .publish_with_headers(format!("{}.dlq", self.ns), headers, bytes.to_vec().into())
+            .publish_with_headers(
+                self.dead_subject(info.message_id.as_deref()),
+                headers,
+                bytes.to_vec().into(),
+            )
             .await
             .map_err(nats_error)?
             .await
@@ -740,6 +763,23 @@ impl Backend for NatsBus {
 
     async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>> {
         self.find_dead(id).await
+    }
+
+    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>> {
+        if message_id.is_empty() {
+            return Ok(None);
+        }
+        let stream = self
+            .js
+            .get_stream(format!("{}_DLQ", self.ns))
+            .await
+            .map_err(nats_error)?;
+        let subject = self.dead_subject(Some(message_id));
+        match stream.get_last_raw_message_by_subject(&subject).await {
+            Ok(m) => dead_from(m.sequence, Some(&m.headers), &m.payload).map(Some),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(nats_error(e)),
+        }
     }
 
     async fn dead_letter_count(&self) -> BusResult<u64> {

@@ -78,7 +78,7 @@ impl NatsBus {
         let read = self
             .read_from(
                 &format!("{}_DLQ", self.ns),
-                format!("{}.dlq", self.ns),
+                String::new(),
                 DeliverPolicy::ByStartSequence { start_sequence },
                 limit.saturating_add(1),
                 false,

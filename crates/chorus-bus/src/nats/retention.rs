@@ -29,17 +29,14 @@ impl NatsBus {
         }
         if let Some(cut) = before.dead_letters_cut(now) {
             let stream = format!("{}_DLQ", self.ns);
-            let until = self
-                .first_since(&stream, format!("{}.dlq", self.ns), cut)
-                .await?;
-            pruned.dead_letters = self
-                .purge(&stream, format!("{}.dlq", self.ns), until)
-                .await?;
+            // The whole stream: dead letters are under one subject per message id.
+            let until = self.first_since(&stream, String::new(), cut).await?;
+            pruned.dead_letters = self.purge(&stream, None, until).await?;
         }
         Ok(pruned)
     }
 
-    /// The stream sequence of the first message of `stream` on `filter` published at or after
+    /// The stream sequence of the first message of `stream` on `filter` (all when empty) published at or after
     /// `cut`; when none is, the sequence after the last one (read before looking, so that a
     /// message published meanwhile is after it).
     async fn first_since(&self, stream: &str, filter: String, cut: i64) -> BusResult<u64> {
@@ -63,15 +60,15 @@ impl NatsBus {
         }
     }
 
-    /// Purges the messages of `stream` on `filter` before stream sequence `until`.
-    async fn purge(&self, stream: &str, filter: String, until: u64) -> BusResult<u64> {
+    /// Purges the messages of `stream` (on `filter`, when given) before stream sequence `until`.
+    async fn purge(&self, stream: &str, filter: Option<String>, until: u64) -> BusResult<u64> {
         let stream = self.js.get_stream(stream).await.map_err(nats_error)?;
-        let done = stream
-            .purge()
-            .filter(filter)
-            .sequence(until)
-            .await
-            .map_err(nats_error)?;
+        let purge = stream.purge().sequence(until);
+        let done = match filter {
+            Some(filter) => purge.filter(filter).await,
+            None => purge.await,
+        }
+        .map_err(nats_error)?;
         Ok(done.purged)
     }
 
@@ -131,7 +128,9 @@ impl NatsBus {
                     return Ok(pruned);
                 }
             }
-            pruned += self.purge(&stream, entries.clone(), batch_end).await?;
+            pruned += self
+                .purge(&stream, Some(entries.clone()), batch_end)
+                .await?;
             for conv in lost.keys() {
                 self.tidy_marker(conv).await?;
             }

@@ -7,7 +7,7 @@
 //! `ns:convtime:*` (each entry's publish time), list `ns:log` (every logged message's time and
 //! keys, in log order) and hash `ns:base` (entries pruned from the head of each log, so that
 //! numbers go on), hash `ns:dead` (dead letters) with sorted set `ns:dead:ids` (their ids and
-//! times), set `ns:bindings`, hash
+//! times) and sorted sets `ns:dead:msg:<message id>` (the ids of each message's letters), set `ns:bindings`, hash
 //! `ns:done:<handler>` plus list `ns:effects:<handler>` (handled ids and their effects) and
 //! `ns:seen:<id>` keys (the content digest) expiring after the dedupe window; they live on the
 //! server, so a reconnect keeps them, and a server restart too when Redis persists its data.
@@ -262,6 +262,7 @@ impl RedisBus {
             .arg(key)
             .arg(id)
             .arg(now_ms())
+            .arg(info.message_id.as_deref().unwrap_or(""))
             .invoke_async(&mut self.con())
             .await
             .map_err(redis_error)?;
@@ -468,6 +469,19 @@ impl Backend for RedisBus {
         value.map(|v| pages::dead_letter(id, &v)).transpose()
     }
 
+    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>> {
+        // Newest first; every removal and prune takes its letter out of this index.
+        let ids: Vec<String> = self
+            .con()
+            .zrevrange(format!("{}:dead:msg:{message_id}", self.ns), 0, 0)
+            .await
+            .map_err(redis_error)?;
+        match ids.first() {
+            Some(id) => self.find_dead_letter(id).await,
+            None => Ok(None),
+        }
+    }
+
     async fn dead_letter_count(&self) -> BusResult<u64> {
         self.con()
             .hlen(format!("{}:dead", self.ns))
@@ -476,14 +490,10 @@ impl Backend for RedisBus {
     }
 
     async fn remove_dead_letter(&self, id: &str) -> BusResult<()> {
-        let (removed, _): (i64, i64) = redis::pipe()
-            .atomic()
-            .hdel(format!("{}:dead", self.ns), id)
-            .cmd("ZREMRANGEBYSCORE")
-            .arg(format!("{}:dead:ids", self.ns))
+        let removed: i64 = scripts::remove_dead()
+            .arg(&self.ns)
             .arg(id)
-            .arg(id)
-            .query_async(&mut self.con())
+            .invoke_async(&mut self.con())
             .await
             .map_err(redis_error)?;
         if removed == 0 {

@@ -53,9 +53,24 @@ return 1
     )
 });
 
-/// ARGV: ns, dead-letter value, stream key (or empty), entry id, now (Unix ms); settles the
-/// entry (if any) and records the dead letter, and its id and time in `ns:dead:ids` (scored by
-/// id); returns its id.
+/// Lua: `unindex(ns, id, value)` removes dead letter `id` from the index of its message,
+/// `ns:dead:msg:<message id>`, reading the message id from the letter's stored `value` (its
+/// details as JSON, a newline, the bytes).
+const UNINDEX: &str = r"
+local function unindex(ns, id, value)
+  if not value then return end
+  local nl = string.find(value, '\n', 1, true)
+  if not nl then return end
+  local ok, info = pcall(cjson.decode, string.sub(value, 1, nl - 1))
+  if ok and type(info) == 'table' and type(info.message_id) == 'string' then
+    redis.call('ZREM', ns .. ':dead:msg:' .. info.message_id, id)
+  end
+end
+";
+
+/// ARGV: ns, dead-letter value, stream key (or empty), entry id, now (Unix ms), message id (or
+/// empty); settles the entry (if any) and records the dead letter, its id and time in
+/// `ns:dead:ids` (scored by id) and its id in `ns:dead:msg:<message id>`; returns its id.
 static DEAD: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -67,9 +82,29 @@ end
 local n = redis.call('INCR', ns .. ':dead:seq')
 redis.call('HSET', ns .. ':dead', n, ARGV[2])
 redis.call('ZADD', ns .. ':dead:ids', n, n .. ':' .. ARGV[5])
+if ARGV[6] ~= '' then
+  redis.call('ZADD', ns .. ':dead:msg:' .. ARGV[6], n, n)
+end
 return n
 ",
     )
+});
+
+/// ARGV: ns, dead-letter id; deletes the letter with its entries in `ns:dead:ids` and in its
+/// message's index; returns 1, or 0 when there was no such letter.
+static REMOVE_DEAD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{UNINDEX}{}",
+        r"
+local ns, id = ARGV[1], ARGV[2]
+local value = redis.call('HGET', ns .. ':dead', id)
+if not value then return 0 end
+unindex(ns, id, value)
+redis.call('HDEL', ns .. ':dead', id)
+redis.call('ZREMRANGEBYSCORE', ns .. ':dead:ids', id, id)
+return 1
+"
+    ))
 });
 
 /// ARGV: ns, handler, message id, committed value; returns 1 when first, 0 when already there.
@@ -129,20 +164,22 @@ return n
 /// ARGV: ns, cut (Unix ms), most entries; deletes the oldest dead letters recorded before the
 /// cut; returns how many.
 static PRUNE_DEAD: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
+        "{UNINDEX}{}",
         r"
 local ns, cut, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local n = 0
 for _, member in ipairs(redis.call('ZRANGE', ns .. ':dead:ids', 0, max - 1)) do
   local id, at = string.match(member, '^(%d+):(%d+)$')
   if id == nil or tonumber(at) >= cut then break end
+  unindex(ns, id, redis.call('HGET', ns .. ':dead', id))
   redis.call('HDEL', ns .. ':dead', id)
   redis.call('ZREM', ns .. ':dead:ids', member)
   n = n + 1
 end
 return n
-",
-    )
+"
+    ))
 });
 
 /// ARGV: ns, now (Unix ms); gives every dead letter recorded before `ns:dead:ids` existed an
@@ -215,6 +252,11 @@ pub(super) fn store() -> ScriptInvocation<'static> {
 /// An invocation of the dead-letter script.
 pub(super) fn dead() -> ScriptInvocation<'static> {
     DEAD.prepare_invoke()
+}
+
+/// An invocation of the dead-letter removal script.
+pub(super) fn remove_dead() -> ScriptInvocation<'static> {
+    REMOVE_DEAD.prepare_invoke()
 }
 
 /// An invocation of the commit-once script.

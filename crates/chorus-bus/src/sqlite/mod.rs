@@ -292,6 +292,13 @@ impl Backend for SqliteBus {
             .await
     }
 
+    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>> {
+        let message_id = message_id.to_owned();
+        self.writer
+            .call(false, move |c| pages::dead_of(c, &message_id))
+            .await
+    }
+
     async fn dead_letter_count(&self) -> BusResult<u64> {
         self.writer.call(false, schema::dead_count).await
     }

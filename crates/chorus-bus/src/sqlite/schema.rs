@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     envelope TEXT,
     at_ms INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS dead_letters_message ON dead_letters(message_id, id)
+    WHERE message_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS handled (
     handler TEXT NOT NULL, message_id TEXT NOT NULL,
     PRIMARY KEY (handler, message_id)
@@ -492,26 +494,43 @@ pub(crate) fn remove_dead(conn: &Connection, id: &str) -> BusResult<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_journal_is_read_through_its_index() {
+    /// The steps of the query plan of `sql` with one parameter.
+    fn plan(sql: &str, param: &str) -> Vec<String> {
         let dir = tempfile::tempdir().unwrap();
         let conn = Connection::open(dir.path().join("plan.db")).unwrap();
         open(&conn).unwrap();
-        let plan: Vec<String> = conn
-            .prepare("EXPLAIN QUERY PLAN SELECT message_id, record FROM effects WHERE handler = ?1 ORDER BY id")
+        conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
-            .query_map(["agent\u{0}task"], |r| r.get::<_, String>(3))
+            .query_map([param], |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<Result<_, _>>()
-            .unwrap();
-        assert!(
-            plan.iter()
-                .any(|step| step.contains("USING INDEX effects_handler")),
-            "{plan:?}"
-        );
+            .unwrap()
+    }
+
+    /// Asserts that `plan` reads through `index` and sorts nothing.
+    fn assert_indexed(plan: &[String], index: &str) {
+        assert!(plan.iter().any(|step| step.contains(index)), "{plan:?}");
         assert!(
             !plan.iter().any(|step| step.contains("TEMP B-TREE")),
             "{plan:?}"
         );
+    }
+
+    #[test]
+    fn a_journal_is_read_through_its_index() {
+        let plan = plan(
+            "SELECT message_id, record FROM effects WHERE handler = ?1 ORDER BY id",
+            "agent\u{0}task",
+        );
+        assert_indexed(&plan, "USING INDEX effects_handler");
+    }
+
+    #[test]
+    fn the_dead_letter_of_a_message_is_found_through_its_index() {
+        let plan = plan(
+            "SELECT id FROM dead_letters WHERE message_id = ?1 ORDER BY id DESC LIMIT 1",
+            "m-1",
+        );
+        assert_indexed(&plan, "dead_letters_message");
     }
 }

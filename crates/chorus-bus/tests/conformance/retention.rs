@@ -252,3 +252,88 @@ pub async fn listings_are_read_a_page_at_a_time(f: &Fixture) {
     assert_eq!(listed, want, "every task once, most recently active first");
     assert!(bus.tasks_page(Some("no colon"), 1).await.is_err());
 }
+
+pub async fn the_dead_letter_of_a_message_is_found_by_its_id(f: &Fixture) {
+    let bus = (f.open)(BusConfig {
+        max_deliver: 1,
+        ..short_window()
+    })
+    .await;
+    let inbox = uid("inbox");
+    let (refused, waiting) = (mid(), mid());
+    let refused_packet = packet(&refused, json!(inbox), "LOW", "NOTIFICATION");
+    publish(&bus, &refused_packet).await;
+    publish(&bus, &packet(&waiting, json!(inbox), "LOW", "NOTIFICATION")).await;
+    let d = one(&bus, &inbox, LONG).await.expect("the first message");
+    assert_eq!(d.envelope.id, refused);
+    bus.nack(&d, Duration::ZERO).await.unwrap();
+    // A fetch that finds its deliveries spent dead-letters it on the way.
+    let next = one(&bus, &inbox, LONG).await.expect("the waiting message");
+    assert_eq!(next.envelope.id, waiting);
+    assert!(
+        one(&bus, &inbox, Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+    let first = bus
+        .dead_letter_of(&refused)
+        .await
+        .unwrap()
+        .expect("a nack past max_deliver leaves a dead letter of the message");
+    assert_eq!(first.message_id.as_deref(), Some(refused.as_str()));
+    assert_eq!(first.reason.kind(), "max_deliver");
+    assert_eq!(
+        bus.dead_letter_of(&waiting).await.unwrap(),
+        None,
+        "a message held by a consumer has none"
+    );
+    bus.ack(&next).await.unwrap();
+    assert_eq!(
+        bus.dead_letter_of(&waiting).await.unwrap(),
+        None,
+        "nor a handled one"
+    );
+
+    // A replay takes the letter away; a second failure makes a newer one.
+    bus.replay(&first.id).await.unwrap();
+    assert_eq!(bus.dead_letter_of(&refused).await.unwrap(), None);
+    let again = one(&bus, &inbox, LONG).await.expect("the replayed message");
+    assert_eq!(again.envelope.id, refused);
+    bus.nack(&again, Duration::ZERO).await.unwrap();
+    assert!(
+        one(&bus, &inbox, Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+    let second = bus.dead_letter_of(&refused).await.unwrap().expect("again");
+    assert_eq!(
+        bus.find_dead_letter(&second.id).await.unwrap().as_ref(),
+        Some(&second)
+    );
+    bus.remove_dead_letter(&second.id).await.unwrap();
+    assert_eq!(bus.dead_letter_of(&refused).await.unwrap(), None);
+
+    // Letters refused on publish are found by their id too (any characters), until pruned.
+    let odd = format!("{}-задача ünï/x", mid());
+    let letter = bus
+        .record_rejected(
+            b"{\"kept\": 1}",
+            Some(&odd),
+            chorus_bus::DeadReason::NoRoute,
+        )
+        .await
+        .unwrap();
+    let found = bus.dead_letter_of(&odd).await.unwrap().expect("indexed");
+    assert_eq!(
+        (found.id.as_str(), found.bytes.as_slice()),
+        (letter.as_str(), &b"{\"kept\": 1}"[..])
+    );
+    let cut = age_then_cut().await;
+    bus.prune(PruneBefore {
+        messages_ms: None,
+        dead_letters_ms: Some(cut),
+    })
+    .await
+    .unwrap();
+    assert_eq!(bus.dead_letter_of(&odd).await.unwrap(), None, "pruned");
+}

@@ -6,6 +6,7 @@ use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use super::in_time;
 use super::operations::{cancel, get, publish, send, subscribable};
 use super::rpc::{self, RpcError};
 use super::stream::{Framing, stream_task};
@@ -24,11 +25,11 @@ pub async fn answer(app: AppState, caller: Caller, inbox: Option<String>, body: 
     let id = request.id.clone();
     let params = &request.params;
     let outcome = match request.method.as_str() {
-        "SendMessage" => send(&app, &caller, inbox.as_deref(), params)
+        "SendMessage" => in_time(&app, send(&app, &caller, inbox.as_deref(), params))
             .await
             .map(|task| json!({"task": task})),
         "SendStreamingMessage" => {
-            return match publish(&app, &caller, inbox.as_deref(), params).await {
+            return match in_time(&app, publish(&app, &caller, inbox.as_deref(), params)).await {
                 Ok(task_id) => {
                     stream_task(app, caller, task_id, Framing::JsonRpc(id)).into_response()
                 }
@@ -36,15 +37,15 @@ pub async fn answer(app: AppState, caller: Caller, inbox: Option<String>, body: 
             };
         }
         "SubscribeToTask" => {
-            return match subscribable(&app, &caller, params).await {
+            return match in_time(&app, subscribable(&app, &caller, params)).await {
                 Ok(task_id) => {
                     stream_task(app, caller, task_id, Framing::JsonRpc(id)).into_response()
                 }
                 Err(e) => Json(rpc::error(&id, &e)).into_response(),
             };
         }
-        "GetTask" => get(&app, &caller, params).await,
-        "CancelTask" => cancel(&app, &caller, params).await,
+        "GetTask" => in_time(&app, get(&app, &caller, params)).await,
+        "CancelTask" => in_time(&app, cancel(&app, &caller, params)).await,
         "ListTasks" => Err(RpcError::new(
             rpc::UNSUPPORTED_OPERATION,
             "ListTasks is not supported; the admin API lists tasks at GET /v1/tasks",
@@ -67,9 +68,14 @@ pub async fn answer(app: AppState, caller: Caller, inbox: Option<String>, body: 
             ),
         )),
     };
-    Json(match outcome {
-        Ok(result) => rpc::result(&id, result),
-        Err(e) => rpc::error(&id, &e),
-    })
-    .into_response()
+    match outcome {
+        Ok(result) => Json(rpc::result(&id, result)).into_response(),
+        // A late answer is a 503 as on the other routes, its body still a JSON-RPC error.
+        Err(e) if e.code == rpc::TIMED_OUT => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            Json(rpc::error(&id, &e)),
+        )
+            .into_response(),
+        Err(e) => Json(rpc::error(&id, &e)).into_response(),
+    }
 }

@@ -50,6 +50,29 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
+/// Runs `operation`, one that answers at once, within the server's request timeout (as
+/// `tower-http`'s timeout bounds the other routes; the streams are not bounded).
+async fn in_time<T>(
+    app: &AppState,
+    operation: impl std::future::Future<Output = Result<T, rpc::RpcError>>,
+) -> Result<T, rpc::RpcError> {
+    let Some(limit) = app.request_timeout else {
+        return operation.await;
+    };
+    tokio::time::timeout(limit, operation)
+        .await
+        .unwrap_or_else(|_| {
+            Err(rpc::RpcError::new(
+                rpc::TIMED_OUT,
+                format!(
+                    "no answer within the server's request timeout ({} s); a message sent may \
+                     still have been published: GetTask its task before sending again",
+                    limit.as_secs_f64()
+                ),
+            ))
+        })
+}
+
 /// The names A2A reaches: every agent of the config and every pool an agent reads.
 fn inboxes(app: &AppState) -> Vec<String> {
     app.policy.inboxes()

@@ -59,7 +59,7 @@ pub(super) async fn publish(
 }
 
 /// `SendMessage`: publishes, then (unless `configuration.returnImmediately`) waits until the
-/// task ends or needs input, at most [`BLOCKING_WAIT`].
+/// task ends or needs input, at most [`BLOCKING_WAIT`] or 80 % of the request timeout.
 pub(super) async fn send(
     app: &AppState,
     caller: &Caller,
@@ -72,7 +72,11 @@ pub(super) async fn send(
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let task_id = publish(app, caller, inbox, params).await?;
-    let deadline = tokio::time::Instant::now() + BLOCKING_WAIT;
+    // Within the request timeout, so that the task comes back rather than a 503.
+    let wait = app
+        .request_timeout
+        .map_or(BLOCKING_WAIT, |limit| BLOCKING_WAIT.min(limit.mul_f64(0.8)));
+    let deadline = tokio::time::Instant::now() + wait;
     loop {
         let view = load(app, caller, &task_id).await?;
         let stopping = *app.stopping.borrow();
@@ -219,14 +223,21 @@ pub(super) async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<Ta
         .collect();
     let mut view = TaskView::new(id, &context, &entries);
     if view.state == State::Submitted {
-        // Only then is the queue looked at: has the recipient taken the latest message yet?
+        // Only then is the store looked at: did the client's latest message become a dead
+        // letter (rejected), or has the recipient not taken it yet (submitted)?
         let client = envelopes[0].sender.clone();
         let last_asked = envelopes.iter().rev().find(|e| e.sender == client);
-        let waiting = match last_asked {
-            Some(env) => waits_unclaimed(app, env).await,
-            None => false,
+        let letter = match last_asked {
+            Some(env) => app
+                .bus
+                .dead_letter_of(&env.id)
+                .await
+                .map_err(|e| RpcError::new(rpc::INTERNAL_ERROR, e.to_string()))?,
+            None => None,
         };
-        if !waiting {
+        if let Some(letter) = letter {
+            view.reject(&letter);
+        } else if !matches!(last_asked, Some(env) if waits_unclaimed(app, env).await) {
             view.state = State::Working;
         }
     }

@@ -52,7 +52,7 @@ pub async fn message_send(
         let params = body_object(&body)?;
         send(&app, &caller, Some(&inbox), &params).await
     };
-    match sent.await {
+    match super::in_time(&app, sent).await {
         Ok(task) => Json(json!({"task": task})).into_response(),
         Err(e) => refused(&e),
     }
@@ -70,7 +70,7 @@ pub async fn message_stream(
         let params = body_object(&body)?;
         publish(&app, &caller, Some(&inbox), &params).await
     };
-    match published.await {
+    match super::in_time(&app, published).await {
         Ok(task_id) => stream_task(app, caller, task_id, Framing::Rest).into_response(),
         Err(e) => refused(&e),
     }
@@ -94,7 +94,7 @@ pub async fn task_get(
         super::known_inbox(&app, &inbox)?;
         get(&app, &caller, &params).await
     };
-    match got.await {
+    match super::in_time(&app, got).await {
         Ok(task) => Json(task).into_response(),
         Err(e) => refused(&e),
     }
@@ -119,7 +119,7 @@ pub async fn task_action(
         super::known_inbox(&app, &inbox)?;
         cancel(&app, &caller, &json!({"id": id})).await
     };
-    match canceled.await {
+    match super::in_time(&app, canceled).await {
         Ok(task) => Json(task).into_response(),
         Err(e) => refused(&e),
     }
@@ -130,7 +130,7 @@ async fn subscribe(app: AppState, caller: Caller, inbox: &str, id: &str) -> Resp
         super::known_inbox(&app, inbox)?;
         subscribable(&app, &caller, &json!({"id": id})).await
     };
-    match checked.await {
+    match super::in_time(&app, checked).await {
         Ok(task_id) => stream_task(app, caller, task_id, Framing::Rest).into_response(),
         Err(e) => refused(&e),
     }

@@ -14,6 +14,9 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// The JSON-RPC code of a failure inside the server.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// The JSON-RPC server-error code chorus answers when an operation took longer than the
+/// server's request timeout (HTTP 503 in the HTTP+JSON binding).
+pub const TIMED_OUT: i64 = -32000;
 /// A2A `TaskNotFoundError`.
 pub const TASK_NOT_FOUND: i64 = -32001;
 /// A2A `TaskNotCancelableError`.
@@ -44,6 +47,7 @@ fn mapping(code: i64) -> (u16, &'static str, &'static str) {
         INVALID_PARAMS => (400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
         INVALID_REQUEST | PARSE_ERROR => (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
         METHOD_NOT_FOUND => (404, "NOT_FOUND", "METHOD_NOT_FOUND"),
+        TIMED_OUT => (503, "UNAVAILABLE", "TIMED_OUT"),
         _ => (500, "INTERNAL", "INTERNAL_ERROR"),
     }
 }

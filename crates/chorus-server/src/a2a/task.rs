@@ -25,6 +25,9 @@ pub enum State {
     Failed,
     /// Canceled by `CancelTask`.
     Canceled,
+    /// Not taken: the client's latest message became a dead letter (delivered `max_deliver`
+    /// times without an ack, given up by its handler, or expired) and nobody answered it.
+    Rejected,
 }
 
 impl State {
@@ -37,12 +40,16 @@ impl State {
             State::Completed => "TASK_STATE_COMPLETED",
             State::Failed => "TASK_STATE_FAILED",
             State::Canceled => "TASK_STATE_CANCELED",
+            State::Rejected => "TASK_STATE_REJECTED",
         }
     }
 
     /// True for states no message changes any more.
     pub fn is_terminal(self) -> bool {
-        matches!(self, State::Completed | State::Failed | State::Canceled)
+        matches!(
+            self,
+            State::Completed | State::Failed | State::Canceled | State::Rejected
+        )
     }
 
     /// True where a stream ends: terminal, or waiting for the client.
@@ -125,6 +132,33 @@ impl TaskView {
             history,
             answer,
         }
+    }
+
+    /// Marks the task rejected because its latest client message became dead letter `letter`:
+    /// the status message says why (the reason's kind and attempts; a handler's error text
+    /// stays in the dead letter, which only an admin reads).
+    pub fn reject(&mut self, letter: &chorus_bus::DeadLetter) {
+        use chorus_bus::DeadReason;
+        let why = match &letter.reason {
+            DeadReason::MaxDeliver { attempts } => {
+                format!("it was delivered {attempts} times and never acknowledged")
+            }
+            DeadReason::Failed { attempts, .. } => {
+                format!("its handler failed on each of {attempts} deliveries and gave up")
+            }
+            DeadReason::Expired { .. } => "it expired before the recipient took it".to_owned(),
+            DeadReason::Invalid { .. } => "it was refused as invalid".to_owned(),
+            DeadReason::NoRoute => "no recipient could take it".to_owned(),
+        };
+        self.state = State::Rejected;
+        self.answer = Some(json!({
+            "messageId": format!("dead-letter-{}", letter.id),
+            "role": "ROLE_AGENT",
+            "taskId": self.id,
+            "contextId": self.context_id,
+            "parts": [{"text": format!("The task was not taken: {why}.")}],
+            "metadata": {"chorus": {"dead_letter": letter.id, "reason": letter.reason.kind()}},
+        }));
     }
 
     /// The status object (`state`, and the answering side's latest message).
