@@ -29,6 +29,26 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
 }
 
+/// The scheme clients reach this server by, for the URLs it writes (the A2A cards); a request
+/// extension set on every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTPS (the listener is [`crate::tls::TlsListener`]).
+    Https,
+}
+
+impl Scheme {
+    /// `http` or `https`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
 /// Serves `router` on `listener` until `shutdown` resolves, then lets the requests under way
 /// finish.
 pub async fn serve<L: Listener>(
@@ -37,6 +57,11 @@ pub async fn serve<L: Listener>(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    // axum's `Listener` says nothing of TLS; the connection type does.
+    let tls = std::any::TypeId::of::<L::Io>()
+        == std::any::TypeId::of::<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>();
+    let scheme = if tls { Scheme::Https } else { Scheme::Http };
+    let router = router.layer(axum::Extension(scheme));
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let warned = AtomicBool::new(false);

@@ -52,6 +52,21 @@ async fn serves_https_with_the_configured_certificate() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
+    // An A2A card served over TLS gives https URLs (no proxy header needed).
+    let card: serde_json::Value = https
+        .get(format!(
+            "https://{addr}/a2a/bob/.well-known/agent-card.json"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("https://{addr}/a2a/bob")
+    );
     let published = https
         .post(format!("https://{addr}/v1/messages"))
         .bearer_auth(ALICE)

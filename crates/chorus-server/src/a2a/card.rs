@@ -1,6 +1,7 @@
 //! Agent cards (A2A v1.0 `AgentCard`, ProtoJSON): the hub's at the well-known path and one per
 //! agent or pool, each naming its JSON-RPC endpoint, the bearer tokens and the handoff extension.
 
+use crate::connections::Scheme;
 use serde_json::{Value, json};
 
 use super::HANDOFF_EXTENSION;
@@ -80,8 +81,9 @@ fn card(name: &str, description: &str, url: &str, skills: Vec<Value>) -> Value {
     })
 }
 
-/// The address clients reach this server at, from the request's `Host` header.
-pub fn base_url(headers: &axum::http::HeaderMap) -> String {
+/// The address clients reach this server at, from the request's `Host` header; the scheme is
+/// a proxy's `X-Forwarded-Proto`, else the listener's (`scheme`).
+pub fn base_url(headers: &axum::http::HeaderMap, scheme: Option<Scheme>) -> String {
     let host = headers
         .get(axum::http::header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -90,6 +92,6 @@ pub fn base_url(headers: &axum::http::HeaderMap) -> String {
         .get("x-forwarded-proto")
         .and_then(|h| h.to_str().ok())
         .filter(|s| *s == "https" || *s == "http")
-        .unwrap_or("http");
+        .unwrap_or(scheme.unwrap_or(Scheme::Http).as_str());
     format!("{scheme}://{host}")
 }

@@ -20,6 +20,7 @@ mod rpc;
 mod stream;
 mod task;
 
+use axum::Extension;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -28,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use crate::auth::Caller;
+use crate::connections::Scheme;
 use crate::error::ApiError;
 use crate::ids::check_id;
 use crate::state::AppState;
@@ -112,20 +114,24 @@ fn card_response(card: serde_json::Value) -> Response {
         .into_response()
 }
 
-async fn hub_card(State(app): State<AppState>, headers: HeaderMap) -> Response {
-    card_response(card::hub_card(&card::base_url(&headers), &inboxes(&app)))
+async fn hub_card(
+    State(app): State<AppState>,
+    scheme: Option<Extension<Scheme>>,
+    headers: HeaderMap,
+) -> Response {
+    let base = card::base_url(&headers, scheme.map(|s| s.0));
+    card_response(card::hub_card(&base, &inboxes(&app)))
 }
 
 async fn inbox_card(
     State(app): State<AppState>,
     Path(inbox): Path<String>,
+    scheme: Option<Extension<Scheme>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     known(&app, &inbox)?;
-    Ok(card_response(card::agent_card(
-        &card::base_url(&headers),
-        &inbox,
-    )))
+    let base = card::base_url(&headers, scheme.map(|s| s.0));
+    Ok(card_response(card::agent_card(&base, &inbox)))
 }
 
 async fn hub_rpc(State(app): State<AppState>, caller: Caller, body: Bytes) -> Response {
