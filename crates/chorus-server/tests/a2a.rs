@@ -164,6 +164,22 @@ async fn nobody_sends_as_another_agent_through_a2a() {
             .contains("only as itself"),
         "{answer}"
     );
+    assert_eq!(
+        answer["error"]["data"][0]["reason"], "PERMISSION_DENIED",
+        "the API's refusal is told apart from bad parameters: {answer}"
+    );
+    let (status, body) = call(
+        "POST",
+        &server.url("/a2a/bob/message:send"),
+        Some(ALICE),
+        Some(json!({"message": extended("m-3", json!([{"data": packet}]))})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["status"].as_str()),
+        (403, Some("PERMISSION_DENIED")),
+        "{body}"
+    );
     let lookup = rpc(
         &server,
         "/a2a/bob",
@@ -768,4 +784,33 @@ print(a2a_pb2.TaskState.Name(task.status.state))\n";
         String::from_utf8_lossy(&out.stderr)
     );
     Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[tokio::test]
+async fn a_rate_limited_send_is_a_429_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(30);
+    config.rate_per_sec = 0.01;
+    config.rate_burst = 1;
+    let server = common::TestServer::start(&common::db(dir.path()), &config).await;
+    let first = send_now(&server, ALICE, text_message("m-r1", "one")).await;
+    assert!(first["result"]["task"]["id"].is_string(), "{first}");
+    let second = send_now(&server, ALICE, text_message("m-r2", "two")).await;
+    assert_eq!(
+        second["error"]["data"][0]["reason"], "RATE_LIMITED",
+        "{second}"
+    );
+    let (status, body) = call(
+        "POST",
+        &server.url("/a2a/bob/message:send"),
+        Some(ALICE),
+        Some(json!({"message": text_message("m-r3", "three")})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["status"].as_str()),
+        (429, Some("RESOURCE_EXHAUSTED")),
+        "{body}"
+    );
+    server.stop().await;
 }

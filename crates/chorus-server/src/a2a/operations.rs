@@ -289,7 +289,9 @@ fn history_length(params: &Value, pointer: &str) -> Result<Option<usize>, RpcErr
     }
 }
 
-/// A refusal of the HTTP API (policy, validation, rate) as a JSON-RPC error with its problems.
+/// A refusal of the HTTP API (policy, validation, rate) as a JSON-RPC error with its problems;
+/// the JSON-RPC code is A2A's (invalid parameters, internal error), the HTTP status and the
+/// reason are the API's (403 `PERMISSION_DENIED`, 409 `CONFLICT`, 429 `RATE_LIMITED`, …).
 fn refusal(e: ApiError) -> RpcError {
     let code = if e.status.is_server_error() {
         rpc::INTERNAL_ERROR
@@ -312,6 +314,7 @@ fn refusal(e: ApiError) -> RpcError {
                 problem
             })
             .collect(),
+        api: rpc::ApiRefusal::of_status(e.status.as_u16()),
     }
 }
 

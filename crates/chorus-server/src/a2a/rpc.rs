@@ -61,6 +61,42 @@ pub struct RpcError {
     pub message: String,
     /// The problems, each at its JSON pointer into the request's `params`.
     pub issues: Vec<Problem>,
+    /// For a refusal of the chorus API behind the call (policy, conflict, rate, …): its HTTP
+    /// status, `google.rpc.Code` name and reason, which the code alone does not tell apart.
+    pub api: Option<ApiRefusal>,
+}
+
+/// How the chorus API refused the publish behind a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiRefusal {
+    /// Its HTTP status (403, 409, 429, …).
+    pub http: u16,
+    /// The `google.rpc.Code` name of that status.
+    pub status: &'static str,
+    /// The reason in the error's `google.rpc.ErrorInfo`.
+    pub reason: &'static str,
+}
+
+impl ApiRefusal {
+    /// The refusal for an HTTP status the code mapping does not tell (`None` for the others:
+    /// 400 and 422 are the `INVALID_PARAMS` they look like, 5xx an internal error).
+    pub fn of_status(http: u16) -> Option<ApiRefusal> {
+        let (status, reason) = match http {
+            401 => ("UNAUTHENTICATED", "UNAUTHENTICATED"),
+            403 => ("PERMISSION_DENIED", "PERMISSION_DENIED"),
+            404 => ("NOT_FOUND", "RECIPIENT_NOT_FOUND"),
+            409 => ("ALREADY_EXISTS", "CONFLICT"),
+            413 => ("INVALID_ARGUMENT", "TOO_LARGE"),
+            429 => ("RESOURCE_EXHAUSTED", "RATE_LIMITED"),
+            503 => ("UNAVAILABLE", "UNAVAILABLE"),
+            _ => return None,
+        };
+        Some(ApiRefusal {
+            http,
+            status,
+            reason,
+        })
+    }
 }
 
 impl RpcError {
@@ -70,6 +106,7 @@ impl RpcError {
             code,
             message: message.into(),
             issues: Vec::new(),
+            api: None,
         }
     }
 
@@ -79,12 +116,19 @@ impl RpcError {
             code: INVALID_PARAMS,
             message: format!("invalid parameters: {problem}"),
             issues: vec![problem],
+            api: None,
         }
     }
 
     /// The HTTP status of this error in the HTTP+JSON binding.
     pub fn http_status(&self) -> u16 {
-        mapping(self.code).0
+        self.api.map_or(mapping(self.code).0, |a| a.http)
+    }
+
+    /// The HTTP status, `google.rpc.Code` name and reason of this error.
+    fn mapped(&self) -> (u16, &'static str, &'static str) {
+        self.api
+            .map_or(mapping(self.code), |a| (a.http, a.status, a.reason))
     }
 
     /// The error details: the A2A reason (`google.rpc.ErrorInfo`) and, when there are problems,
@@ -92,7 +136,7 @@ impl RpcError {
     /// hint, when there is one, ends the description).
     fn details(&self) -> Vec<Value> {
         let mut details = vec![json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo",
-            "reason": mapping(self.code).2, "domain": "a2a-protocol.org"})];
+            "reason": self.mapped().2, "domain": self.domain()})];
         if !self.issues.is_empty() {
             let violations: Vec<Value> = self
                 .issues
@@ -111,6 +155,14 @@ impl RpcError {
         details
     }
 
+    /// The domain of the reason: A2A's own, or chorus's for a refusal of its API.
+    fn domain(&self) -> &'static str {
+        match self.api {
+            Some(_) => "chorus",
+            None => "a2a-protocol.org",
+        }
+    }
+
     /// The JSON-RPC error object (`data`: the details).
     pub fn to_json(&self) -> Value {
         json!({"code": self.code, "message": self.message, "data": self.details()})
@@ -118,7 +170,7 @@ impl RpcError {
 
     /// The `google.rpc.Status` object of the HTTP+JSON binding.
     pub fn to_status(&self) -> Value {
-        let (http, status, _) = mapping(self.code);
+        let (http, status, _) = self.mapped();
         json!({"code": http, "status": status, "message": self.message, "details": self.details()})
     }
 }
@@ -159,6 +211,7 @@ pub fn parse(body: &[u8]) -> Result<Request, Refused> {
                 code: INVALID_REQUEST,
                 message: format!("not a JSON-RPC 2.0 request: {problem}"),
                 issues: vec![problem],
+                api: None,
             },
         ))
     };
