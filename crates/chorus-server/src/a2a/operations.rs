@@ -17,8 +17,12 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// How often a waiting call or an open stream looks at its task again.
+/// How often a waiting call or an open stream looks at its task again after a change.
 pub(super) const POLL: Duration = Duration::from_millis(100);
+
+/// How often an open stream looks at least, when its task has not changed for a while (the
+/// pause doubles from [`POLL`] up to this): an idle stream costs a fifth of a busy one.
+pub(super) const SLOWEST_POLL: Duration = Duration::from_millis(500);
 
 /// How long a blocking `SendMessage` waits for the task to end or to need input.
 const BLOCKING_WAIT: Duration = Duration::from_secs(30);

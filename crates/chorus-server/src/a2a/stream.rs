@@ -9,7 +9,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use super::operations::{POLL, load};
+use super::operations::{POLL, SLOWEST_POLL, load};
 use super::rpc::{self, RpcError};
 use crate::auth::Caller;
 use crate::state::AppState;
@@ -56,9 +56,13 @@ pub(super) fn stream_task(
             if done {
                 return None;
             }
+            let mut pause = POLL;
             loop {
                 if last.is_some() {
-                    tokio::time::sleep(POLL).await;
+                    tokio::time::sleep(pause).await;
+                    // A task that does not change is read less and less often (every
+                    // SLOWEST_POLL at most); after a change, every POLL again.
+                    pause = (pause * 2).min(SLOWEST_POLL);
                 }
                 let (event, view_state) = match load(&app, &caller, &task_id).await {
                     Ok(view) => {
