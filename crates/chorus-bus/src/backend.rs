@@ -91,9 +91,11 @@ pub trait Backend: Send + Sync {
     /// The dead letter with this id, if there is one.
     async fn find_dead_letter(&self, id: &str) -> BusResult<Option<DeadLetter>>;
 
-    /// The newest dead letter still kept for message `message_id` (not removed, not pruned),
-    /// found by an index of the store, not a scan (the memory store scans).
-    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>>;
+    /// The dead letters still kept (not removed, not pruned) that deliveries of message
+    /// `message_id` became, one per queue copy given up, oldest first; found by an index of the
+    /// store, not a scan (the memory store scans). Letters refused on publish are not among
+    /// them: anyone can publish bytes naming any id.
+    async fn dead_letters_of(&self, message_id: &str) -> BusResult<Vec<DeadLetter>>;
 
     /// How many dead letters there are, without reading them (for a watcher polling it).
     async fn dead_letter_count(&self) -> BusResult<u64>;

@@ -670,14 +670,14 @@ impl Backend for MemoryBus {
             .map(|(_, d)| d.clone()))
     }
 
-    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>> {
+    async fn dead_letters_of(&self, message_id: &str) -> BusResult<Vec<DeadLetter>> {
         let dead = lock(&self.dead);
         Ok(dead
             .letters
             .iter()
-            .rev()
-            .find(|(_, d)| d.message_id.as_deref() == Some(message_id))
-            .map(|(_, d)| d.clone()))
+            .filter(|(_, d)| d.queue.is_some() && d.message_id.as_deref() == Some(message_id))
+            .map(|(_, d)| d.clone())
+            .collect())
     }
 
     async fn dead_letter_count(&self) -> BusResult<u64> {

@@ -52,9 +52,11 @@ async fn an_older_dead_letter_stream_is_widened_and_keeps_its_letters() {
         .await
         .unwrap();
     drop(old);
-    let bus = NatsBus::connect(&url, &ns, BusConfig::default())
-        .await
-        .unwrap();
+    let config = BusConfig {
+        max_deliver: 1,
+        ..BusConfig::default()
+    };
+    let bus = NatsBus::connect(&url, &ns, config).await.unwrap();
     let early = bus
         .record_rejected(b"{early", None, DeadReason::NoRoute)
         .await
@@ -71,12 +73,39 @@ async fn an_older_dead_letter_stream_is_widened_and_keeps_its_letters() {
         .map(|d| d.id)
         .collect();
     assert_eq!(listed, [early, later.clone()]);
-    let found = bus
-        .dead_letter_of("m-later")
+    assert!(
+        bus.dead_letters_of("m-later").await.unwrap().is_empty(),
+        "a letter refused on publish is no delivery's"
+    );
+    let id = conformance::mid();
+    let packet = conformance::packet(&id, serde_json::json!("inbox"), "LOW", "NOTIFICATION");
+    bus.publish(serde_json::to_vec(&packet).unwrap())
         .await
-        .unwrap()
-        .expect("indexed");
-    assert_eq!(found.id, later);
+        .unwrap();
+    let wait = std::time::Duration::from_secs(3);
+    let d = bus.receive("inbox", 1, wait).await.unwrap().pop().unwrap();
+    bus.nack(&d, std::time::Duration::ZERO).await.unwrap();
+    let short = std::time::Duration::from_millis(200);
+    let again = bus.receive("inbox", 1, short).await.unwrap();
+    assert!(
+        again.is_empty(),
+        "{:?}",
+        again
+            .iter()
+            .map(|d| (&d.envelope.id, d.attempt))
+            .collect::<Vec<_>>()
+    );
+    let given_up = bus.dead_letters_of(&id).await.unwrap();
+    assert_eq!(
+        given_up.len(),
+        1,
+        "found under the new subject: {given_up:?}"
+    );
+    assert_eq!(
+        bus.dead_letters().await.unwrap().len(),
+        3,
+        "all three listed"
+    );
     let subjects = js
         .get_stream(format!("{ns}_DLQ"))
         .await

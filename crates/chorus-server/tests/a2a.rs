@@ -645,6 +645,22 @@ async fn a_task_whose_message_becomes_a_dead_letter_is_rejected_until_it_is_repl
     let task_id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
     let (id, _) = common::delivered(&inbox.next().await);
+    // Bytes refused on publish that name the message's id are no dead letter of it: whoever
+    // publishes them, the task does not change.
+    let forged = format!("{{\"role\": \"user\", \"id\": \"{id}\", \"content\": 7}}");
+    let refused = client()
+        .post(server.url("/v1/messages"))
+        .bearer_auth(BOB)
+        .header("content-type", "application/json")
+        .body(forged)
+        .send()
+        .await
+        .unwrap();
+    assert!(refused.status().is_client_error(), "{}", refused.status());
+    assert_eq!(
+        state_of(&server, ALICE, &task_id).await["state"],
+        "TASK_STATE_WORKING"
+    );
     let given_up = client()
         .post(server.url(&format!("/v1/agents/bob/inbox/{id}/dead-letter")))
         .bearer_auth(BOB)
@@ -700,10 +716,25 @@ async fn a_task_whose_message_becomes_a_dead_letter_is_rejected_until_it_is_repl
     assert_eq!(status["state"], "TASK_STATE_REJECTED", "{status}");
     let text = status["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("delivered 5 times"), "{text}");
-    let letter = status["message"]["metadata"]["chorus"]["dead_letter"]
-        .as_str()
+    assert_eq!(
+        status["message"]["metadata"]["chorus"]["reason"],
+        "max_deliver"
+    );
+    let (_, letters) = call(
+        "GET",
+        &server.url("/v1/dead-letters"),
+        Some(common::ADMIN),
+        None,
+    )
+    .await;
+    let letter = letters["items"]
+        .as_array()
         .unwrap()
-        .to_owned();
+        .iter()
+        .rev()
+        .find(|l| l["reason"]["kind"] == "max_deliver" || l["reason"] == "max_deliver")
+        .map(|l| l["id"].as_str().unwrap().to_owned())
+        .unwrap_or_else(|| panic!("no max_deliver letter in {letters}"));
     let replayed = client()
         .post(server.url(&format!("/v1/dead-letters/{letter}/replay")))
         .bearer_auth(common::ADMIN)
@@ -726,21 +757,21 @@ async fn a_task_whose_message_becomes_a_dead_letter_is_rejected_until_it_is_repl
 async fn a_blocking_send_answers_within_the_request_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = common::config(30);
-    config.request_timeout_secs = 2;
+    config.request_timeout_secs = 4;
     let server = common::TestServer::start(&common::db(dir.path()), &config).await;
     let started = std::time::Instant::now();
     let params = json!({"message": text_message("m-wait", "anyone?")});
     let answer = rpc(&server, "/a2a/bob", ALICE, "SendMessage", params).await;
     let waited = started.elapsed();
-    // Nobody answers: the task comes back as it stands once 80 % of the timeout has passed,
-    // not a 503 at the timeout and not after the 30 s a blocking send waits without one.
+    // Nobody answers: the task comes back as it stands once 80 % of the timeout (3.2 s) has
+    // passed, not a 503 at the timeout and not after the 30 s a blocking send waits without one.
     assert_eq!(
         answer["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
         "{answer}"
     );
     assert!(
-        waited >= std::time::Duration::from_millis(1500)
-            && waited < std::time::Duration::from_secs(2),
+        waited >= std::time::Duration::from_millis(3000)
+            && waited < std::time::Duration::from_secs(4),
         "{waited:?}"
     );
     server.stop().await;

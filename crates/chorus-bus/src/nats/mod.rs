@@ -3,8 +3,8 @@
 //! Layout for namespace `ns`: stream `ns_Q` (work queue, subjects `ns.q.<hex queue>.<rank>`,
 //! one durable pull consumer per queue and priority), stream `ns_LOG` (every stored message under
 //! `ns.log.<task>.<correlation>.<conversation>`, and under `ns.log.base.<conversation>` where a
-//! pruned conversation's numbering goes on), stream `ns_DLQ` (dead letters, under
-//! `ns.dlq.<message id>`, or `ns.dlq` without one), stream
+//! pruned conversation's numbering goes on), stream `ns_DLQ` (dead letters: a
+//! delivery's under `ns.dlq.<hex message id>`, bytes refused on publish under `ns.dlq`), stream
 //! `ns_BIND` (bindings, one subject each) and stream `ns_DONE` (handled ids with their effects,
 //! written with an expected subject sequence of 0 so that only the first commit wins).
 //! Stream `ns_SEEN` keeps each stored id with its content digest for the dedupe window (see
@@ -392,13 +392,18 @@ impl NatsBus {
         format!("{}.done.{}.{}", self.ns, hex(handler), hex(message_id))
     }
 
-    /// The subject of a dead letter: `ns.dlq.<hex message id>`, or `ns.dlq` without an id
-    /// (the index [`Backend::dead_letter_of`] reads).
-    fn dead_subject(&self, message_id: Option<&str>) -> String {
-        match message_id {
-            Some(id) if !id.is_empty() => format!("{}.dlq.{}", self.ns, hex(id)),
+    /// The subject of a dead letter: `ns.dlq.<hex message id>` for a delivery that became one
+    /// (the index [`Backend::dead_letters_of`] reads), `ns.dlq` for bytes refused on publish.
+    fn dead_subject(&self, info: &DeadInfo) -> String {
+        match (&info.queue, info.message_id.as_deref()) {
+            (Some(_), Some(id)) if !id.is_empty() => self.delivered_dead_subject(id),
             _ => format!("{}.dlq", self.ns),
         }
+    }
+
+    /// The subject of the dead letters deliveries of message `message_id` became.
+    fn delivered_dead_subject(&self, message_id: &str) -> String {
+        format!("{}.dlq.{}", self.ns, hex(message_id))
     }
 
     async fn add_dead(&self, info: DeadInfo, bytes: &[u8]) -> BusResult<String> {
@@ -407,11 +412,7 @@ impl NatsBus {
         headers.insert(DEAD_HEADER, json.as_str());
         let ack = self
             .js
-            .publish_with_headers(
-                self.dead_subject(info.message_id.as_deref()),
-                headers,
-                bytes.to_vec().into(),
-            )
+            .publish_with_headers(self.dead_subject(&info), headers, bytes.to_vec().into())
             .await
             .map_err(nats_error)?
             .await
@@ -765,21 +766,20 @@ impl Backend for NatsBus {
         self.find_dead(id).await
     }
 
-    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>> {
+    async fn dead_letters_of(&self, message_id: &str) -> BusResult<Vec<DeadLetter>> {
         if message_id.is_empty() {
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        let stream = self
-            .js
-            .get_stream(format!("{}_DLQ", self.ns))
-            .await
-            .map_err(nats_error)?;
-        let subject = self.dead_subject(Some(message_id));
-        match stream.get_last_raw_message_by_subject(&subject).await {
-            Ok(m) => dead_from(m.sequence, Some(&m.headers), &m.payload).map(Some),
-            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
-            Err(e) => Err(nats_error(e)),
-        }
+        let stream = format!("{}_DLQ", self.ns);
+        let read = self
+            .read(&stream, self.delivered_dead_subject(message_id))
+            .await?;
+        read.iter()
+            .map(|m| {
+                let seq = m.info().map_err(nats_error)?.stream_sequence;
+                dead_from(seq, m.headers.as_ref(), &m.payload)
+            })
+            .collect()
     }
 
     async fn dead_letter_count(&self) -> BusResult<u64> {

@@ -7,7 +7,7 @@
 //! `ns:convtime:*` (each entry's publish time), list `ns:log` (every logged message's time and
 //! keys, in log order) and hash `ns:base` (entries pruned from the head of each log, so that
 //! numbers go on), hash `ns:dead` (dead letters) with sorted set `ns:dead:ids` (their ids and
-//! times) and sorted sets `ns:dead:msg:<message id>` (the ids of each message's letters), set `ns:bindings`, hash
+//! times) and sorted sets `ns:dead:msg:<message id>` (the letters a message's deliveries became), set `ns:bindings`, hash
 //! `ns:done:<handler>` plus list `ns:effects:<handler>` (handled ids and their effects) and
 //! `ns:seen:<id>` keys (the content digest) expiring after the dedupe window; they live on the
 //! server, so a reconnect keeps them, and a server restart too when Redis persists its data.
@@ -262,7 +262,11 @@ impl RedisBus {
             .arg(key)
             .arg(id)
             .arg(now_ms())
-            .arg(info.message_id.as_deref().unwrap_or(""))
+            // Indexed by message id when a delivery became the letter (not on publish).
+            .arg(match (&info.queue, &info.message_id) {
+                (Some(_), Some(id)) => id.as_str(),
+                _ => "",
+            })
             .invoke_async(&mut self.con())
             .await
             .map_err(redis_error)?;
@@ -469,17 +473,21 @@ impl Backend for RedisBus {
         value.map(|v| pages::dead_letter(id, &v)).transpose()
     }
 
-    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>> {
-        // Newest first; every removal and prune takes its letter out of this index.
-        let ids: Vec<String> = self
-            .con()
-            .zrevrange(format!("{}:dead:msg:{message_id}", self.ns), 0, 0)
-            .await
-            .map_err(redis_error)?;
-        match ids.first() {
-            Some(id) => self.find_dead_letter(id).await,
-            None => Ok(None),
+    async fn dead_letters_of(&self, message_id: &str) -> BusResult<Vec<DeadLetter>> {
+        // Every removal and prune takes its letter out of this index; an id left behind (a
+        // letter whose details did not parse when it went) is skipped and dropped here.
+        let key = format!("{}:dead:msg:{message_id}", self.ns);
+        let ids: Vec<String> = self.con().zrange(&key, 0, -1).await.map_err(redis_error)?;
+        let mut letters = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.find_dead_letter(&id).await? {
+                Some(letter) => letters.push(letter),
+                None => {
+                    let _: i64 = self.con().zrem(&key, &id).await.map_err(redis_error)?;
+                }
+            }
         }
+        Ok(letters)
     }
 
     async fn dead_letter_count(&self) -> BusResult<u64> {

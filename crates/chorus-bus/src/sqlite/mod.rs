@@ -292,7 +292,7 @@ impl Backend for SqliteBus {
             .await
     }
 
-    async fn dead_letter_of(&self, message_id: &str) -> BusResult<Option<DeadLetter>> {
+    async fn dead_letters_of(&self, message_id: &str) -> BusResult<Vec<DeadLetter>> {
         let message_id = message_id.to_owned();
         self.writer
             .call(false, move |c| pages::dead_of(c, &message_id))

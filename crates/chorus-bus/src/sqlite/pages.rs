@@ -102,21 +102,20 @@ pub(super) fn find_dead(conn: &Connection, id: &str) -> BusResult<Option<DeadLet
         .transpose()
 }
 
-/// The newest dead letter of message `message_id`.
-pub(super) fn dead_of(conn: &Connection, message_id: &str) -> BusResult<Option<DeadLetter>> {
+/// The dead letters deliveries of message `message_id` became (taken from a queue), oldest
+/// first.
+pub(super) fn dead_of(conn: &Connection, message_id: &str) -> BusResult<Vec<DeadLetter>> {
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT {DEAD_COLS} FROM dead_letters WHERE message_id = ?1 ORDER BY id DESC LIMIT 1"
+            "SELECT {DEAD_COLS} FROM dead_letters WHERE message_id = ?1 AND queue IS NOT NULL \
+             ORDER BY id"
         ))
         .map_err(storage_error)?;
-    let mut rows = stmt
+    let rows = stmt
         .query_map([message_id], dead_row)
         .map_err(storage_error)?;
-    rows.next()
-        .transpose()
-        .map_err(storage_error)?
-        .map(dead_letter)
-        .transpose()
+    rows.map(|row| row.map_err(storage_error).and_then(dead_letter))
+        .collect()
 }
 
 /// Up to `limit` messages of task `task_id` after row `after`, in publish order, with their

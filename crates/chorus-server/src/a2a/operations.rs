@@ -75,12 +75,13 @@ pub(super) async fn send(
         .pointer("/configuration/returnImmediately")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let task_id = publish(app, caller, inbox, params).await?;
-    // Within the request timeout, so that the task comes back rather than a 503.
+    // Counted from the call's start and within the request timeout, so that the task comes
+    // back (with its id) rather than a 503.
     let wait = app
         .request_timeout
         .map_or(BLOCKING_WAIT, |limit| BLOCKING_WAIT.min(limit.mul_f64(0.8)));
     let deadline = tokio::time::Instant::now() + wait;
+    let task_id = publish(app, caller, inbox, params).await?;
     loop {
         let view = load(app, caller, &task_id).await?;
         let stopping = *app.stopping.borrow();
@@ -232,11 +233,7 @@ pub(super) async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<Ta
         let client = envelopes[0].sender.clone();
         let last_asked = envelopes.iter().rev().find(|e| e.sender == client);
         let letter = match last_asked {
-            Some(env) => app
-                .bus
-                .dead_letter_of(&env.id)
-                .await
-                .map_err(|e| RpcError::new(rpc::INTERNAL_ERROR, e.to_string()))?,
+            Some(env) => given_up(app, env, id).await?,
             None => None,
         };
         if let Some(letter) = letter {
@@ -246,6 +243,37 @@ pub(super) async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<Ta
         }
     }
     Ok(view)
+}
+
+/// The dead letter that says `env` (a message of task `task`) was given up, when every copy of
+/// it in its recipients' queues became one: only letters a delivery of this very message
+/// became count (same sender, same task, one of its queues), so no one can reject another's
+/// task by publishing bytes that name its message id. The newest of them.
+async fn given_up(
+    app: &AppState,
+    env: &Envelope,
+    task: &str,
+) -> Result<Option<chorus_bus::DeadLetter>, RpcError> {
+    let letters = app
+        .bus
+        .dead_letters_of(&env.id)
+        .await
+        .map_err(|e| RpcError::new(rpc::INTERNAL_ERROR, e.to_string()))?;
+    let ours: Vec<_> = letters
+        .into_iter()
+        .filter(|l| {
+            l.envelope
+                .as_ref()
+                .is_some_and(|e| e.sender == env.sender && e.task_id.as_deref() == Some(task))
+                && l.queue.as_ref().is_some_and(|q| env.recipients.contains(q))
+        })
+        .collect();
+    let all_given_up = !env.recipients.is_empty()
+        && env
+            .recipients
+            .iter()
+            .all(|r| ours.iter().any(|l| l.queue.as_ref() == Some(r)));
+    Ok(all_given_up.then(|| ours.into_iter().last()).flatten())
 }
 
 /// True while `env` waits in one of its recipients' queues, never delivered.

@@ -135,8 +135,8 @@ impl TaskView {
     }
 
     /// Marks the task rejected because its latest client message became dead letter `letter`:
-    /// the status message says why (the reason's kind and attempts; a handler's error text
-    /// stays in the dead letter, which only an admin reads).
+    /// the status message says why (the reason's kind and attempts; a handler's error text and
+    /// the letter's id stay with the dead letter, which only an admin reads).
     pub fn reject(&mut self, letter: &chorus_bus::DeadLetter) {
         use chorus_bus::DeadReason;
         let why = match &letter.reason {
@@ -157,7 +157,7 @@ impl TaskView {
             "taskId": self.id,
             "contextId": self.context_id,
             "parts": [{"text": format!("The task was not taken: {why}.")}],
-            "metadata": {"chorus": {"dead_letter": letter.id, "reason": letter.reason.kind()}},
+            "metadata": {"chorus": {"reason": letter.reason.kind()}},
         }));
     }
 
