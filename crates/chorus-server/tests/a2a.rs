@@ -657,6 +657,21 @@ async fn a_task_whose_message_becomes_a_dead_letter_is_rejected_until_it_is_repl
         .await
         .unwrap();
     assert!(refused.status().is_client_error(), "{}", refused.status());
+    let (_, letters) = call(
+        "GET",
+        &server.url("/v1/dead-letters"),
+        Some(common::ADMIN),
+        None,
+    )
+    .await;
+    assert!(
+        letters["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["message_id"] == id.as_str()),
+        "the refused bytes were kept as a dead letter naming the id: {letters}"
+    );
     assert_eq!(
         state_of(&server, ALICE, &task_id).await["state"],
         "TASK_STATE_WORKING"
