@@ -75,6 +75,18 @@ async fn send_now(server: &common::TestServer, token: &str, message: Value) -> V
     rpc(server, "/a2a/bob", token, "SendMessage", params).await
 }
 
+/// `message:send` to bob over the HTTP+JSON binding; the status and the answer.
+async fn rest_send(server: &common::TestServer, token: &str, message: Value) -> (u16, Value) {
+    let url = server.url("/a2a/bob/message:send");
+    call("POST", &url, Some(token), Some(json!({"message": message}))).await
+}
+
+/// The hub's dead letters, read with the admin token.
+async fn dead_letters(server: &common::TestServer) -> Value {
+    let url = server.url("/v1/dead-letters");
+    call("GET", &url, Some(common::ADMIN), None).await.1
+}
+
 async fn state_of(server: &common::TestServer, token: &str, task: &str) -> Value {
     rpc(server, "/a2a/bob", token, "GetTask", json!({"id": task})).await["result"]["status"].clone()
 }
@@ -168,13 +180,8 @@ async fn nobody_sends_as_another_agent_through_a2a() {
         answer["error"]["data"][0]["reason"], "PERMISSION_DENIED",
         "the API's refusal is told apart from bad parameters: {answer}"
     );
-    let (status, body) = call(
-        "POST",
-        &server.url("/a2a/bob/message:send"),
-        Some(ALICE),
-        Some(json!({"message": extended("m-3", json!([{"data": packet}]))})),
-    )
-    .await;
+    let (status, body) =
+        rest_send(&server, ALICE, extended("m-3", json!([{"data": packet}]))).await;
     assert_eq!(
         (status, body["error"]["status"].as_str()),
         (403, Some("PERMISSION_DENIED")),
@@ -657,13 +664,7 @@ async fn a_task_whose_message_becomes_a_dead_letter_is_rejected_until_it_is_repl
         .await
         .unwrap();
     assert!(refused.status().is_client_error(), "{}", refused.status());
-    let (_, letters) = call(
-        "GET",
-        &server.url("/v1/dead-letters"),
-        Some(common::ADMIN),
-        None,
-    )
-    .await;
+    let letters = dead_letters(&server).await;
     assert!(
         letters["items"]
             .as_array()
@@ -735,13 +736,7 @@ async fn a_task_whose_message_becomes_a_dead_letter_is_rejected_until_it_is_repl
         status["message"]["metadata"]["chorus"]["reason"],
         "max_deliver"
     );
-    let (_, letters) = call(
-        "GET",
-        &server.url("/v1/dead-letters"),
-        Some(common::ADMIN),
-        None,
-    )
-    .await;
+    let letters = dead_letters(&server).await;
     let letter = letters["items"]
         .as_array()
         .unwrap()
@@ -846,13 +841,7 @@ async fn a_rate_limited_send_is_a_429_with_its_reason() {
         second["error"]["data"][0]["reason"], "RATE_LIMITED",
         "{second}"
     );
-    let (status, body) = call(
-        "POST",
-        &server.url("/a2a/bob/message:send"),
-        Some(ALICE),
-        Some(json!({"message": text_message("m-r3", "three")})),
-    )
-    .await;
+    let (status, body) = rest_send(&server, ALICE, text_message("m-r3", "three")).await;
     assert_eq!(
         (status, body["error"]["status"].as_str()),
         (429, Some("RESOURCE_EXHAUSTED")),
