@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS bindings (
     PRIMARY KEY (queue, kind, value)
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT,
     queue TEXT,
     reason TEXT NOT NULL,
@@ -107,7 +107,46 @@ pub(crate) fn open(conn: &Connection) -> BusResult<()> {
     if problems != ["ok"] {
         return Err(BusError::Corrupt(problems.join("; ")));
     }
-    conn.execute_batch(SCHEMA).map_err(storage_error)
+    conn.execute_batch(SCHEMA).map_err(storage_error)?;
+    number_dead_letters_once(conn)
+}
+
+/// Gives a file made before dead-letter ids were numbered once (`INTEGER PRIMARY KEY` without
+/// `AUTOINCREMENT`, which hands the highest id out again after its letter is deleted, so an
+/// admin replaying or deleting by an id they were shown could reach another letter) the
+/// numbering of today's table, keeping its letters and their ids. One transaction; a process
+/// that finds it done skips it.
+fn number_dead_letters_once(conn: &Connection) -> BusResult<()> {
+    let sql: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'dead_letters'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(storage_error)?;
+    if sql.contains("AUTOINCREMENT") {
+        return Ok(());
+    }
+    conn.execute_batch(
+        "BEGIN IMMEDIATE;
+         ALTER TABLE dead_letters RENAME TO dead_letters_before;
+         DROP INDEX IF EXISTS dead_letters_message;",
+    )
+    .map_err(storage_error)?;
+    let moved = conn.execute_batch(SCHEMA).and_then(|()| {
+        conn.execute_batch(
+            "INSERT INTO dead_letters (id, message_id, queue, reason, bytes, envelope, at_ms)
+                     SELECT id, message_id, queue, reason, bytes, envelope, at_ms
+                     FROM dead_letters_before;
+                 DROP TABLE dead_letters_before;
+                 COMMIT;",
+        )
+    });
+    if let Err(e) = moved {
+        let _ = conn.execute_batch("ROLLBACK");
+        return Err(storage_error(e));
+    }
+    Ok(())
 }
 
 pub(super) fn envelope_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Envelope> {
@@ -514,6 +553,63 @@ mod tests {
             !plan.iter().any(|step| step.contains("TEMP B-TREE")),
             "{plan:?}"
         );
+    }
+
+    #[test]
+    fn an_older_dead_letter_table_is_numbered_once_and_keeps_its_letters() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE dead_letters (id INTEGER PRIMARY KEY, message_id TEXT, queue TEXT,
+                 reason TEXT NOT NULL, bytes BLOB NOT NULL, envelope TEXT, at_ms INTEGER NOT NULL);
+             INSERT INTO dead_letters VALUES (1, 'm-1', 'q', '{\"kind\":\"no_route\"}', x'7b', NULL, 5);
+             INSERT INTO dead_letters VALUES (2, 'm-2', 'q', '{\"kind\":\"no_route\"}', x'7b', NULL, 6);
+             DELETE FROM dead_letters WHERE id = 2;",
+        )
+        .unwrap();
+        drop(old);
+        for _ in 0..2 {
+            // Twice: the second open finds it done.
+            let conn = Connection::open(&path).unwrap();
+            open(&conn).unwrap();
+        }
+        let conn = Connection::open(&path).unwrap();
+        let kept: Vec<(i64, String)> = conn
+            .prepare("SELECT id, message_id FROM dead_letters")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(kept, [(1, "m-1".to_owned())]);
+        conn.execute(
+            "INSERT INTO dead_letters (message_id, reason, bytes, at_ms) VALUES ('m-3', '{}', x'7b', 7)",
+            [],
+        )
+        .unwrap();
+        conn.execute("DELETE FROM dead_letters WHERE id = 2", [])
+            .unwrap();
+        conn.execute(
+            "INSERT INTO dead_letters (message_id, reason, bytes, at_ms) VALUES ('m-4', '{}', x'7b', 8)",
+            [],
+        )
+        .unwrap();
+        let newest: i64 = conn
+            .query_row("SELECT MAX(id) FROM dead_letters", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            newest, 3,
+            "the id of a deleted letter is not handed out again"
+        );
+        let indexed: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'dead_letters_message' AND tbl_name = 'dead_letters'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexed, 1, "the index by message id is on the new table");
     }
 
     #[test]

@@ -352,3 +352,18 @@ pub async fn the_dead_letters_of_a_message_are_found_by_its_id(f: &Fixture) {
         "pruned"
     );
 }
+
+pub async fn a_dead_letter_id_is_never_handed_out_again(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let reason = || chorus_bus::DeadReason::NoRoute;
+    let first = bus.record_rejected(b"{a", None, reason()).await.unwrap();
+    let second = bus.record_rejected(b"{b", None, reason()).await.unwrap();
+    bus.remove_dead_letter(&second).await.unwrap();
+    bus.remove_dead_letter(&first).await.unwrap();
+    let third = bus.record_rejected(b"{c", None, reason()).await.unwrap();
+    assert!(
+        third != first && third != second,
+        "an id shown for a deleted letter must not name another: {first} {second} {third}"
+    );
+    assert_eq!(bus.find_dead_letter(&second).await.unwrap(), None);
+}
