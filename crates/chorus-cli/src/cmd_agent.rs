@@ -92,7 +92,7 @@ fn run_worker(args: WorkerArgs) -> Result<(), CliError> {
     let confirmations = Arc::new(RemoteConfirmations::new(&remote));
     // Kept to the end (its drop sends the spans not yet exported). Retries are logged at
     // `info`; dead letters, leases not extended and broken streams at `warn`.
-    let _telemetry = args.log.init("chorus agent", "chorus", "info");
+    let _telemetry = args.log.init("chorus agent", "chorus", "info,rmcp=warn");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     let models = env_model_factory();
     let journal = Arc::new(remote.journal());

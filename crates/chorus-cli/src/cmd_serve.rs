@@ -68,7 +68,9 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     };
     let store = Store::parse(&args.store).map_err(CliError::usage)?;
     // Kept to the end: dropping it sends the spans not yet exported.
-    let _telemetry = args.log.init("chorus serve", "chorus-server", "info");
+    let _telemetry = args
+        .log
+        .init("chorus serve", "chorus-server", "info,rmcp=warn");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     runtime.block_on(async {
         // Before the address is printed: a SIGTERM from then on stops the server gracefully.

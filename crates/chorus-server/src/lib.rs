@@ -35,6 +35,8 @@ mod error;
 mod ids;
 mod inbox;
 mod layers;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod metrics;
 mod observe;
 mod policy;

@@ -245,7 +245,10 @@ impl Server {
             stopping,
         };
         let pruner = Pruner::new(state.clone(), config.retention.clone());
-        let (router, openapi) = router(state, config.request_timeout(), crate::a2a::routes());
+        let extra = crate::a2a::routes();
+        #[cfg(feature = "mcp")]
+        let extra = extra.merge(crate::mcp::routes(state.clone()));
+        let (router, openapi) = router(state, config.request_timeout(), extra);
         let router = crate::layers::around(router, &config.cors);
         Server {
             router,

@@ -52,6 +52,21 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
+/// Task `id` as `caller` may see it, as an A2A `Task` with at most `history` of its latest
+/// messages (for the MCP tools); else the HTTP status and why (404: none the caller may see).
+#[cfg(feature = "mcp")]
+pub(crate) async fn task_json(
+    app: &AppState,
+    caller: &Caller,
+    id: &str,
+    history: Option<usize>,
+) -> Result<serde_json::Value, (u16, String)> {
+    operations::load(app, caller, id)
+        .await
+        .map(|view| view.to_json(history))
+        .map_err(|e| (e.http_status(), e.message))
+}
+
 /// Runs `operation`, one that answers at once, within the server's request timeout (as
 /// `tower-http`'s timeout bounds the other routes; the streams are not bounded).
 async fn in_time<T>(

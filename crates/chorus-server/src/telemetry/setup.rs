@@ -88,7 +88,7 @@ pub fn init_with(endpoint: Option<&str>) -> Telemetry {
     let setup = Setup {
         command: "chorus serve",
         service: "chorus-server",
-        default_filter: "info",
+        default_filter: "info,rmcp=warn",
         log_format: LogFormat::Text,
     };
     install(&setup, endpoint.filter(|e| !e.trim().is_empty()))

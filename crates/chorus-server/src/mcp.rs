@@ -1,0 +1,264 @@
+//! MCP (Model Context Protocol) at `/mcp`, over streamable HTTP (feature `mcp`): an MCP-capable
+//! assistant publishes and reads handoffs with an agent's bearer token. Every tool goes through
+//! the same code as the HTTP API — the publish checks (sender, policy, schema, rate), the inbox
+//! policy, a task's parties — so MCP adds a door, not a way around them.
+//!
+//! Stateless (no MCP session is kept between requests) and answered as JSON; every request needs
+//! a known bearer token, checked before rmcp sees it (so rmcp's Host allow-list, meant for
+//! unauthenticated local servers, is off: the hub is reached under its own host names).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::api::extract::{ApiPath, ApiQuery};
+use crate::api::peek::{PeekOptions, inbox_messages};
+use crate::api::publish::{publish_body, publisher};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The `/mcp` route: the MCP endpoint behind the bearer-token check.
+pub fn routes(app: AppState) -> Router<AppState> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_max_request_body_bytes(app.max_body_bytes)
+        .disable_allowed_hosts();
+    let tools = HubTools { app: app.clone() };
+    let service = StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let router = Router::new().nest_service("/mcp", service);
+    // Every answer is JSON at once (no stream is kept): under the request timeout.
+    let router = match app.request_timeout {
+        Some(limit) => router.layer(crate::layers::timeout(limit)),
+        None => router,
+    };
+    router.layer(middleware::from_fn_with_state(app, authenticated))
+}
+
+/// Refuses a request without a known bearer token (401, as the API does); else hands it on
+/// with its [`Caller`] as an extension, for the tools.
+async fn authenticated(State(app): State<AppState>, mut request: Request, next: Next) -> Response {
+    let header = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match app.tokens.caller(header) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The MCP server: the hub's tools for the caller of each request.
+#[derive(Clone)]
+struct HubTools {
+    app: AppState,
+}
+
+/// The caller the middleware found for this request.
+fn caller_of(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .cloned()
+        .ok_or_else(|| ErrorData::invalid_request("no authenticated caller", None))
+}
+
+/// A JSON Schema object (a tool's input).
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// The tools, with their input schemas.
+fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "publish",
+            "Publish a chorus message or seed-003 handoff packet as the calling agent (the \
+             token's). The same checks as POST /v1/messages: the sender must be the caller, the \
+             recipient one it may send to, the document valid. Returns the receipt (id, queues, \
+             duplicate) or the refusal with each problem's JSON pointer.",
+            schema(json!({
+                "type": "object",
+                "properties": {"document": {"type": "object",
+                    "description": "The chorus message or handoff packet, as POST /v1/messages takes it"}},
+                "required": ["document"],
+            })),
+        ),
+        Tool::new(
+            "read_inbox",
+            "Look at the messages waiting in an inbox the caller may read (its own, or its \
+             pool's), without taking them: no delivery attempt is counted, nothing is held. \
+             Returns the depth and the first `limit` messages with their delivery state.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "inbox": {"type": "string", "description": "The agent or pool id"},
+                    "limit": {"type": "integer", "minimum": 0, "maximum": 1000,
+                        "description": "At most this many messages (default 100)"},
+                },
+                "required": ["inbox"],
+            })),
+        ),
+        Tool::new(
+            "read_task",
+            "Read a task the caller is a party to (it sent the task's first message, or may read \
+             an inbox that message went to): its state as A2A names it (submitted, working, \
+             input-required, completed, failed, canceled, rejected) and its messages, handoffs \
+             whole.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "task_id": {"type": "string"},
+                    "history_length": {"type": "integer", "minimum": 0,
+                        "description": "Only the latest this many messages"},
+                },
+                "required": ["task_id"],
+            })),
+        ),
+    ]
+}
+
+/// A refusal of the API as a tool error: its status and body (error, message, issues).
+fn refused(e: ApiError) -> CallToolResult {
+    CallToolResult::structured_error(json!({"status": e.status.as_u16(), "refusal": e.body}))
+}
+
+/// A tool error for arguments that are not what the tool takes.
+fn bad_arguments(message: String) -> CallToolResult {
+    CallToolResult::structured_error(json!({"status": 400, "refusal": {
+        "error": "bad_arguments", "message": message}}))
+}
+
+impl HubTools {
+    async fn publish(&self, caller: Caller, args: &JsonObject) -> CallToolResult {
+        let Some(document @ Value::Object(_)) = args.get("document") else {
+            return bad_arguments("`document` must be the JSON object to publish".into());
+        };
+        let agent = match publisher(caller) {
+            Ok(agent) => agent,
+            Err(e) => return refused(e),
+        };
+        let bytes = match serde_json::to_vec(document) {
+            Ok(bytes) => Bytes::from(bytes),
+            Err(e) => return bad_arguments(e.to_string()),
+        };
+        match publish_body(&self.app, &agent, None, Ok(bytes)).await {
+            Ok((status, receipt)) => {
+                CallToolResult::structured(json!({"status": status.as_u16(), "receipt": receipt.0}))
+            }
+            Err(e) => refused(e),
+        }
+    }
+
+    async fn read_inbox(&self, caller: Caller, args: &JsonObject) -> CallToolResult {
+        let Some(Value::String(inbox)) = args.get("inbox") else {
+            return bad_arguments("`inbox` must be the agent or pool id".into());
+        };
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(n) => Some(n),
+                None => return bad_arguments(format!("`limit` must be 0 to 1000, found {v}")),
+            },
+        };
+        let read = inbox_messages(
+            State(self.app.clone()),
+            caller,
+            ApiPath(inbox.clone()),
+            ApiQuery(PeekOptions { limit }),
+        )
+        .await;
+        match read.map(|json| serde_json::to_value(json.0)) {
+            Ok(Ok(value)) => CallToolResult::structured(value),
+            Ok(Err(e)) => bad_arguments(e.to_string()),
+            Err(e) => refused(e),
+        }
+    }
+
+    async fn read_task(&self, caller: Caller, args: &JsonObject) -> CallToolResult {
+        let Some(Value::String(task)) = args.get("task_id") else {
+            return bad_arguments("`task_id` must be the task id".into());
+        };
+        let history = match args.get("history_length") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(n) => Some(n),
+                None => {
+                    return bad_arguments(format!(
+                        "`history_length` must be a non-negative integer, found {v}"
+                    ));
+                }
+            },
+        };
+        match crate::a2a::task_json(&self.app, &caller, task, history).await {
+            Ok(task) => CallToolResult::structured(task),
+            Err((status, message)) => CallToolResult::structured_error(json!({
+                "status": status, "refusal": {"error": "not_found", "message": message}})),
+        }
+    }
+}
+
+impl ServerHandler for HubTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("chorus", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "The chorus hub: publish messages and handoffs as your agent, look at an inbox, \
+                 read a task.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = caller_of(&context)?;
+        let args = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "publish" => self.publish(caller, &args).await,
+            "read_inbox" => self.read_inbox(caller, &args).await,
+            "read_task" => self.read_task(caller, &args).await,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool {other:?}; the tools are publish, read_inbox and read_task"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
