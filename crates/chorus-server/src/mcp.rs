@@ -154,6 +154,18 @@ fn bad_arguments(message: String) -> CallToolResult {
         "error": "bad_arguments", "message": message}}))
 }
 
+/// The optional non-negative integer argument `name` (else why not, for [`bad_arguments`]).
+fn count(args: &JsonObject, name: &str) -> Result<Option<usize>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| format!("`{name}` must be a non-negative integer, found {v}")),
+    }
+}
+
 impl HubTools {
     async fn publish(&self, caller: Caller, args: &JsonObject) -> CallToolResult {
         let Some(document @ Value::Object(_)) = args.get("document") else {
@@ -179,12 +191,9 @@ impl HubTools {
         let Some(Value::String(inbox)) = args.get("inbox") else {
             return bad_arguments("`inbox` must be the agent or pool id".into());
         };
-        let limit = match args.get("limit") {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
-                Some(n) => Some(n),
-                None => return bad_arguments(format!("`limit` must be 0 to 1000, found {v}")),
-            },
+        let limit = match count(args, "limit") {
+            Ok(limit) => limit,
+            Err(why) => return bad_arguments(why),
         };
         let read = inbox_messages(
             State(self.app.clone()),
@@ -204,16 +213,9 @@ impl HubTools {
         let Some(Value::String(task)) = args.get("task_id") else {
             return bad_arguments("`task_id` must be the task id".into());
         };
-        let history = match args.get("history_length") {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
-                Some(n) => Some(n),
-                None => {
-                    return bad_arguments(format!(
-                        "`history_length` must be a non-negative integer, found {v}"
-                    ));
-                }
-            },
+        let history = match count(args, "history_length") {
+            Ok(history) => history,
+            Err(why) => return bad_arguments(why),
         };
         match crate::a2a::task_json(&self.app, &caller, task, history).await {
             Ok(task) => CallToolResult::structured(task),
