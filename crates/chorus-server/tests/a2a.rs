@@ -736,6 +736,12 @@ async fn a_task_whose_message_becomes_a_dead_letter_is_rejected_until_it_is_repl
         status["message"]["metadata"]["chorus"]["reason"],
         "max_deliver"
     );
+    assert!(
+        status["message"]["metadata"]["chorus"]
+            .get("dead_letter")
+            .is_none(),
+        "the letter's id is the admin's: {status}"
+    );
     let letters = dead_letters(&server).await;
     let letter = letters["items"]
         .as_array()
@@ -846,6 +852,40 @@ async fn a_rate_limited_send_is_a_429_with_its_reason() {
         (status, body["error"]["status"].as_str()),
         (429, Some("RESOURCE_EXHAUSTED")),
         "{body}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_task_sent_to_two_is_rejected_only_when_both_gave_it_up() {
+    let (_dir, server) = fresh(30).await;
+    let mut packet = handoff("alice", "bob", "t-two", "ESCALATION", escalation_data());
+    packet["metadata"]["recipient_id"] = json!(["bob", "alice"]);
+    assert_eq!(publish(&server, ALICE, &packet).await.status(), 201);
+    let give_up = |agent: &'static str, token: &'static str, id: String| {
+        let url = server.url(&format!("/v1/agents/{agent}/inbox/{id}/dead-letter"));
+        async move {
+            let answer = client()
+                .post(url)
+                .bearer_auth(token)
+                .json(&json!({"error": "no"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 204);
+        }
+    };
+    let mut bob = SseReader::open(&server, "bob", BOB, None).await;
+    let (id, _) = common::delivered(&bob.next().await);
+    give_up("bob", BOB, id).await;
+    let state = state_of(&server, ALICE, "t-two").await["state"].clone();
+    assert_ne!(state, "TASK_STATE_REJECTED", "alice's copy still waits");
+    let mut alice = SseReader::open(&server, "alice", ALICE, None).await;
+    let (id, _) = common::delivered(&alice.next().await);
+    give_up("alice", ALICE, id).await;
+    assert_eq!(
+        state_of(&server, ALICE, "t-two").await["state"],
+        "TASK_STATE_REJECTED"
     );
     server.stop().await;
 }
