@@ -211,6 +211,11 @@ fn python_chat_counts(path: &Path, chats: &[Vec<Message>]) -> Option<Vec<usize>>
     };
     let template = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/conformance/qwen3/chat_template.jinja");
+    assert!(
+        template.is_file(),
+        "the Qwen3 template is not at {template:?}: the tests read ../shared/conformance beside \
+         the repository's folder"
+    );
     let script = r#"
 import json, sys
 import jinja2.ext
@@ -244,16 +249,16 @@ print(json.dumps(out))
                 .collect()
         })
         .collect();
-    child
+    // A Python that stops early closes its input: its error output says why, not the pipe.
+    let written = child
         .stdin
         .take()
         .unwrap()
-        .write_all(&serde_json::to_vec(&input).unwrap())
-        .unwrap();
+        .write_all(&serde_json::to_vec(&input).unwrap());
     let out = child.wait_with_output().unwrap();
     assert!(
-        out.status.success(),
-        "the Python oracle (jinja2 + tokenizers) failed: {}",
+        out.status.success() && written.is_ok(),
+        "the Python oracle (jinja2 + tokenizers) failed ({written:?}): {}",
         String::from_utf8_lossy(&out.stderr)
     );
     Some(serde_json::from_slice(&out.stdout).unwrap())
