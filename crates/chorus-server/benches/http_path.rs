@@ -1,9 +1,9 @@
 //! The HTTP path end to end (issue 19): 64 publishers POST 1 KiB chorus messages to a server on
 //! 127.0.0.1 over a fresh SQLite store (validation on, as served), 8 agents read their inbox
 //! streams and acknowledge over HTTP; beside it, in the same run, the SQLite bus alone doing the
-//! same work through the `Bus` API (the floor; run again just before each run of the headline
-//! row, so that each pair sees the same load on a shared machine). Prints medians, percentiles
-//! and the ratios to the paired floor.
+//! same work through the `Bus` API (the floor; run again just before each run of the headline,
+//! the batch-publish and the in-memory rows, so that each pair sees the same load on a shared
+//! machine). Prints medians, percentiles and the ratios to the paired floor.
 //!
 //! `cargo bench -p chorus-server --bench http_path` (about a minute; `CHORUS_BENCH_MESSAGES`
 //! sets the messages per run, 5,000 unless set; `CHORUS_BENCH_WORKERS` the tokio workers that
@@ -25,12 +25,28 @@ use load::{Ack, Plan, Publish, Report};
 
 type Results = Arc<Mutex<BTreeMap<&'static str, Vec<Report>>>>;
 
-/// The rows, in the order they run; the paced row runs at half the headline's median rate.
+/// The rows, in the order they run; the paced rows run at half their unpaced row's median rate.
 const FLOOR: &str = "bus alone (floor)";
 const HEADLINE: &str = "http, batch acks";
-/// The floor run just before each headline run.
-const PAIRED: &str = "bus alone, paired";
+const BATCH: &str = "http, batch publish (16)";
+const SINGLE_ACKS: &str = "http, single acks";
 const PACED: &str = "http, half rate";
+const BATCH_PACED: &str = "http, batch (16), half";
+const CEILING: &str = "http, memory store";
+/// The floor runs just before each run of the headline, the batch and the memory rows.
+const PAIRED: &str = "bus alone, paired";
+const BATCH_PAIRED: &str = "bus alone, paired (16)";
+const CEILING_PAIRED: &str = "bus alone, paired (mem)";
+
+/// The floor row run just before each run of `label`, for the rows compared pair by pair.
+fn paired_with(label: &str) -> Option<&'static str> {
+    match label {
+        HEADLINE => Some(PAIRED),
+        BATCH => Some(BATCH_PAIRED),
+        CEILING => Some(CEILING_PAIRED),
+        _ => None,
+    }
+}
 
 fn runtime() -> tokio::runtime::Runtime {
     // As the bus bench: more workers than the 2 cores, so that a task waiting on the writer
@@ -67,15 +83,15 @@ fn row(c: &mut Criterion, rt: &tokio::runtime::Runtime, results: &Results, label
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                if label == HEADLINE {
+                if let Some(paired) = paired_with(label) {
                     // The floor again just before, so that each pair sees the same load.
-                    let paired = rt.block_on(floor::bus_run(n));
+                    let floor = rt.block_on(floor::bus_run(n));
                     results
                         .lock()
                         .unwrap()
-                        .entry(PAIRED)
+                        .entry(paired)
                         .or_default()
-                        .push(paired);
+                        .push(floor);
                 }
                 let report = match label {
                     FLOOR => rt.block_on(floor::bus_run(n)),
@@ -104,23 +120,31 @@ fn plan(label: &str, results: &Results) -> Plan {
         publish: Publish::Single,
         ack: Ack::Batch,
         pace: None,
+        memory: false,
     };
+    let batch = Plan {
+        publish: Publish::Batch(16),
+        ..headline
+    };
+    let half = |of: &str| median(results, of, |r| r.msgs_per_s).map(|rate| rate / 2.0);
     match label {
-        "http, single acks" => Plan {
+        SINGLE_ACKS => Plan {
             ack: Ack::Single,
             ..headline
         },
-        "http, batch publish (16)" => Plan {
-            publish: Publish::Batch(16),
+        BATCH => batch,
+        PACED => Plan {
+            pace: Some(half(HEADLINE).unwrap_or(500.0)),
             ..headline
         },
-        PACED => {
-            let rate = median(results, HEADLINE, |r| r.msgs_per_s).unwrap_or(1000.0);
-            Plan {
-                pace: Some(rate / 2.0),
-                ..headline
-            }
-        }
+        BATCH_PACED => Plan {
+            pace: Some(half(BATCH).unwrap_or(500.0)),
+            ..batch
+        },
+        CEILING => Plan {
+            memory: true,
+            ..headline
+        },
         _ => headline,
     }
 }
@@ -132,18 +156,23 @@ fn median(results: &Results, label: &str, f: impl Fn(&Report) -> f64) -> Option<
     v.get(v.len() / 2).copied()
 }
 
-/// The median ratio of each headline run to the floor run just before it.
-fn paired_ratio(results: &Results) -> Option<f64> {
+/// The median ratio of each run of `label` to the floor run just before it.
+fn paired_ratio(results: &Results, label: &str) -> Option<f64> {
     let results = results.lock().unwrap();
-    let pairs = results.get(HEADLINE)?.iter().zip(results.get(PAIRED)?);
+    let pairs = results
+        .get(label)?
+        .iter()
+        .zip(results.get(paired_with(label)?)?);
     let mut ratios: Vec<f64> = pairs.map(|(h, f)| h.msgs_per_s / f.msgs_per_s).collect();
     ratios.sort_by(f64::total_cmp);
     ratios.get(ratios.len() / 2).copied()
 }
 
 fn summary(results: &Results) {
-    let floor = median(results, PAIRED, |r| r.msgs_per_s)
-        .or_else(|| median(results, FLOOR, |r| r.msgs_per_s));
+    // The column's floor: the headline's paired floor runs, else whichever floor rows ran.
+    let floor = [PAIRED, FLOOR, BATCH_PAIRED, CEILING_PAIRED]
+        .into_iter()
+        .find_map(|label| median(results, label, |r| r.msgs_per_s));
     println!(
         "\n{} messages per run, {} publishers, {} agents; medians over the runs (warm-up included):",
         messages(),
@@ -169,16 +198,25 @@ fn summary(results: &Results) {
             m(|r| r.ack.1),
         );
     }
-    if let Some(ratio) = paired_ratio(results) {
-        println!(
-            "\nend to end / floor: {ratio:.2}, the median of the ratios of each headline run to the floor run just before it (bar: at least 0.50)",
-        );
+    println!();
+    for (label, what) in [
+        (HEADLINE, "one publish a request"),
+        (BATCH, "batch publishes of 16"),
+        (CEILING, "one publish a request, in-memory store"),
+    ] {
+        if let Some(ratio) = paired_ratio(results, label) {
+            println!(
+                "end to end / floor, {what}: {ratio:.2} (the median of the ratios of each run to the SQLite floor run just before it; bar: at least 0.50)",
+            );
+        }
     }
-    if let Some(p99) = median(results, PACED, |r| r.publish.1) {
-        let asked = median(results, PACED, |r| r.paced_at).unwrap_or(f64::NAN);
-        println!(
-            "publish p99 at {asked:.0} msgs/s (half the headline): {p99:.2} ms (bar: under 50 ms)"
-        );
+    for (label, what) in [(PACED, "one a request"), (BATCH_PACED, "batches of 16")] {
+        if let Some(p99) = median(results, label, |r| r.publish.1) {
+            let asked = median(results, label, |r| r.paced_at).unwrap_or(f64::NAN);
+            println!(
+                "publish p99 at {asked:.0} msgs/s, {what} (half its unpaced rate): {p99:.2} ms (bar: under 50 ms)"
+            );
+        }
     }
 }
 
@@ -189,9 +227,11 @@ fn main() {
     for label in [
         FLOOR,
         HEADLINE,
-        "http, batch publish (16)",
-        "http, single acks",
+        BATCH,
+        SINGLE_ACKS,
         PACED,
+        BATCH_PACED,
+        CEILING,
     ] {
         row(&mut c, &rt, &results, label);
     }

@@ -46,6 +46,9 @@ pub struct Plan {
     pub ack: Ack,
     /// Messages a second in all, spread over the publishers; none: as fast as answered.
     pub pace: Option<f64>,
+    /// The server on the in-memory store (a store that costs almost nothing: what the HTTP
+    /// path alone allows) instead of a fresh SQLite file.
+    pub memory: bool,
 }
 
 /// What one run measured; latencies in milliseconds (p50, p99).
@@ -188,7 +191,11 @@ fn client() -> reqwest::Client {
 pub async fn http_run(plan: &Plan, n: usize) -> Report {
     let dir = tempfile::tempdir().expect("temporary folder");
     let config = config();
-    let store = Store::sqlite(dir.path().join("chorus.db"));
+    let store = if plan.memory {
+        Store::memory()
+    } else {
+        Store::sqlite(dir.path().join("chorus.db"))
+    };
     let bus = store.open(&config).await.expect("open the store");
     let side = store.open_side(&config).expect("open the stores beside");
     let (listener, addr) = bind("127.0.0.1:0").await.expect("bind");
@@ -312,10 +319,14 @@ async fn publish_all(
         Publish::Batch(k) => k.max(1),
     };
     let mut latencies = Vec::with_capacity(mine.len());
-    for group in mine.chunks(per_request) {
-        // Paced: message i is due at i / rate, and its latency counts from then (a publisher
-        // held up by a slow answer does not hide the wait).
-        let due = plan.pace.map(|rate| (group[0] as f64 / rate * 1e6) as u64);
+    for (k, group) in mine.chunks(per_request).enumerate() {
+        // Paced: the requests are due one after the other at even intervals (request k of
+        // publisher p is request k * PUBLISHERS + p of the run), and a request's latency counts
+        // from when it was due (a publisher held up by a slow answer does not hide the wait).
+        let due = plan.pace.map(|rate| {
+            let before = (k * PUBLISHERS + p) * per_request;
+            (before as f64 / rate * 1e6) as u64
+        });
         if let Some(due) = due {
             tokio::time::sleep_until((clock.start + Duration::from_micros(due)).into()).await;
         }
