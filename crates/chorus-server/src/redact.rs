@@ -1,6 +1,8 @@
 //! Redaction before anything is stored: values at JSON pointers, and text matching patterns
 //! (e-mail addresses, phone numbers, or the config's own regular expressions).
 
+use axum::body::Bytes;
+use chorus_bus::Envelope;
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
@@ -75,6 +77,30 @@ impl Redactor {
         changed
     }
 
+    /// The routing key of `document` that [`Redactor::apply`] would change (`"id"`,
+    /// `"recipients"`, `"sender"`, …), or `"routing"` when it would make the document routable
+    /// or not; `None` when redaction leaves its envelope as it is.
+    ///
+    /// Redaction runs after the sender, id and policy checks: a rule that matched a routing key
+    /// would store the message under an envelope nobody checked. The rules are tried on a copy
+    /// without long strings (media, text), which no routing key is.
+    pub fn changed_routing(&self, document: &Value) -> Option<&'static str> {
+        if self.pointers.is_empty() && self.patterns.is_empty() {
+            return None;
+        }
+        let before = skeleton(document);
+        let mut after = before.clone();
+        if !self.apply(&mut after) {
+            return None;
+        }
+        let envelope = |d: &Value| Envelope::from_document(d, Bytes::new()).ok();
+        match (envelope(&before), envelope(&after)) {
+            (None, None) => None,
+            (Some(a), Some(b)) => first_change(&a, &b),
+            _ => Some("routing"),
+        }
+    }
+
     fn scrub(&self, value: &mut Value) -> bool {
         match value {
             Value::String(s) => {
@@ -92,6 +118,39 @@ impl Redactor {
             _ => false,
         }
     }
+}
+
+/// Strings longer than any routing key: left out of the copy [`Redactor::changed_routing`]
+/// tries the rules on.
+const LONGEST_KEY: usize = 1024;
+
+/// `value` with every string longer than [`LONGEST_KEY`] emptied.
+fn skeleton(value: &Value) -> Value {
+    match value {
+        Value::String(s) if s.len() > LONGEST_KEY => Value::String(String::new()),
+        Value::Array(items) => Value::Array(items.iter().map(skeleton).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), skeleton(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// The first routing key on which two envelopes differ.
+fn first_change(a: &Envelope, b: &Envelope) -> Option<&'static str> {
+    [
+        ("id", a.id != b.id),
+        ("recipients", a.recipients != b.recipients),
+        ("sender", a.sender != b.sender),
+        ("task_id", a.task_id != b.task_id),
+        ("correlation_id", a.correlation_id != b.correlation_id),
+        ("conversation_id", a.conversation_id != b.conversation_id),
+        ("handoff_type", a.handoff_type != b.handoff_type),
+        ("priority", a.priority != b.priority),
+        ("expiration", a.expires_at_ms != b.expires_at_ms),
+    ]
+    .into_iter()
+    .find_map(|(key, differs)| differs.then_some(key))
 }
 
 #[cfg(test)]
@@ -126,6 +185,44 @@ mod tests {
         );
         let mut clean = json!({"a": "nothing here", "n": 5});
         assert!(!r.apply(&mut clean));
+    }
+
+    #[test]
+    fn names_the_routing_key_a_rule_would_change() {
+        let message = json!({"role": "user", "id": "m-1", "name": "alice", "recipient": "billing",
+            "content": format!("mail bob@example.com {}", "x".repeat(5000))});
+        let seed = format!(
+            "{}/../../examples/seeds/003-escalation.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut handoff: Value = serde_json::from_slice(&std::fs::read(seed).unwrap()).unwrap();
+        handoff["metadata"]["recipient_id"] = json!("bob@example.com");
+        handoff["metadata"]["correlation_id"] = json!("c-1");
+        assert_eq!(
+            redactor(&[], &["bill"]).changed_routing(&message),
+            Some("recipients")
+        );
+        assert_eq!(
+            redactor(&["/name"], &[]).changed_routing(&message),
+            Some("sender")
+        );
+        assert_eq!(redactor(&[], &["m-"]).changed_routing(&message), Some("id"));
+        // Text and long strings are redacted as before; the envelope stays.
+        assert_eq!(
+            redactor(&["/content"], &["email", "x{100}"]).changed_routing(&message),
+            None
+        );
+        assert_eq!(redactor(&[], &[]).changed_routing(&message), None);
+        let email = redactor(&[], &["email"]);
+        assert_eq!(email.changed_routing(&handoff), Some("recipients"));
+        assert_eq!(
+            redactor(&["/metadata"], &[]).changed_routing(&handoff),
+            Some("routing")
+        );
+        assert_eq!(
+            redactor(&[], &["c-1"]).changed_routing(&handoff),
+            Some("correlation_id")
+        );
     }
 
     #[test]

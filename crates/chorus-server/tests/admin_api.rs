@@ -197,6 +197,44 @@ async fn configured_fields_are_redacted_before_they_are_stored() {
     server.stop().await;
 }
 
+#[tokio::test]
+async fn a_redaction_rule_that_would_rewrite_a_routing_key_refuses_the_message_and_stores_nothing()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    // Matches the recipient's id and nothing else of the handoff: redacted after the checks,
+    // the message would be routed to `[REDACTED:pattern]`, which no check ever saw.
+    config.redact.patterns = vec!["^bob$".into()];
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    let handoff = seed_handoff("003-python-valid-escalation.json", H1);
+    let r = publish(&server, ALICE, &handoff).await;
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["issues"][0]["pointer"], "/metadata/recipient_id",
+        "{body}"
+    );
+    assert!(
+        body["issues"][0]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("[redact]")),
+        "{body}"
+    );
+    let (_, task) = admin_get(&server, "/v1/tasks/task-abc-456/messages", ADMIN).await;
+    assert_eq!(
+        task["items"],
+        serde_json::json!([]),
+        "nothing stored: {task}"
+    );
+    let (_, dead) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
+    assert_eq!(
+        dead["items"],
+        serde_json::json!([]),
+        "no dead letter: {dead}"
+    );
+    server.stop().await;
+}
+
 /// Unix milliseconds by the test's clock.
 fn wall_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()

@@ -74,6 +74,27 @@ fn pointers(kind: Kind) -> &'static Pointers {
     }
 }
 
+/// The refusal of a document whose routing `key` (as [`crate::redact::Redactor::changed_routing`]
+/// names it) a redaction rule would rewrite after the checks.
+fn redacted_routing(document: &Value, key: &str) -> ApiError {
+    let at = detect_kind(document).map(pointers).ok();
+    let pointer = match (key, at) {
+        ("id", Some(at)) => at.id,
+        ("recipients", Some(at)) => at.recipients,
+        ("sender", Some(at)) => at.sender,
+        ("task_id", Some(at)) => at.task,
+        ("correlation_id", _) => "/metadata/correlation_id",
+        _ => "",
+    };
+    let issue = Problem::expected(
+        pointer,
+        format!("a {key} that the server's redaction rules leave as it is"),
+        "one a rule of [redact] would rewrite after the sender, id and policy checks",
+    )
+    .with_hint("narrow the [redact] pattern or pointer so that it does not match routing keys; nothing was stored");
+    ApiError::invalid(vec![issue], None)
+}
+
 /// Refuses, before anything is stored, what the caller may not send: another sender's name,
 /// ids that could inject a path, a header or a log line, what the policy forbids.
 ///
@@ -284,20 +305,26 @@ async fn store(
     let (bytes, mut document) = read?;
     record_keys(&document);
     let env = admit(&app.policy, agent, &document)?;
+    if let Some(key) = app.redactor.changed_routing(&document) {
+        return Err(redacted_routing(&document, key));
+    }
     let taken = take_inboxes(app, agent, env.as_ref(), &document)?;
     let stored = async {
         // Media is written only for a document the bus will take: one it refuses (kept as a
-        // dead letter with its media inline) writes no file.
-        let kept = if env.is_some() && !refused_anyway(app, &document) {
-            app.blobs.keep_media(&mut document).await?
-        } else {
-            false
+        // dead letter with its media inline, or expired) writes no file.
+        let kept = match &env {
+            Some(env) if !refused_anyway(app, env, &document) => {
+                app.blobs.keep_media(&mut document).await?
+            }
+            _ => false,
         };
         let redacted = app.redactor.apply(&mut document);
-        let traced = match &env {
-            Some(env) => trace(app, &mut document, env, carried).await,
-            None => false,
-        };
+        let context = env
+            .as_ref()
+            .and_then(|_| telemetry::outgoing(&tracing::Span::current(), carried));
+        let traced = context
+            .as_deref()
+            .is_some_and(|tp| telemetry::stamp(&mut document, tp));
         let bytes = if kept || redacted || traced {
             serde_json::to_vec(&document)
                 .map_err(|e| {
@@ -307,16 +334,25 @@ async fn store(
         } else {
             bytes
         };
-        app.bus.publish_parsed(bytes, &document).await.map_err(|e| {
-            if let BusError::Conflict { id, stored, found } = e {
-                return conflict(&document, &id, stored, found);
-            }
-            let e = ApiError::from(e);
-            if e.body.dead_letter_id.is_some() {
-                app.metrics.dead_lettered.inc();
-            }
-            e
-        })
+        let receipt = app
+            .bus
+            .publish_parsed(bytes, &document)
+            .await
+            .map_err(|e| {
+                if let BusError::Conflict { id, stored, found } = e {
+                    return conflict(&document, &id, stored, found);
+                }
+                let e = ApiError::from(e);
+                if e.body.dead_letter_id.is_some() {
+                    app.metrics.dead_lettered.inc();
+                }
+                e
+            })?;
+        // Kept only for a stored message: a refused one leaves no trace context behind.
+        if let (Some(env), Some(tp)) = (&env, &context) {
+            keep_trace(app, env, tp).await;
+        }
+        Ok::<_, ApiError>(receipt)
     }
     .await;
     let receipt = stored.inspect_err(|_| app.quota.give_back(agent, &taken))?;
@@ -375,39 +411,31 @@ fn conflict(document: &Value, id: &str, stored: ContentDigest, found: ContentDig
     e
 }
 
-/// True when `document` carries media and the bus's validator would refuse it (checked only
-/// then: the bus validates every document again when it is published).
-fn refused_anyway(app: &AppState, document: &Value) -> bool {
+/// True when `document` carries media and the bus would refuse it: expired, or refused by its
+/// validator (checked only then: the bus validates every document again when it is published).
+fn refused_anyway(app: &AppState, env: &Envelope, document: &Value) -> bool {
     app.blobs.has_media(document)
-        && app
-            .bus
-            .config()
-            .validator
-            .as_ref()
-            .is_some_and(|v| !v.validate(document).is_empty())
+        && (env
+            .expires_at_ms
+            .is_some_and(|at| at <= chorus_bus::now_ms())
+            || app
+                .bus
+                .config()
+                .validator
+                .as_ref()
+                .is_some_and(|v| !v.validate(document).is_empty()))
 }
 
-/// Stores the context to pass on (`carried`, the trace the publish span joined, or the span's
-/// own): in the message's metadata, and by message id beside it (for handoffs, whose metadata
-/// cannot take it); true when the document changed.
-async fn trace(
-    app: &AppState,
-    document: &mut Value,
-    env: &Envelope,
-    carried: Option<String>,
-) -> bool {
-    let span = tracing::Span::current();
-    let Some(tp) = telemetry::outgoing(&span, carried) else {
-        return false;
-    };
+/// Keeps the trace context a stored message carries by its id (for handoffs, whose metadata
+/// cannot take it; a chorus message also has it stamped in its metadata).
+async fn keep_trace(app: &AppState, env: &Envelope, tp: &str) {
     if let Err(e) = app
         .traces
-        .keep(&env.id, env.correlation_id.as_deref(), &tp)
+        .keep(&env.id, env.correlation_id.as_deref(), tp)
         .await
     {
         tracing::warn!(error = %e, "trace context not kept");
     }
-    telemetry::stamp(document, &tp)
 }
 
 /// Records the document's ids (never its contents) on the current span: only ids of the safe
