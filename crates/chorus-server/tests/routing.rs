@@ -116,3 +116,58 @@ fn bad_routing_entries_are_refused_with_their_place() {
         assert!(e.contains(fragment), "{fragment:?} in {e}");
     }
 }
+
+#[tokio::test]
+async fn a_recipient_nobody_reads_is_refused_unless_a_rule_routes_it_or_the_config_accepts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    config.routes = ServerConfig::from_toml(ROUTES).unwrap().routes;
+    config.agents.get_mut("bob").unwrap().read = vec!["team_pool".into()];
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    // A misspelled agent: refused with the pointer and how to fix it, and nothing stored (the
+    // same id is new when sent to the right agent).
+    let r = publish(&server, ALICE, &message("m-typo", "alice", "bobb", "hi")).await;
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["issues"][0]["pointer"], "/recipient", "{body}");
+    let hint = body["issues"][0]["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains("accept_unknown_recipients"), "{body}");
+    let r = publish(&server, ALICE, &message("m-typo", "alice", "bob", "hi")).await;
+    assert_eq!(r.status(), 201, "the refused message was not stored");
+    // A pool an agent reads is known.
+    let r = publish(
+        &server,
+        ALICE,
+        &message("m-pool", "alice", "team_pool", "hi"),
+    )
+    .await;
+    assert_eq!(r.status(), 201);
+    // A handoff to an inbox nobody reads: taken when a routing rule sends it elsewhere.
+    let mut routed = escalation(
+        "00000000-0000-4000-8000-0000000000b1",
+        "NETWORK_CONNECTIVITY",
+    );
+    routed["metadata"]["recipient_id"] = "nobody_pool".into();
+    let r = publish(&server, ALICE, &routed).await;
+    assert_eq!(r.status(), 201);
+    let receipt: Value = r.json().await.unwrap();
+    assert_eq!(receipt["queues"], json!(["network_pool"]));
+    let mut unrouted = escalation("00000000-0000-4000-8000-0000000000b2", "BILLING");
+    unrouted["metadata"]["recipient_id"] = "nobody_pool".into();
+    let r = publish(&server, ALICE, &unrouted).await;
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["issues"][0]["pointer"], "/metadata/recipient_id",
+        "{body}"
+    );
+    server.stop().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = self::config(30);
+    config.accept_unknown_recipients = true;
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    let r = publish(&server, ALICE, &message("m-typo", "alice", "bobb", "hi")).await;
+    assert_eq!(r.status(), 201, "accepted when the config says so");
+    server.stop().await;
+}
