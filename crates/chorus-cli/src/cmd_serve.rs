@@ -28,6 +28,10 @@ pub struct ServeArgs {
     /// itself shows in the process list and the shell history.
     #[arg(long, value_name = "-|@FILE|TOKEN")]
     pub hash_token: Option<String>,
+    /// Serve on a Redis that would lose acknowledged messages on a restart (no append-only
+    /// file), with a warning, instead of refusing to start; as `accept_volatile_store = true`.
+    #[arg(long)]
+    pub accept_volatile_store: bool,
     #[command(flatten)]
     pub log: LogArgs,
 }
@@ -62,10 +66,11 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         outln!("{}", hash_token(&secret(source)?));
         return Ok(());
     }
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(path) => ServerConfig::load(path).map_err(CliError::usage)?,
         None => ServerConfig::default(),
     };
+    config.accept_volatile_store |= args.accept_volatile_store;
     let store = Store::parse(&args.store).map_err(CliError::usage)?;
     // Kept to the end: dropping it sends the spans not yet exported.
     let _telemetry = args

@@ -122,12 +122,10 @@ mod on_server {
         let Ok(url) = std::env::var("CHORUS_TEST_REDIS_URL") else {
             return not_tested("Redis", "CHORUS_TEST_REDIS_URL not set");
         };
-        // The test Redis keeps nothing on disk: serving on it must be asked for (the refusal
-        // itself is tested in chorus-server's redis_persistence.rs).
-        let config = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(config.path(), "accept_volatile_store = true\n").unwrap();
-        let path = config.path().to_str().unwrap();
-        let ns = serve_and_stop_with(&url, &["--config", path]);
+        // The test Redis keeps nothing on disk: serving on it must be asked for, with the flag
+        // the refusal names (the refusal itself and the config key are tested in
+        // chorus-server's redis_persistence.rs).
+        let ns = serve_and_stop_with(&url, &["--accept-volatile-store"]);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
             let bus = chorus_bus::RedisBus::connect(&url, &ns, Default::default())
