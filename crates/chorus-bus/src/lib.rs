@@ -56,6 +56,7 @@ mod routing;
 mod sqlite;
 #[cfg(any(feature = "nats", feature = "redis"))]
 mod stored;
+mod wakers;
 
 pub use agent::{Agent, AgentError};
 pub use backend::Backend;

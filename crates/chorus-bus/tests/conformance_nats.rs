@@ -119,3 +119,42 @@ async fn an_older_dead_letter_stream_is_widened_and_keeps_its_letters() {
     assert_eq!(subjects, [format!("{ns}.dlq"), format!("{ns}.dlq.>")]);
     bus.destroy().await.unwrap();
 }
+
+/// The write probe behind `/healthz` writes to JetStream (a cached read could not see a store
+/// that refuses writes) and keeps one message however often it runs.
+#[cfg(feature = "nats")]
+#[tokio::test]
+async fn the_write_probe_writes_and_keeps_one_message() {
+    use chorus_bus::{Backend, BusConfig, NatsBus};
+
+    let Some(url) =
+        conformance::server_url("NATS", "CHORUS_TEST_NATS_URL", "nats://127.0.0.1:4222")
+    else {
+        return;
+    };
+    let ns = format!("chorus_probe_{}", uuid::Uuid::new_v4().simple());
+    let bus = NatsBus::connect(&url, &ns, BusConfig::default())
+        .await
+        .unwrap();
+    let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
+    let subject = format!("{ns}.health");
+    let mut last = 0;
+    for _ in 0..3 {
+        bus.probe_write().await.expect("a write the server took");
+        let mut stream = js.get_stream(format!("{ns}_BIND")).await.unwrap();
+        let info = stream.info().await.unwrap();
+        assert_eq!(info.state.messages, 1, "one probe kept");
+        assert!(info.state.last_sequence > last, "a new write each time");
+        last = info.state.last_sequence;
+        let kept = stream
+            .get_last_raw_message_by_subject(&subject)
+            .await
+            .unwrap();
+        assert_eq!(kept.sequence, last);
+    }
+    assert!(
+        bus.bindings().await.unwrap().is_empty(),
+        "no binding read from it"
+    );
+    bus.destroy().await.unwrap();
+}

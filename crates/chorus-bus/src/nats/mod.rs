@@ -5,7 +5,7 @@
 //! `ns.log.<task>.<correlation>.<conversation>`, and under `ns.log.base.<conversation>` where a
 //! pruned conversation's numbering goes on), stream `ns_DLQ` (dead letters: a
 //! delivery's under `ns.dlq.<hex message id>`, bytes refused on publish under `ns.dlq`), stream
-//! `ns_BIND` (bindings, one subject each) and stream `ns_DONE` (handled ids with their effects,
+//! `ns_BIND` (bindings, one subject each, and `ns.health`, the last write `/healthz` made) and stream `ns_DONE` (handled ids with their effects,
 //! written with an expected subject sequence of 0 so that only the first commit wins).
 //! Stream `ns_SEEN` keeps each stored id with its content digest for the dedupe window (see
 //! [`seen`]); the copies of a message carry `Nats-Msg-Id`s, so that a store retried after being
@@ -29,7 +29,7 @@ use async_nats::jetstream::{self, Context};
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::future::try_join_all;
-use tokio::sync::Notify;
+use std::sync::Arc;
 
 use crate::backend::Backend;
 use crate::binding_cache::BindingCache;
@@ -44,6 +44,7 @@ use crate::fair::FairScheduler;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::{Binding, Filter};
 use crate::stored::{Committed, DeadInfo};
+use crate::wakers::{Listener, Wakers};
 use seen::{Claim, RETRY_WINDOW, Seen};
 use wire::{DEAD_HEADER, envelope_from, envelope_headers, hex, key_token, nats_error, unhex};
 
@@ -154,7 +155,10 @@ pub struct NatsBus {
     seen: Seen,
     consumers: Mutex<HashMap<(String, u8), PullConsumer>>,
     waiting: Mutex<HashMap<String, (Instant, [usize; 4])>>,
-    arrived: Notify,
+    /// This process's consumers waiting on queues (by hex name), woken by the `ns.wake.<hex
+    /// queue>` notifications of every process.
+    wakers: Arc<Wakers>,
+    _listener: Listener,
     schedulers: Mutex<HashMap<String, FairScheduler>>,
     binding_cache: BindingCache,
 }
@@ -193,7 +197,7 @@ impl NatsBus {
         for (suffix, subjects) in [
             ("LOG", &["log.>"][..]),
             ("DLQ", &["dlq", "dlq.>"][..]),
-            ("BIND", &["bind.>"][..]),
+            ("BIND", &["bind.>", "health"][..]),
             ("DONE", &["done.>"][..]),
         ] {
             let config = stream::Config {
@@ -224,6 +228,8 @@ impl NatsBus {
             .await
             .map_err(nats_error)?;
         let seen = Seen::open(&js, ns, config.dedupe_window).await?;
+        let wakers = Arc::new(Wakers::default());
+        let listener = listen_for_wakes(&client, ns, &wakers).await?;
         Ok(NatsBus {
             config,
             ns: ns.to_owned(),
@@ -235,7 +241,8 @@ impl NatsBus {
             seen,
             consumers: Mutex::default(),
             waiting: Mutex::default(),
-            arrived: Notify::new(),
+            wakers,
+            _listener: listener,
             schedulers: Mutex::default(),
             binding_cache: BindingCache::default(),
         })
@@ -250,6 +257,37 @@ impl NatsBus {
                 .map_err(nats_error)?;
         }
         Ok(())
+    }
+
+    /// Tells the consumers of every process waiting on `queue` that it may have messages (a
+    /// core NATS message, not stored: a waiter that misses it finds the message on its next
+    /// look, at the latest after its wait's timeout).
+    async fn announce(&self, queue: &str) {
+        announce(&self.client, &self.ns, queue).await;
+    }
+
+    /// [`NatsBus::announce`] after `delay`, in the background (a lease running out, a nack with
+    /// a delay: the server makes the message visible again, and nobody else would say so).
+    fn announce_after(&self, queue: &str, delay: Duration) {
+        let (client, ns, queue) = (self.client.clone(), self.ns.clone(), queue.to_owned());
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            announce(&client, &ns, &queue).await;
+        });
+    }
+
+    /// How long a consumer waiting on `queue` may sleep before it looks again, by the server's
+    /// counts: not at all when messages were never delivered (or the server could not be
+    /// asked), a second while some are held or delayed (the process holding them announces
+    /// their return, but it may be gone), else until woken.
+    async fn next_look(&self, queue: &str) -> Option<Duration> {
+        let recheck = self.config.poll_interval.max(Duration::from_millis(20));
+        match try_join_all((0..4u8).map(|rank| self.consumer_info(queue, rank))).await {
+            Err(_) => Some(recheck),
+            Ok(infos) if infos.iter().any(|i| i.num_pending > 0) => Some(recheck),
+            Ok(infos) if infos.iter().any(|i| i.num_ack_pending > 0) => Some(HELD_LOOK),
+            Ok(_) => None,
+        }
     }
 
     /// The server's current state of the durable consumer of `queue` at `rank`.
@@ -542,6 +580,31 @@ impl Backend for NatsBus {
         self.binding_cache.get(|| self.read_bindings()).await
     }
 
+    async fn probe_write(&self) -> BusResult<()> {
+        // A write JetStream acknowledges only once stored (refused when its storage is full,
+        // it has no leader, or the account is over its limits), then the older probes purged:
+        // the subject keeps one message however often `/healthz` is asked.
+        let subject = format!("{}.health", self.ns);
+        self.js
+            .publish(subject.clone(), crate::config::now_ms().to_string().into())
+            .await
+            .map_err(nats_error)?
+            .await
+            .map_err(nats_error)?;
+        let stream = self
+            .js
+            .get_stream(format!("{}_BIND", self.ns))
+            .await
+            .map_err(nats_error)?;
+        stream
+            .purge()
+            .filter(subject)
+            .keep(1)
+            .await
+            .map_err(nats_error)?;
+        Ok(())
+    }
+
     async fn store(&self, env: &Envelope, queues: &[String], dedupe: bool) -> BusResult<bool> {
         // The id is claimed first: a conflict stores nothing, a duplicate of a finished store
         // stores nothing either. The copies' message ids carry the claim's time (`tag`), so
@@ -607,7 +670,9 @@ impl Backend for NatsBus {
                 waiting[env.priority.rank() as usize] += 1;
             }
         }
-        self.arrived.notify_one();
+        for q in queues {
+            self.announce(q).await;
+        }
         if self.seen.active() {
             self.seen
                 .stored(&env.id, digest, tag, logged.sequence)
@@ -685,7 +750,12 @@ impl Backend for NatsBus {
         }
         if left.iter().any(|&n| n > 0) {
             // More is waiting: let another consumer of this process fetch it.
-            self.arrived.notify_one();
+            self.wakers.wake(&hex(queue));
+        }
+        if !plan.is_empty() {
+            // What this fetch leases is visible again once the ack wait runs out, unless settled.
+            let lease = self.config.ack_wait_for(queue) + Duration::from_millis(50);
+            self.announce_after(queue, lease);
         }
         let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
         let mut out = Vec::with_capacity(plan.len());
@@ -731,7 +801,13 @@ impl Backend for NatsBus {
         } else {
             format!("-NAK {{\"delay\": {}}}", delay.as_nanos())
         };
-        self.settle(d, payload, false).await
+        self.settle(d, payload, false).await?;
+        if delay.is_zero() {
+            self.announce(&d.queue).await;
+        } else {
+            self.announce_after(&d.queue, delay);
+        }
+        Ok(())
     }
 
     async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
@@ -954,9 +1030,52 @@ impl Backend for NatsBus {
         self.queued(queue, limit).await
     }
 
-    async fn wait_for(&self, _queue: &str, timeout: Duration) {
-        // Woken at once by this process's publishes; others' are found by polling.
-        let poll = timeout.min(self.config.poll_interval.max(Duration::from_millis(20)));
-        let _ = tokio::time::timeout(poll, self.arrived.notified()).await;
+    async fn wait_for(&self, queue: &str, timeout: Duration) {
+        // Woken by the notifications of every process (stored, given back, lease run out);
+        // asks the server once, when the wait is armed, for messages that came before it.
+        self.wakers
+            .wait(&hex(queue), timeout, self.next_look(queue))
+            .await;
     }
+}
+
+/// How often a waiting consumer looks again while its queue holds leased or delayed messages.
+const HELD_LOOK: Duration = Duration::from_secs(1);
+
+/// The subject a queue's consumers are told on that it may have messages.
+fn wake_subject(ns: &str, queue: &str) -> String {
+    format!("{ns}.wake.{}", hex(queue))
+}
+
+/// Publishes the notification of [`NatsBus::announce`]; a failure only delays the waiters
+/// until their next look.
+async fn announce(client: &async_nats::Client, ns: &str, queue: &str) {
+    let _ = client
+        .publish(wake_subject(ns, queue), bytes::Bytes::new())
+        .await;
+}
+
+/// Subscribes to the namespace's wake notifications and wakes the waiters of each queue named,
+/// until the connection or the waiters are gone.
+async fn listen_for_wakes(
+    client: &async_nats::Client,
+    ns: &str,
+    wakers: &Arc<Wakers>,
+) -> BusResult<Listener> {
+    let prefix = format!("{ns}.wake.");
+    let mut wakes = client
+        .subscribe(format!("{prefix}>"))
+        .await
+        .map_err(nats_error)?;
+    let wakers = Arc::downgrade(wakers);
+    Ok(Listener(tokio::spawn(async move {
+        while let Some(m) = wakes.next().await {
+            let Some(wakers) = wakers.upgrade() else {
+                break;
+            };
+            if let Some(queue) = m.subject.strip_prefix(&prefix) {
+                wakers.wake(queue);
+            }
+        }
+    })))
 }

@@ -22,12 +22,15 @@ mod scripts;
 pub use persistence::{Persistence, persistence, volatile_error};
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use redis::aio::MultiplexedConnection;
-use redis::streams::{StreamAutoClaimReply, StreamPendingCountReply, StreamReadReply};
+use redis::streams::{
+    StreamAutoClaimReply, StreamPendingCountReply, StreamPendingReply, StreamReadReply,
+};
 use redis::{AsyncCommands, Value};
 
 use crate::backend::Backend;
@@ -44,6 +47,7 @@ use crate::fair::FairScheduler;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::Binding;
 use crate::stored::{Committed, DeadInfo, pack, unpack};
+use crate::wakers::{Listener, Wakers};
 
 const GROUP: &str = "workers";
 
@@ -63,6 +67,10 @@ pub struct RedisBus {
     groups: Mutex<HashSet<String>>,
     schedulers: Mutex<HashMap<String, FairScheduler>>,
     binding_cache: BindingCache,
+    /// This process's consumers waiting on queues, woken by the `ns:wake:<queue>` messages
+    /// every process publishes (the publish script, a nack, a lease running out).
+    wakers: Arc<Wakers>,
+    _listener: Listener,
 }
 
 impl RedisBus {
@@ -80,6 +88,8 @@ impl RedisBus {
         .await
         .map_err(|_| redis_error(format!("connecting to {url} timed out")))?
         .map_err(|e| redis_error(format!("cannot connect to {url}: {e}")))?;
+        let wakers = Arc::new(Wakers::default());
+        let listener = listen_for_wakes(client, ns, &wakers).await?;
         Ok(RedisBus {
             config,
             ns: ns.to_owned(),
@@ -88,7 +98,63 @@ impl RedisBus {
             groups: Mutex::default(),
             schedulers: Mutex::default(),
             binding_cache: BindingCache::default(),
+            wakers,
+            _listener: listener,
         })
+    }
+
+    /// Tells the consumers of every process waiting on `queue` that it may have messages (a
+    /// Redis pub/sub message, not stored: a waiter that misses it finds the message on its next
+    /// look, at the latest after its wait's timeout).
+    async fn announce(&self, queue: &str) {
+        announce(self.con(), &self.ns, queue).await;
+    }
+
+    /// [`RedisBus::announce`] after `delay`, in the background (a lease running out, a nack with
+    /// a delay: the entry becomes claimable again, and nobody else would say so).
+    fn announce_after(&self, queue: &str, delay: Duration) {
+        let (con, ns, queue) = (self.con(), self.ns.clone(), queue.to_owned());
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            announce(con, &ns, &queue).await;
+        });
+    }
+
+    /// How long a consumer waiting on `queue` may sleep before it looks again: not at all when
+    /// a stream has entries nobody was given yet, or one whose lease ran out (or Redis could
+    /// not be asked); until the oldest lease runs out; else until woken. Acknowledged entries
+    /// are deleted, so the entries nobody was given are the length less the pending ones.
+    async fn next_look(&self, queue: &str) -> Option<Duration> {
+        let recheck = self.config.poll_interval.max(Duration::from_millis(20));
+        let mut pipe = redis::pipe();
+        for rank in 0..4 {
+            let key = self.stream(queue, rank);
+            pipe.xlen(&key)
+                .xpending(&key, GROUP)
+                .xpending_count(&key, GROUP, "-", "+", LOOK_AT);
+        }
+        let answers: Vec<Value> = match pipe.query_async(&mut self.con()).await {
+            Ok(answers) => answers,
+            Err(_) => return Some(recheck),
+        };
+        let mut oldest: Option<Duration> = None;
+        for rank in answers.chunks(3) {
+            let len: usize = redis::from_redis_value(&rank[0]).unwrap_or(1);
+            let pending: StreamPendingReply = redis::from_redis_value(&rank[1]).unwrap_or_default();
+            if len > pending.count() {
+                return Some(recheck);
+            }
+            let held: StreamPendingCountReply =
+                redis::from_redis_value(&rank[2]).unwrap_or_default();
+            for entry in held.ids {
+                let idle = Duration::from_millis(
+                    u64::try_from(entry.last_delivered_ms).unwrap_or(u64::MAX),
+                );
+                oldest = oldest.max(Some(idle));
+            }
+        }
+        let lease = self.config.ack_wait_for(queue);
+        oldest.map(|idle| lease.saturating_sub(idle).max(recheck))
     }
 
     /// Deletes every key of this namespace (for tests and teardown).
@@ -396,6 +462,12 @@ impl Backend for RedisBus {
             };
             levels.push(got.into());
         }
+        if levels.iter().any(|l| !l.is_empty()) {
+            // What this fetch leases is claimable again once the ack wait runs out, unless
+            // settled.
+            let lease = self.config.ack_wait_for(queue) + Duration::from_millis(50);
+            self.announce_after(queue, lease);
+        }
         let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
         let mut out = Vec::with_capacity(plan.len());
         for p in plan {
@@ -431,8 +503,13 @@ impl Backend for RedisBus {
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
-        self.set_idle(d, self.config.ack_wait_for(&d.queue).saturating_sub(delay))
-            .await
+        let ack_wait = self.config.ack_wait_for(&d.queue);
+        self.set_idle(d, ack_wait.saturating_sub(delay)).await?;
+        match delay.min(ack_wait) {
+            Duration::ZERO => self.announce(&d.queue).await,
+            after => self.announce_after(&d.queue, after),
+        }
+        Ok(())
     }
 
     async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
@@ -614,6 +691,14 @@ impl Backend for RedisBus {
         Ok(lens.iter().sum())
     }
 
+    async fn wait_for(&self, queue: &str, timeout: Duration) {
+        // Woken by the notifications of every process (stored, given back, lease run out);
+        // asks Redis once, when the wait is armed, for entries that came before it.
+        self.wakers
+            .wait(queue, timeout, self.next_look(queue))
+            .await;
+    }
+
     async fn peek(&self, queue: &str, limit: usize) -> BusResult<Vec<crate::peek::Queued>> {
         self.queued(queue, limit).await
     }
@@ -645,4 +730,77 @@ impl Backend for RedisBus {
         self.conversation_entries(conversation_id, after, limit)
             .await
     }
+}
+
+/// Pending entries of each stream a waiting consumer looks at for the oldest lease.
+const LOOK_AT: usize = 100;
+
+/// The channel a queue's consumers are told on that it may have messages.
+fn wake_channel(ns: &str, queue: &str) -> String {
+    format!("{ns}:wake:{queue}")
+}
+
+/// Publishes the notification of [`RedisBus::announce`]; a failure only delays the waiters
+/// until their next look.
+async fn announce(mut con: MultiplexedConnection, ns: &str, queue: &str) {
+    let _: Result<i64, _> = con.publish(wake_channel(ns, queue), "").await;
+}
+
+/// `s` with Redis's glob characters escaped, for a `PSUBSCRIBE` pattern.
+fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Subscribes (on a connection of its own) to the namespace's wake notifications and wakes the
+/// waiters of each queue named, until the waiters are gone; after a lost connection it
+/// subscribes again every second and wakes every waiter once it has (what was said meanwhile
+/// was not heard).
+async fn listen_for_wakes(
+    client: redis::Client,
+    ns: &str,
+    wakers: &Arc<Wakers>,
+) -> BusResult<Listener> {
+    let prefix = wake_channel(ns, "");
+    let pattern = format!("{}*", glob_escape(&prefix));
+    let subscribe = |client: redis::Client, pattern: String| async move {
+        let mut pubsub = tokio::time::timeout(Duration::from_secs(3), client.get_async_pubsub())
+            .await
+            .map_err(|_| redis_error("subscribing timed out"))?
+            .map_err(redis_error)?;
+        pubsub.psubscribe(&pattern).await.map_err(redis_error)?;
+        Ok::<_, BusError>(pubsub.into_on_message())
+    };
+    let mut messages = subscribe(client.clone(), pattern.clone()).await?;
+    let wakers = Arc::downgrade(wakers);
+    Ok(Listener(tokio::spawn(async move {
+        loop {
+            while let Some(m) = messages.next().await {
+                let Some(wakers) = wakers.upgrade() else {
+                    return;
+                };
+                if let Some(queue) = m.get_channel_name().strip_prefix(&prefix) {
+                    wakers.wake(queue);
+                }
+            }
+            messages = loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if wakers.strong_count() == 0 {
+                    return;
+                }
+                if let Ok(again) = subscribe(client.clone(), pattern.clone()).await {
+                    break again;
+                }
+            };
+            if let Some(wakers) = wakers.upgrade() {
+                wakers.wake_all();
+            }
+        }
+    })))
 }

@@ -33,6 +33,7 @@ redis.call('SET', seen, digest, 'PX', ARGV[4])
 redis.call('SET', ns .. ':msg:' .. id, ARGV[10] .. ':' .. value, 'PX', ARGV[4])
 for i = 12, #ARGV do
   redis.call('XADD', ns .. ':q:' .. ARGV[i] .. ':' .. ARGV[5], '*', 'm', value)
+  redis.call('PUBLISH', ns .. ':wake:' .. ARGV[i], '')
 end
 local logs = { {'task', ARGV[7]}, {'corr', ARGV[8]}, {'conv', ARGV[9]} }
 for _, log in ipairs(logs) do

@@ -6,7 +6,6 @@ mod peek;
 mod retention;
 mod schema;
 mod seen;
-mod wakers;
 mod writer;
 
 use std::collections::HashMap;
@@ -28,9 +27,9 @@ use crate::error::BusResult;
 use crate::fair::FairScheduler;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::Binding;
+use crate::wakers::Wakers;
 use schema::Key;
 use seen::Seen;
-use wakers::Wakers;
 use writer::Writer;
 
 /// Operations committed together at most; 1 gives one fsync per operation.
@@ -439,23 +438,20 @@ impl Backend for SqliteBus {
     /// Waits for a message stored or given back on `queue` by this process, a commit of another
     /// process, or the time the next delayed or leased delivery of `queue` becomes visible.
     async fn wait_for(&self, queue: &str, timeout: Duration) {
-        let notify = self.wakers.queue(queue);
-        let woken = notify.notified();
-        tokio::pin!(woken);
-        woken.as_mut().enable();
         let q = queue.to_owned();
-        let next = self
-            .writer
-            .call(false, move |c| schema::next_visible(c, &q))
-            .await
-            .ok()
-            .flatten();
-        let wait = match next {
-            // Visible already (raced with the last fetch): look again soon, never spin.
-            Some(at) if at <= now_ms() => self.config.poll_interval,
-            Some(at) => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)),
-            None => timeout,
+        let look = async {
+            let next = self
+                .writer
+                .call(false, move |c| schema::next_visible(c, &q))
+                .await
+                .ok()
+                .flatten()?;
+            Some(match next {
+                // Visible already (raced with the last fetch): look again soon, never spin.
+                at if at <= now_ms() => self.config.poll_interval,
+                at => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)),
+            })
         };
-        let _ = tokio::time::timeout(timeout.min(wait), woken).await;
+        self.wakers.wait(queue, timeout, look).await;
     }
 }

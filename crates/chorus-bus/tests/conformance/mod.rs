@@ -83,7 +83,7 @@ macro_rules! conformance_tests {
             duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
             expired_messages_never_reach_handlers, priority_order_and_fairness,
             route_to_one_id, pool_has_competing_consumers, competing_receives_end_promptly,
-            list_gets_one_copy_each,
+            list_gets_one_copy_each, a_waiting_consumer_sleeps_until_a_message_arrives_from_anywhere,
             subscription_by_handoff_type, routing_rule_on_payload_field, hub_broadcast,
             tracking_by_task_and_correlation, messages_are_located_with_their_publish_time,
             conversation_log_resumes_from_cursor,
@@ -831,6 +831,87 @@ pub async fn pool_has_competing_consumers(f: &Fixture) {
 /// Eight members receive one message at a time until the pool is empty: every receive ends
 /// within a bound (on NATS servers before 2.11.11 a no-wait fetch losing such a race was never
 /// answered), and every message reaches exactly one member.
+/// An idle wait asks the store nothing until its timeout (no polling: 1,000 idle inbox streams
+/// cost nothing), and a message stored by another bus on the same store (another process)
+/// ends it at once; so does a nack by another bus, and a lease running out.
+pub async fn a_waiting_consumer_sleeps_until_a_message_arrives_from_anywhere(f: &Fixture) {
+    if !f.durable {
+        // The in-memory store has no other process to hear from.
+        return;
+    }
+    let config = BusConfig {
+        ack_wait: Duration::from_millis(1500),
+        ..BusConfig::default()
+    };
+    let (a, b) = ((f.open)(config.clone()).await, (f.open)(config).await);
+    let queue = "sleepy";
+    assert!(
+        a.receive(queue, 1, Duration::ZERO)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let started = std::time::Instant::now();
+    a.wait_for(queue, Duration::from_millis(1200)).await;
+    let idle = started.elapsed();
+    assert!(
+        idle >= Duration::from_millis(1100),
+        "an idle wait of 1.2 s ended after {idle:?}: the store is polled"
+    );
+    // Woken by the other bus's publish, well before the timeout.
+    let waiter = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            a.wait_for(queue, Duration::from_secs(20)).await;
+            started.elapsed()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let id = mid();
+    publish(&b, &packet(&id, json!(queue), "MEDIUM", "TASK_TRANSFER")).await;
+    let woken = waiter.await.unwrap();
+    assert!(
+        woken < Duration::from_secs(5),
+        "a publish elsewhere woke the waiter after {woken:?}"
+    );
+    let d = one(&a, queue, LONG).await.expect("the message");
+    assert_eq!(d.envelope.id, id);
+    // A nack by the other bus wakes a waiter of this one.
+    let held = one(&b, queue, Duration::ZERO).await;
+    assert!(held.is_none(), "a holds the only message");
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            b.wait_for(queue, Duration::from_secs(20)).await;
+            started.elapsed()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.nack(&d, Duration::ZERO).await.expect("nack");
+    let woken = waiter.await.unwrap();
+    assert!(
+        woken < Duration::from_secs(5),
+        "a nack woke the waiter after {woken:?}"
+    );
+    let again = one(&b, queue, LONG).await.expect("the message again");
+    assert_eq!(again.envelope.id, id);
+    // Its lease (1.5 s) runs out unsettled: a waiter is woken for it without polling.
+    let started = std::time::Instant::now();
+    a.wait_for(queue, Duration::from_secs(20)).await;
+    let woken = started.elapsed();
+    assert!(
+        woken < Duration::from_secs(8),
+        "a lease running out woke the waiter after {woken:?}"
+    );
+    let third = one(&a, queue, LONG)
+        .await
+        .expect("the message after its lease ran out");
+    assert_eq!(third.envelope.id, id);
+    a.ack(&third).await.expect("ack");
+}
+
 pub async fn competing_receives_end_promptly(f: &Fixture) {
     let config = BusConfig {
         ack_wait: Duration::from_secs(10),
