@@ -138,22 +138,35 @@ async fn competing_workers(
         heartbeat: None,
         max_in_flight: 4,
     };
-    let mut tasks: Vec<_> = (0..workers)
-        .map(|n| worker(server.clone(), n, work, tx.clone()))
-        .collect();
-    // A worker that takes messages and never settles them, killed while it holds them.
+    // A worker that takes messages and never settles them, killed while it holds them: alone
+    // on the pool for the first three messages, so that it surely holds some.
+    let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let doomed = {
-        let server = server.clone();
+        let (server, held) = (server.clone(), held.clone());
         tokio::spawn(async move {
             let mut inbox = SseReader::open_with(&server, "pool", BOB, "max_in_flight=3").await;
             loop {
                 let _ = inbox.next().await;
+                held.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
         })
     };
-    let ids = publish_to_pool(&server, &format!("w{workers}"), 60).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let prefix = format!("w{workers}");
+    let mut ids = publish_to_pool(&server, &format!("{prefix}-first"), 3).await;
+    let waited = std::time::Instant::now();
+    while held.load(std::sync::atomic::Ordering::SeqCst) < 3 && waited.elapsed() < PATIENCE {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut tasks: Vec<_> = (0..workers)
+        .map(|n| worker(server.clone(), n, work, tx.clone()))
+        .collect();
+    ids.extend(publish_to_pool(&server, &prefix, 57).await);
     doomed.abort();
+    assert_eq!(
+        held.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "the killed worker held the first three messages when it was killed"
+    );
     let per_worker = handled_once(&mut rx, &ids, Duration::from_secs(30)).await;
     eprintln!("{workers} workers: handled per worker {per_worker:?}");
     if workers > 1 {
@@ -287,8 +300,13 @@ async fn a_closed_stream_hands_its_messages_back_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_handlers_that_say_in_progress_get_each_message_once() {
-    // The ack wait is 1 s; each message takes 1.2 s, with in-progress every 300 ms.
     let (_dir, server) = sqlite_server(1).await;
+    slow_handlers(server).await;
+}
+
+/// 16 workers whose handlers take 1.2 s a message, against an ack wait of 1 s (the server's
+/// config), saying in-progress every 300 ms: 150 messages, each handled and delivered once.
+async fn slow_handlers(server: Arc<TestServer>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = Work {
         takes: Duration::from_millis(1200),
@@ -381,6 +399,18 @@ async fn on_store(backend: &str, var: &str) {
             .await
             .expect("delete the test namespace");
     }
+    // The slow handlers, with an ack wait of 1 s.
+    let ns = format!("chorus_test_slow_{}", uuid::Uuid::new_v4().simple());
+    let store = chorus_server::Store::parse(&format!("{url}?namespace={ns}")).unwrap();
+    let mut config = pool_config(1);
+    config.accept_volatile_store = true;
+    let bus = store.open(&config).await.expect("open the store");
+    slow_handlers(Arc::new(TestServer::start_on(bus, &config).await)).await;
+    store
+        .address()
+        .destroy_namespace()
+        .await
+        .expect("delete the test namespace");
 }
 
 #[cfg(feature = "nats")]
