@@ -1,6 +1,7 @@
 //! A bounded load of handoffs over HTTP during which the server process is killed with SIGKILL
-//! three times and restarted on the same store, each time while publishes are in flight (their
-//! commits cut short or their answers lost), while a pool of workers reads and acks the
+//! four times and restarted on the same store: three times while publishes are in flight (their
+//! commits cut short or their answers lost), once between publish requests (none in flight),
+//! while a pool of workers reads and acks the
 //! recipient's inbox throughout. Checked per message id: every acknowledged publish is
 //! delivered and settled (none lost), none is delivered after its ack was answered 204, none is
 //! acked twice, a retried publish whose commit had landed is a duplicate (none twice), and the
@@ -28,8 +29,11 @@ use tokio::sync::watch;
 const AGENTS: usize = 8;
 /// Streams reading the recipient's inbox at once (competing consumers of one pool).
 const WORKERS: usize = 4;
-/// When the server is killed: after these fractions of the publishes were acknowledged.
+/// When the server is killed: after these fractions of the publishes were acknowledged, while
+/// publishes are in flight.
 const KILLS: [f64; 3] = [0.2, 0.45, 0.7];
+/// And after this fraction, between publish requests.
+const KILL_BETWEEN: f64 = 0.85;
 const SINK_TOKEN: &str = "sink-token";
 const ADMIN_TOKEN: &str = "admin-token";
 const CHILD_ENV: &str = "CHORUS_CRASH_CHILD_STORE";
@@ -116,6 +120,9 @@ struct Published {
     /// Retried publishes answered 200 (duplicate): their first try was committed, its answer
     /// lost with the server.
     duplicates: AtomicUsize,
+    /// Held shared for each publish request: the test takes it alone to kill the server
+    /// between requests.
+    gate: tokio::sync::RwLock<()>,
 }
 
 /// Publishes every message of `agent`, retrying through crashes; returns the acknowledged
@@ -139,6 +146,7 @@ async fn producer(
         let mut retried = false;
         loop {
             assert!(Instant::now() < deadline, "{id} was never accepted");
+            let open = seen.gate.read().await;
             let url = format!("{}/v1/messages", base.borrow().clone());
             let started = Instant::now();
             seen.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -149,6 +157,7 @@ async fn producer(
                 .send()
                 .await;
             seen.in_flight.fetch_sub(1, Ordering::SeqCst);
+            drop(open);
             match sent {
                 Ok(r) if r.status().is_success() => {
                     if r.status() == 200 {
@@ -258,7 +267,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn every_store() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = format!("sqlite:{}", dir.path().join("chorus.db").display());
-    kill_three_times("SQLite", &sqlite, per_agent(2_000)).await;
+    kill_four_times("SQLite", &sqlite, per_agent(2_000)).await;
     for (name, var) in [
         ("NATS", "CHORUS_TEST_NATS_URL"),
         ("Redis", "CHORUS_TEST_REDIS_URL"),
@@ -272,7 +281,7 @@ async fn every_store() {
         };
         let ns = format!("chorus_test_crash_{}", uuid::Uuid::new_v4().simple());
         let address = format!("{url}?namespace={ns}");
-        kill_three_times(name, &address, per_agent(800)).await;
+        kill_four_times(name, &address, per_agent(800)).await;
         let store = Store::parse(&address).expect("a store address");
         store
             .address()
@@ -282,9 +291,9 @@ async fn every_store() {
     }
 }
 
-/// Kills the server on `store` with SIGKILL under load three times and restarts it: every
+/// Kills the server on `store` with SIGKILL under load four times and restarts it: every
 /// acknowledged publish is delivered and settled, none after its ack.
-async fn kill_three_times(name: &str, store: &str, per_agent: usize) {
+async fn kill_four_times(name: &str, store: &str, per_agent: usize) {
     let (mut child, first) = spawn_server(store);
     let (set_base, base) = watch::channel(first);
     let published = Arc::new(Published::default());
@@ -312,6 +321,21 @@ async fn kill_three_times(name: &str, store: &str, per_agent: usize) {
         let in_flight = published.in_flight.load(Ordering::SeqCst);
         drop(child); // SIGKILL
         kills.push((published.acked.load(Ordering::Relaxed), in_flight));
+        let (next, url) = spawn_server(store);
+        child = next;
+        set_base.send(url).unwrap();
+    }
+    // Once more between requests: no publish in flight, none sent until the server is back.
+    let at = (total as f64 * KILL_BETWEEN) as usize;
+    while published.acked.load(Ordering::Relaxed) < at {
+        assert!(Instant::now() < deadline, "the load did not go on");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    {
+        let _closed = published.gate.write().await;
+        assert_eq!(published.in_flight.load(Ordering::SeqCst), 0);
+        drop(child); // SIGKILL
+        kills.push((published.acked.load(Ordering::Relaxed), 0));
         let (next, url) = spawn_server(store);
         child = next;
         set_base.send(url).unwrap();
@@ -381,7 +405,7 @@ async fn kill_three_times(name: &str, store: &str, per_agent: usize) {
     let redelivered = consumed.deliveries.values().filter(|n| **n > 1).count();
     latencies.sort();
     println!(
-        "{name}: {total} handoffs from {AGENTS} agents to a pool of {WORKERS} workers; server killed 3 times (after {kills:?} (acknowledged, publishes in flight)); retried publishes answered duplicate: {}; every message delivered and settled, inbox empty (redelivered after a kill or lost ack: {redelivered}, none after a 204 ack; acks committed whose answer the kill cut: {unsure_only}); publish latency p50 {:?}, p99 {:?}",
+        "{name}: {total} handoffs from {AGENTS} agents to a pool of {WORKERS} workers; server killed 4 times (after {kills:?} (acknowledged, publishes in flight)); retried publishes answered duplicate: {}; every message delivered and settled, inbox empty (redelivered after a kill or lost ack: {redelivered}, none after a 204 ack; acks committed whose answer the kill cut: {unsure_only}); publish latency p50 {:?}, p99 {:?}",
         published.duplicates.load(Ordering::Relaxed),
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99)
