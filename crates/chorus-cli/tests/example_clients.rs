@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -47,7 +48,10 @@ fn python() -> Option<String> {
     if has_httpx {
         return Some("python3".into());
     }
-    eprintln!("not run: the Python client needs httpx (set CHORUS_TEST_PYTHON to a venv with it)");
+    let _ = writeln!(
+        std::io::stderr(),
+        "not run: the Python client needs httpx (set CHORUS_TEST_PYTHON to a venv with it)"
+    );
     None
 }
 

@@ -12,6 +12,7 @@ mod common;
 #[path = "../../chorus-agent/tests/support/fake_openai.rs"]
 mod fake_openai;
 
+use std::io::Write;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,7 +29,8 @@ const EXAMPLE: &str = "examples/mcp-orders.toml";
 /// when the variable is unset.
 fn python() -> Option<PathBuf> {
     let Some(python) = std::env::var_os("CHORUS_TEST_PYTHON") else {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "not run: CHORUS_TEST_PYTHON is not set (the MCP server runs on the MCP Python SDK)"
         );
         return None;

@@ -26,7 +26,8 @@ fn qwen3_file(test: &str) -> Option<PathBuf> {
     match std::env::var_os("CHORUS_TEST_QWEN3_TOKENIZER") {
         Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
         _ => {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "{test}: not run: CHORUS_TEST_QWEN3_TOKENIZER is not set (bash .ci/fetch-tokenizers)"
             );
             None
@@ -69,7 +70,10 @@ fn text_with_runs_up_to(longest: usize) -> impl Strategy<Value = String> {
 /// `None` after printing why not.
 fn python_counts(path: &Path, texts: &[String]) -> Option<Vec<usize>> {
     let Some(python) = std::env::var_os("CHORUS_TEST_PYTHON") else {
-        eprintln!("python comparison: not run: CHORUS_TEST_PYTHON is not set");
+        let _ = writeln!(
+            std::io::stderr(),
+            "python comparison: not run: CHORUS_TEST_PYTHON is not set"
+        );
         return None;
     };
     let script = r#"
@@ -206,7 +210,10 @@ fn chat() -> impl Strategy<Value = Vec<Message>> {
 /// `transformers` sets it up, with the generation prompt) and encoded by Python's `tokenizers`.
 fn python_chat_counts(path: &Path, chats: &[Vec<Message>]) -> Option<Vec<usize>> {
     let Some(python) = std::env::var_os("CHORUS_TEST_PYTHON") else {
-        eprintln!("python chat comparison: not run: CHORUS_TEST_PYTHON is not set");
+        let _ = writeln!(
+            std::io::stderr(),
+            "python chat comparison: not run: CHORUS_TEST_PYTHON is not set"
+        );
         return None;
     };
     let template = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -382,7 +382,10 @@ fn seeds() -> Vec<u64> {
 #[test]
 fn chorus_matches_the_openai_harmony_python_package() {
     let Ok(python) = std::env::var("CHORUS_TEST_PYTHON") else {
-        eprintln!("not run: CHORUS_TEST_PYTHON is not set (a python with openai-harmony==0.0.8)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "not run: CHORUS_TEST_PYTHON is not set (a python with openai-harmony==0.0.8)"
+        );
         return;
     };
     let count: usize = std::env::var("HARMONY_WHEEL_CASES")

@@ -12,6 +12,7 @@
 //! The hub client's tests start the workspace's `chorus` binary (`target/debug/chorus`, built by
 //! `cargo test --workspace`; alone: `cargo build -p chorus-cli` first), or `CHORUS_BIN`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -62,7 +63,8 @@ fn build_wheel(python: &str, work: &Path, site: &Path) -> PathBuf {
 #[test]
 fn the_python_package_passes_its_tests() {
     let Ok(python) = std::env::var("CHORUS_TEST_PYTHON") else {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "not run: CHORUS_TEST_PYTHON is not set (a python with maturin, pytest and \
              openai-harmony==0.0.8, see .ci/python-oracles.txt)"
         );

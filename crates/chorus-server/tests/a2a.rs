@@ -798,7 +798,8 @@ async fn a_blocking_send_answers_within_the_request_timeout() {
 /// `CHORUS_TEST_PYTHON` is not set; a Python that cannot run it fails the test.
 fn sdk_state(task: &Value) -> Option<String> {
     let Some(python) = std::env::var_os("CHORUS_TEST_PYTHON") else {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "*** the a2a-sdk check of the task was NOT run: CHORUS_TEST_PYTHON is not set (see .ci/run) ***"
         );
         return None;

@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -17,7 +18,8 @@ fn python() -> Option<PathBuf> {
     match std::env::var_os("CHORUS_TEST_PYTHON") {
         Some(python) => Some(PathBuf::from(python)),
         None => {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n*** the MCP server test was NOT run: CHORUS_TEST_PYTHON is not set (see .ci/run) ***\n"
             );
             None
