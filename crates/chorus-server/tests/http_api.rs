@@ -121,6 +121,75 @@ async fn a_nacked_delivery_comes_again() {
 }
 
 #[tokio::test]
+async fn an_agents_own_max_in_flight_and_max_deliver_and_a_nack_delay_hold_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    let bob = config.agents.get_mut("bob").unwrap();
+    bob.max_in_flight = Some(2);
+    bob.max_deliver = Some(2);
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    for i in 0..3 {
+        let r = publish(
+            &server,
+            ALICE,
+            &message(&format!("m{i}"), "alice", "bob", "x"),
+        )
+        .await;
+        assert_eq!(r.status(), 201);
+    }
+    // No `?max_in_flight`: bob's own 2.
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let (first, _) = delivered(&inbox.next().await);
+    let (second, _) = delivered(&inbox.next().await);
+    assert!(
+        inbox
+            .next_within(Duration::from_millis(500))
+            .await
+            .is_none(),
+        "a third delivery while two are held"
+    );
+    // A nack with a delay frees its slot at once, and the message stays away for the delay.
+    let nacked = Instant::now();
+    let r = client()
+        .post(server.url(&format!("/v1/agents/bob/inbox/{first}/nack")))
+        .bearer_auth(BOB)
+        .json(&json!({"delay_ms": 1500}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let (third, _) = delivered(&inbox.next().await);
+    assert!(![first.as_str(), second.as_str()].contains(&third.as_str()));
+    for id in [&second, &third] {
+        assert_eq!(settle(&server, "bob", BOB, id, "ack").await, 204);
+    }
+    let (again, attempt) = delivered(&inbox.next().await);
+    assert_eq!((again.as_str(), attempt), (first.as_str(), 2));
+    let after = nacked.elapsed();
+    assert!(after >= Duration::from_millis(1400), "back after {after:?}");
+    // Its second delivery is bob's last (max_deliver 2): a nack makes it a dead letter.
+    assert_eq!(settle(&server, "bob", BOB, &first, "nack").await, 204);
+    let letters = loop {
+        let letters = get_json(&server, "/v1/dead-letters", Some(ADMIN)).await;
+        if letters["total"] == 1 || nacked.elapsed() > PATIENCE {
+            break letters;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        letters["items"][0]["message_id"],
+        first.as_str(),
+        "{letters}"
+    );
+    assert_eq!(
+        letters["items"][0]["reason"]["kind"], "max_deliver",
+        "{letters}"
+    );
+    drop(inbox);
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn an_invalid_handoff_is_refused_with_every_pointer() {
     let (_dir, server) = fresh(30).await;
     let path = concat!(
@@ -152,6 +221,28 @@ async fn an_invalid_handoff_is_refused_with_every_pointer() {
         "kept as a dead letter: {body}"
     );
     assert_eq!(metric(&server, "chorus_dead_letters").await, 1.0);
+    // Replaying it would be refused again: 422 with the same pointers, the letter kept once.
+    let letter = body["dead_letter_id"].as_str().unwrap();
+    let replay = client()
+        .post(server.url(&format!("/v1/dead-letters/{letter}/replay")))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), 422);
+    let why: Value = replay.json().await.unwrap();
+    let pointers = |b: &Value| -> Vec<String> {
+        b["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["pointer"].to_string())
+            .collect()
+    };
+    assert_eq!(pointers(&why), pointers(&body), "{why}");
+    let letters = get_json(&server, "/v1/dead-letters", Some(ADMIN)).await;
+    assert_eq!(letters["total"], 1, "kept once: {letters}");
+    assert_eq!(letters["items"][0]["id"], letter);
     server.stop().await;
 }
 

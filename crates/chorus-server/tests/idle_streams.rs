@@ -59,30 +59,6 @@ async fn idle_cost(server: &TestServer, store: &str) {
     );
 }
 
-/// A server with `bob` and `alice` on the NATS or Redis server named by `var`, in a fresh
-/// namespace; `None` (after saying why) when the variable is unset.
-#[cfg(any(feature = "nats", feature = "redis"))]
-async fn on_server(
-    backend: &str,
-    var: &str,
-    config: &chorus_server::ServerConfig,
-) -> Option<(TestServer, chorus_server::Store)> {
-    let Ok(url) = std::env::var(var) else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** idle streams on {backend} NOT tested: {var} not set ***\n"
-        );
-        return None;
-    };
-    let ns = format!("chorus_test_idle_{}", uuid::Uuid::new_v4().simple());
-    let store = chorus_server::Store::parse(&format!("{url}?namespace={ns}")).unwrap();
-    let bus = store
-        .open(config)
-        .await
-        .unwrap_or_else(|e| panic!("the {backend} server at {url} is reachable: {e}"));
-    Some((TestServer::start_on(bus, config).await, store))
-}
-
 // One test, each store in turn: it measures the CPU time of its whole process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_idle_inbox_streams_cost_almost_nothing_on_every_store() {
@@ -95,13 +71,17 @@ async fn a_thousand_idle_inbox_streams_cost_almost_nothing_on_every_store() {
     idle_cost(&server, "sqlite").await;
     server.stop().await;
     #[cfg(feature = "nats")]
-    if let Some((server, store)) = on_server("NATS", "CHORUS_TEST_NATS_URL", &config).await {
+    if let Some((server, store)) =
+        on_server("idle streams", "NATS", "CHORUS_TEST_NATS_URL", &config).await
+    {
         idle_cost(&server, "NATS").await;
         server.stop().await;
         store.address().destroy_namespace().await.unwrap();
     }
     #[cfg(feature = "redis")]
-    if let Some((server, store)) = on_server("Redis", "CHORUS_TEST_REDIS_URL", &config).await {
+    if let Some((server, store)) =
+        on_server("idle streams", "Redis", "CHORUS_TEST_REDIS_URL", &config).await
+    {
         idle_cost(&server, "Redis").await;
         server.stop().await;
         store.address().destroy_namespace().await.unwrap();

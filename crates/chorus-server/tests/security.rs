@@ -278,6 +278,43 @@ async fn an_agent_over_its_rate_is_refused_with_retry_after() {
 }
 
 #[tokio::test]
+async fn acks_have_a_rate_limit_of_their_own_apart_from_publishing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    // Two publishes per agent, then none for 100 s; one settle, then none for 100 s.
+    config.rate_per_sec = 0.01;
+    config.rate_burst = 2;
+    config.settle_rate_per_sec = 0.01;
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    for i in 0..2 {
+        let to_alice = message(&format!("b{i}"), "bob", "alice", "x");
+        assert_eq!(publish(&server, BOB, &to_alice).await.status(), 201);
+        let to_bob = message(&format!("a{i}"), "alice", "bob", "x");
+        assert_eq!(publish(&server, ALICE, &to_bob).await.status(), 201);
+    }
+    let over = publish(&server, BOB, &message("b2", "bob", "alice", "x")).await;
+    assert_eq!(over.status(), 429, "bob's publishes are used up");
+    // Bob, who may not publish now, still acknowledges what he reads...
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let (first, _) = delivered(&inbox.next().await);
+    assert_eq!(settle(&server, "bob", BOB, &first, "ack").await, 204);
+    // ...until his own settle budget is used up: 429 with Retry-After, the delivery kept.
+    let (second, _) = delivered(&inbox.next().await);
+    let refused = client()
+        .post(server.url(&format!("/v1/agents/bob/inbox/{second}/ack")))
+        .bearer_auth(BOB)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "rate_limited");
+    drop(inbox);
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn routing_refusals_are_json_too() {
     use reqwest::Method;
     let (_dir, server) = fresh(30).await;

@@ -83,17 +83,66 @@ fn with(doc: &Value, pointer: &str, value: &str) -> Value {
     doc
 }
 
-#[tokio::test]
-async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+/// Alice may send to bob only; carol is an agent too.
+fn spoof_config() -> chorus_server::ServerConfig {
     let mut config = config(30);
     config.agents.get_mut("alice").unwrap().send_to = Some(vec!["bob".into()]);
     config.agents.insert(
         "carol".into(),
         chorus_server::AgentEntry::with_token_hash(chorus_server::hash_token("carol-token")),
     );
-    let server = TestServer::start(&db(dir.path()), &config).await;
+    // The test Redis keeps nothing on disk (redis_persistence.rs tests the refusal).
+    config.accept_volatile_store = true;
+    config
+}
 
+#[tokio::test]
+async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &spoof_config()).await;
+    forged_documents_are_refused(&server).await;
+    server.stop().await;
+}
+
+#[cfg(feature = "nats")]
+#[tokio::test]
+async fn forged_documents_of_every_kind_are_refused_and_store_nothing_on_nats() {
+    let config = spoof_config();
+    if let Some((server, store)) = on_server(
+        "the spoofing table",
+        "NATS",
+        "CHORUS_TEST_NATS_URL",
+        &config,
+    )
+    .await
+    {
+        forged_documents_are_refused(&server).await;
+        server.stop().await;
+        store.address().destroy_namespace().await.unwrap();
+    }
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn forged_documents_of_every_kind_are_refused_and_store_nothing_on_redis() {
+    let config = spoof_config();
+    if let Some((server, store)) = on_server(
+        "the spoofing table",
+        "Redis",
+        "CHORUS_TEST_REDIS_URL",
+        &config,
+    )
+    .await
+    {
+        forged_documents_are_refused(&server).await;
+        server.stop().await;
+        store.address().destroy_namespace().await.unwrap();
+    }
+}
+
+/// Every forgery of every kind refused with its status and a reason, nothing stored; the same
+/// documents unforged are accepted and reach bob.
+async fn forged_documents_are_refused(server: &TestServer) {
     let mut refused = Vec::new();
     for (kind, doc) in documents("00000000-0000-4000-8000-000000000001", "alice", "bob") {
         let (sender, id, recipient, task) = match kind {
@@ -151,7 +200,7 @@ async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
     }
 
     for (what, doc, status) in &refused {
-        let r = publish(&server, ALICE, doc).await;
+        let r = publish(server, ALICE, doc).await;
         let got = r.status().as_u16();
         let body: Value = r.json().await.unwrap_or(Value::Null);
         assert_eq!(got, *status, "{what}: {body}");
@@ -164,7 +213,7 @@ async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
     eprintln!("{} forged documents refused", refused.len());
 
     // Nothing was stored anywhere: no publish, no dead letter, no inbox holds anything.
-    let metrics = metrics_text(&server).await;
+    let metrics = metrics_text(server).await;
     for line in [
         "chorus_published_total 0",
         "chorus_dead_letters 0",
@@ -173,7 +222,7 @@ async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
         assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
     }
     for agent in ["bob", "carol"] {
-        let mut inbox = SseReader::open(&server, agent, ADMIN, None).await;
+        let mut inbox = SseReader::open(server, agent, ADMIN, None).await;
         assert!(
             inbox
                 .next_within(Duration::from_millis(300))
@@ -184,14 +233,13 @@ async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
     }
 
     // The same documents, unforged, are accepted and reach bob as sent by alice.
-    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let mut inbox = SseReader::open(server, "bob", BOB, None).await;
     for (i, kind) in ["message", "handoff"].into_iter().enumerate() {
         let id = format!("00000000-0000-4000-8000-00000000000{i}");
         let (_, doc) = documents(&id, "alice", "bob").swap_remove(i);
-        let r = publish(&server, ALICE, &doc).await;
+        let r = publish(server, ALICE, &doc).await;
         assert_eq!(r.status(), 201, "{kind}: {}", r.text().await.unwrap());
         assert_eq!(delivered(&inbox.next().await).0, id, "{kind}");
-        assert_eq!(settle(&server, "bob", BOB, &id, "ack").await, 204);
+        assert_eq!(settle(server, "bob", BOB, &id, "ack").await, 204);
     }
-    server.stop().await;
 }

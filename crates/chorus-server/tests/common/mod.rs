@@ -304,3 +304,31 @@ impl SseReader {
 
 /// What [`SseReader::try_next_within`] says when the server ended the stream.
 pub const STREAM_ENDED: &str = "the stream ended";
+
+/// A server with `config` on the NATS or Redis server named by `var`, in a fresh namespace
+/// (delete it with `store.address().destroy_namespace()`); `None` after saying, past the
+/// harness's capture, that `what` was not tested there when the variable is unset. An
+/// unreachable server fails the test.
+#[cfg(any(feature = "nats", feature = "redis"))]
+pub async fn on_server(
+    what: &str,
+    backend: &str,
+    var: &str,
+    config: &ServerConfig,
+) -> Option<(TestServer, Store)> {
+    use std::io::Write;
+    let Ok(url) = std::env::var(var) else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** {what} on {backend} NOT tested: {var} not set ***\n"
+        );
+        return None;
+    };
+    let ns = format!("chorus_test_{}", uuid::Uuid::new_v4().simple());
+    let store = Store::parse(&format!("{url}?namespace={ns}")).expect("a store address");
+    let bus = store
+        .open(config)
+        .await
+        .unwrap_or_else(|e| panic!("the {backend} server at {url} is reachable: {e}"));
+    Some((TestServer::start_on(bus, config).await, store))
+}
