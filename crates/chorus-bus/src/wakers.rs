@@ -44,12 +44,13 @@ impl Wakers {
         queues.entry(queue.to_owned()).or_default().clone()
     }
 
-    /// Wakes the consumers waiting on `queue`, and the next one to wait (one that looked at
-    /// the store just before this and is about to wait would otherwise sleep through it).
+    /// Wakes one consumer waiting on `queue` (a message for one), or, when none waits, the
+    /// next to wait (one that looked at the store just before this would otherwise sleep
+    /// through it); a woken consumer that goes away passes the wake on.
     pub(crate) fn wake(&self, queue: &str) {
         let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = queues.get(queue) {
-            wake(n);
+            n.notify_one();
         }
     }
 
@@ -71,19 +72,15 @@ impl Wakers {
         let _ = tokio::time::timeout(wait, woken).await;
     }
 
-    /// Wakes every waiting consumer (another process changed the file).
+    /// Wakes every waiting consumer, and the next to wait on each queue (another process
+    /// changed the file; a notification connection was lost and is back).
     pub(crate) fn wake_all(&self) {
         let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         for n in queues.values() {
-            wake(n);
+            n.notify_waiters();
+            n.notify_one();
         }
     }
-}
-
-/// Wakes every waiter of `n` and leaves a permit for the next.
-fn wake(n: &Notify) {
-    n.notify_waiters();
-    n.notify_one();
 }
 
 #[cfg(any(feature = "nats", feature = "redis"))]
@@ -95,5 +92,73 @@ pub(crate) struct Listener(pub(crate) tokio::task::JoinHandle<()>);
 impl Drop for Listener {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// The announcements a process owes for later (a nack's delay, its leases running out), as
+/// tasks that end with the bus: dropped with it, they are aborted (and give back their
+/// connection).
+#[cfg(any(feature = "nats", feature = "redis"))]
+#[derive(Default)]
+pub(crate) struct Timers {
+    tasks: Mutex<tokio::task::JoinSet<()>>,
+    /// The latest lease deadline of each queue with a lease timer running.
+    leases: Arc<Mutex<HashMap<String, tokio::time::Instant>>>,
+}
+
+#[cfg(any(feature = "nats", feature = "redis"))]
+impl Timers {
+    /// Runs `announce` after `delay`.
+    pub(crate) fn after(
+        &self,
+        delay: Duration,
+        announce: impl Future<Output = ()> + Send + 'static,
+    ) {
+        self.spawn(async move {
+            tokio::time::sleep(delay).await;
+            announce.await;
+        });
+    }
+
+    /// Runs `announce` once the leases handed out on `queue` now (for `lease`) may have run
+    /// out: at most one task a queue, however many fetches, each moving its deadline on; it
+    /// announces at each deadline it reaches until no later one was set.
+    pub(crate) fn lease<F, Fut>(&self, queue: &str, lease: Duration, announce: F)
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let at = tokio::time::Instant::now() + lease;
+        {
+            let mut due = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(later) = due.get_mut(queue) {
+                *later = (*later).max(at);
+                return;
+            }
+            due.insert(queue.to_owned(), at);
+        }
+        let (leases, queue) = (self.leases.clone(), queue.to_owned());
+        self.spawn(async move {
+            let mut until = at;
+            loop {
+                tokio::time::sleep_until(until).await;
+                announce().await;
+                let mut due = leases.lock().unwrap_or_else(|p| p.into_inner());
+                match due.get(&queue) {
+                    Some(&later) if later > until => until = later,
+                    _ => {
+                        due.remove(&queue);
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        // Finished timers are let go as new ones come.
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(task);
     }
 }

@@ -44,7 +44,7 @@ use crate::fair::FairScheduler;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::{Binding, Filter};
 use crate::stored::{Committed, DeadInfo};
-use crate::wakers::{Listener, Wakers};
+use crate::wakers::{Listener, Timers, Wakers};
 use seen::{Claim, RETRY_WINDOW, Seen};
 use wire::{DEAD_HEADER, envelope_from, envelope_headers, hex, key_token, nats_error, unhex};
 
@@ -159,6 +159,8 @@ pub struct NatsBus {
     /// queue>` notifications of every process.
     wakers: Arc<Wakers>,
     _listener: Listener,
+    /// The announcements this process owes for later (see [`Timers`]).
+    timers: Timers,
     schedulers: Mutex<HashMap<String, FairScheduler>>,
     binding_cache: BindingCache,
 }
@@ -177,8 +179,22 @@ impl NatsBus {
                 detail: format!("{ns:?} must be non-empty letters, digits, '_' or '-'"),
             });
         }
+        let wakers = Arc::new(Wakers::default());
+        // Wake notifications sent while the connection was down were not heard: every waiter
+        // looks again once it is back (async-nats resubscribes by itself).
+        let reconnected = Arc::downgrade(&wakers);
         let client = async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(3))
+            .event_callback(move |event| {
+                let wakers = reconnected.clone();
+                async move {
+                    if matches!(event, async_nats::Event::Connected)
+                        && let Some(wakers) = wakers.upgrade()
+                    {
+                        wakers.wake_all();
+                    }
+                }
+            })
             .connect(url)
             .await
             .map_err(|e| nats_error(format!("cannot connect to {url}: {e}")))?;
@@ -228,7 +244,6 @@ impl NatsBus {
             .await
             .map_err(nats_error)?;
         let seen = Seen::open(&js, ns, config.dedupe_window).await?;
-        let wakers = Arc::new(Wakers::default());
         let listener = listen_for_wakes(&client, ns, &wakers).await?;
         Ok(NatsBus {
             config,
@@ -243,6 +258,7 @@ impl NatsBus {
             waiting: Mutex::default(),
             wakers,
             _listener: listener,
+            timers: Timers::default(),
             schedulers: Mutex::default(),
             binding_cache: BindingCache::default(),
         })
@@ -266,20 +282,18 @@ impl NatsBus {
         announce(&self.client, &self.ns, queue).await;
     }
 
-    /// [`NatsBus::announce`] after `delay`, in the background (a lease running out, a nack with
-    /// a delay: the server makes the message visible again, and nobody else would say so).
+    /// [`NatsBus::announce`] after `delay`, in the background (a nack with a delay: the
+    /// server makes the message visible again then, and nobody else would say so).
     fn announce_after(&self, queue: &str, delay: Duration) {
         let (client, ns, queue) = (self.client.clone(), self.ns.clone(), queue.to_owned());
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            announce(&client, &ns, &queue).await;
-        });
+        self.timers
+            .after(delay, async move { announce(&client, &ns, &queue).await });
     }
 
     /// How long a consumer waiting on `queue` may sleep before it looks again, by the server's
     /// counts: not at all when messages were never delivered (or the server could not be
-    /// asked), a second while some are held or delayed (the process holding them announces
-    /// their return, but it may be gone), else until woken.
+    /// asked), [`HELD_LOOK`] while some are held or delayed (the process holding them
+    /// announces their return, but it may be gone), else until woken.
     async fn next_look(&self, queue: &str) -> Option<Duration> {
         let recheck = self.config.poll_interval.max(Duration::from_millis(20));
         match try_join_all((0..4u8).map(|rank| self.consumer_info(queue, rank))).await {
@@ -755,7 +769,11 @@ impl Backend for NatsBus {
         if !plan.is_empty() {
             // What this fetch leases is visible again once the ack wait runs out, unless settled.
             let lease = self.config.ack_wait_for(queue) + Duration::from_millis(50);
-            self.announce_after(queue, lease);
+            let (client, ns, q) = (self.client.clone(), self.ns.clone(), queue.to_owned());
+            self.timers.lease(queue, lease, move || {
+                let (client, ns, q) = (client.clone(), ns.clone(), q.clone());
+                async move { announce(&client, &ns, &q).await }
+            });
         }
         let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
         let mut out = Vec::with_capacity(plan.len());
@@ -1039,8 +1057,9 @@ impl Backend for NatsBus {
     }
 }
 
-/// How often a waiting consumer looks again while its queue holds leased or delayed messages.
-const HELD_LOOK: Duration = Duration::from_secs(1);
+/// How often a waiting consumer looks again while its queue holds leased or delayed messages
+/// (their return is announced by the process that holds them; this is for one that is gone).
+const HELD_LOOK: Duration = Duration::from_secs(5);
 
 /// The subject a queue's consumers are told on that it may have messages.
 fn wake_subject(ns: &str, queue: &str) -> String {
@@ -1071,11 +1090,12 @@ async fn listen_for_wakes(
     Ok(Listener(tokio::spawn(async move {
         while let Some(m) = wakes.next().await {
             let Some(wakers) = wakers.upgrade() else {
-                break;
+                return;
             };
             if let Some(queue) = m.subject.strip_prefix(&prefix) {
                 wakers.wake(queue);
             }
         }
+        // The client was closed: the bus is going away with it.
     })))
 }

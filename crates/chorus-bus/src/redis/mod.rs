@@ -47,7 +47,7 @@ use crate::fair::FairScheduler;
 use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::Binding;
 use crate::stored::{Committed, DeadInfo, pack, unpack};
-use crate::wakers::{Listener, Wakers};
+use crate::wakers::{Listener, Timers, Wakers};
 
 const GROUP: &str = "workers";
 
@@ -65,12 +65,16 @@ pub struct RedisBus {
     conn: MultiplexedConnection,
     consumer: String,
     groups: Mutex<HashSet<String>>,
+    /// Where the next scan of each stream's pending entries for overdue ones starts.
+    claim_cursors: Mutex<HashMap<String, String>>,
     schedulers: Mutex<HashMap<String, FairScheduler>>,
     binding_cache: BindingCache,
     /// This process's consumers waiting on queues, woken by the `ns:wake:<queue>` messages
     /// every process publishes (the publish script, a nack, a lease running out).
     wakers: Arc<Wakers>,
     _listener: Listener,
+    /// The announcements this process owes for later (see [`Timers`]).
+    timers: Timers,
 }
 
 impl RedisBus {
@@ -96,10 +100,12 @@ impl RedisBus {
             conn,
             consumer: format!("c-{}", uuid::Uuid::new_v4().simple()),
             groups: Mutex::default(),
+            claim_cursors: Mutex::default(),
             schedulers: Mutex::default(),
             binding_cache: BindingCache::default(),
             wakers,
             _listener: listener,
+            timers: Timers::default(),
         })
     }
 
@@ -110,14 +116,12 @@ impl RedisBus {
         announce(self.con(), &self.ns, queue).await;
     }
 
-    /// [`RedisBus::announce`] after `delay`, in the background (a lease running out, a nack with
-    /// a delay: the entry becomes claimable again, and nobody else would say so).
+    /// [`RedisBus::announce`] after `delay`, in the background (a nack with a delay: the
+    /// entry becomes claimable again then, and nobody else would say so).
     fn announce_after(&self, queue: &str, delay: Duration) {
         let (con, ns, queue) = (self.con(), self.ns.clone(), queue.to_owned());
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            announce(con, &ns, &queue).await;
-        });
+        self.timers
+            .after(delay, async move { announce(con, &ns, &queue).await });
     }
 
     /// How long a consumer waiting on `queue` may sleep before it looks again: not at all when
@@ -232,17 +236,31 @@ impl RedisBus {
         ack_wait: Duration,
     ) -> BusResult<Vec<(String, u32, Vec<u8>)>> {
         let mut con = self.con();
+        // Redis looks at COUNT x 10 pending entries a call: each call goes on where the last
+        // one of this process stopped, so that an overdue entry behind many live leases is
+        // reached too.
+        let start = self
+            .claim_cursors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| "0-0".to_owned());
         let overdue: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
             .arg(key)
             .arg(GROUP)
             .arg(&self.consumer)
             .arg(millis(ack_wait))
-            .arg("0-0")
+            .arg(&start)
             .arg("COUNT")
             .arg(n)
             .query_async(&mut con)
             .await
             .map_err(redis_error)?;
+        self.claim_cursors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_owned(), overdue.next_stream_id.clone());
         let mut out = Vec::new();
         for entry in overdue.claimed {
             let pending: StreamPendingCountReply = redis::cmd("XPENDING")
@@ -466,7 +484,11 @@ impl Backend for RedisBus {
             // What this fetch leases is claimable again once the ack wait runs out, unless
             // settled.
             let lease = self.config.ack_wait_for(queue) + Duration::from_millis(50);
-            self.announce_after(queue, lease);
+            let (con, ns, q) = (self.con(), self.ns.clone(), queue.to_owned());
+            self.timers.lease(queue, lease, move || {
+                let (con, ns, q) = (con.clone(), ns.clone(), q.clone());
+                async move { announce(con, &ns, &q).await }
+            });
         }
         let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
         let mut out = Vec::with_capacity(plan.len());

@@ -33,7 +33,6 @@ redis.call('SET', seen, digest, 'PX', ARGV[4])
 redis.call('SET', ns .. ':msg:' .. id, ARGV[10] .. ':' .. value, 'PX', ARGV[4])
 for i = 12, #ARGV do
   redis.call('XADD', ns .. ':q:' .. ARGV[i] .. ':' .. ARGV[5], '*', 'm', value)
-  redis.call('PUBLISH', ns .. ':wake:' .. ARGV[i], '')
 end
 local logs = { {'task', ARGV[7]}, {'corr', ARGV[8]}, {'conv', ARGV[9]} }
 for _, log in ipairs(logs) do
@@ -48,6 +47,11 @@ for _, log in ipairs(logs) do
 end
 if ARGV[7] ~= '' or ARGV[8] ~= '' or ARGV[9] ~= '' then
   redis.call('RPUSH', ns .. ':log', cjson.encode({ARGV[10], ARGV[7], ARGV[8], ARGV[9]}))
+end
+-- Last, and never fatal: the queues' waiting consumers are told (a refused PUBLISH only
+-- delays them until their next look).
+for i = 12, #ARGV do
+  redis.pcall('PUBLISH', ns .. ':wake:' .. ARGV[i], '')
 end
 return 1
 ",
