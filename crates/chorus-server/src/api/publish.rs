@@ -334,25 +334,29 @@ async fn store(
         } else {
             bytes
         };
-        let receipt = app
-            .bus
-            .publish_parsed(bytes, &document)
-            .await
-            .map_err(|e| {
-                if let BusError::Conflict { id, stored, found } = e {
-                    return conflict(&document, &id, stored, found);
-                }
-                let e = ApiError::from(e);
-                if e.body.dead_letter_id.is_some() {
-                    app.metrics.dead_lettered.inc();
-                }
-                e
-            })?;
-        // Kept only for a stored message: a refused one leaves no trace context behind.
-        if let (Some(env), Some(tp)) = (&env, &context) {
-            keep_trace(app, env, tp).await;
+        // Kept before the message is stored, so that no delivery of it goes out without it;
+        // taken back when the publish is refused (and never replacing the context of a
+        // message stored before under the same id).
+        let trace_kept = match (&env, &context) {
+            (Some(env), Some(tp)) => keep_trace(app, env, tp).await,
+            _ => false,
+        };
+        let published = app.bus.publish_parsed(bytes, &document).await;
+        if let (Err(_), true, Some(env)) = (&published, trace_kept, &env)
+            && let Err(e) = app.traces.forget(&env.id).await
+        {
+            tracing::warn!(error = %e, "the trace context of a refused message was not forgotten");
         }
-        Ok::<_, ApiError>(receipt)
+        published.map_err(|e| {
+            if let BusError::Conflict { id, stored, found } = e {
+                return conflict(&document, &id, stored, found);
+            }
+            let e = ApiError::from(e);
+            if e.body.dead_letter_id.is_some() {
+                app.metrics.dead_lettered.inc();
+            }
+            e
+        })
     }
     .await;
     let receipt = stored.inspect_err(|_| app.quota.give_back(agent, &taken))?;
@@ -426,15 +430,20 @@ fn refused_anyway(app: &AppState, env: &Envelope, document: &Value) -> bool {
                 .is_some_and(|v| !v.validate(document).is_empty()))
 }
 
-/// Keeps the trace context a stored message carries by its id (for handoffs, whose metadata
-/// cannot take it; a chorus message also has it stamped in its metadata).
-async fn keep_trace(app: &AppState, env: &Envelope, tp: &str) {
-    if let Err(e) = app
+/// Keeps the trace context of the message about to be stored by its id (for handoffs, whose
+/// metadata cannot take it; a chorus message also has it stamped in its metadata); true when
+/// this publish kept it (none was kept for the id before).
+async fn keep_trace(app: &AppState, env: &Envelope, tp: &str) -> bool {
+    match app
         .traces
         .keep(&env.id, env.correlation_id.as_deref(), tp)
         .await
     {
-        tracing::warn!(error = %e, "trace context not kept");
+        Ok(kept) => kept,
+        Err(e) => {
+            tracing::warn!(error = %e, "trace context not kept");
+            false
+        }
     }
 }
 

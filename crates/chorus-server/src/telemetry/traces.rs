@@ -72,23 +72,27 @@ impl Traces {
         })
     }
 
-    /// Keeps `traceparent` for `message_id` (replacing one kept before for that id) and as the
-    /// latest trace of `correlation_id`.
+    /// Keeps `traceparent` for `message_id`, and as the latest trace of `correlation_id`,
+    /// unless one is kept for that id already (a message stored before, or a publish of it
+    /// under way): true when this call kept it.
     pub async fn keep(
         &self,
         message_id: &str,
         correlation_id: Option<&str>,
         traceparent: &str,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         match &self.inner {
             Inner::Memory(m) => {
                 let mut m = m.lock().map_err(|_| "the trace map's lock was poisoned")?;
+                if m.by_message.contains_key(message_id) {
+                    return Ok(false);
+                }
                 let kept = (traceparent.to_owned(), now_ms());
                 m.by_message.insert(message_id.to_owned(), kept.clone());
                 if let Some(c) = correlation_id {
                     m.by_correlation.insert(c.to_owned(), kept);
                 }
-                Ok(())
+                Ok(true)
             }
             Inner::Sqlite(conn) => {
                 let (id, corr, tp) = (
@@ -98,10 +102,32 @@ impl Traces {
                 );
                 run(conn, move |c| {
                     c.prepare_cached(
-                        "INSERT OR REPLACE INTO trace_contexts (message_id, correlation_id, traceparent, at_ms) VALUES (?1, ?2, ?3, ?4)",
+                        "INSERT OR IGNORE INTO trace_contexts (message_id, correlation_id, traceparent, at_ms) VALUES (?1, ?2, ?3, ?4)",
                     )?
                     .execute(params![id, corr, tp, now_ms()])
-                    .map(drop)
+                    .map(|inserted| inserted == 1)
+                })
+                .await
+            }
+        }
+    }
+
+    /// Forgets what [`Traces::keep`] kept for `message_id` (its publish was refused).
+    pub async fn forget(&self, message_id: &str) -> Result<(), String> {
+        match &self.inner {
+            Inner::Memory(m) => {
+                let mut m = m.lock().map_err(|_| "the trace map's lock was poisoned")?;
+                if let Some(gone) = m.by_message.remove(message_id) {
+                    m.by_correlation.retain(|_, kept| *kept != gone);
+                }
+                Ok(())
+            }
+            Inner::Sqlite(conn) => {
+                let id = message_id.to_owned();
+                run(conn, move |c| {
+                    c.prepare_cached("DELETE FROM trace_contexts WHERE message_id = ?1")?
+                        .execute([id])
+                        .map(drop)
                 })
                 .await
             }
@@ -236,17 +262,21 @@ mod tests {
     const B: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
     async fn exercise(t: &Traces) {
-        t.keep("h1", Some("task-1"), B).await.unwrap();
-        t.keep("h1", Some("task-1"), A).await.unwrap();
-        assert_eq!(
-            t.of_message("h1").await.unwrap().as_deref(),
-            Some(A),
-            "the latest kept"
+        assert!(t.keep("h1", Some("task-1"), A).await.unwrap());
+        assert!(
+            !t.keep("h1", Some("task-1"), B).await.unwrap(),
+            "an id's context is kept once: a second publish of it does not replace it"
         );
+        assert_eq!(t.of_message("h1").await.unwrap().as_deref(), Some(A));
         assert_eq!(
             t.of_correlation("task-1").await.unwrap().as_deref(),
             Some(A)
         );
+        // A refused publish takes its context back.
+        assert!(t.keep("refused", Some("task-2"), B).await.unwrap());
+        t.forget("refused").await.unwrap();
+        assert_eq!(t.of_message("refused").await.unwrap(), None);
+        assert_eq!(t.of_correlation("task-2").await.unwrap(), None);
         t.keep("h2", Some("task-1"), B).await.unwrap();
         assert_eq!(
             t.of_correlation("task-1").await.unwrap().as_deref(),
