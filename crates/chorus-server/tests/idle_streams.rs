@@ -71,21 +71,23 @@ async fn a_thousand_idle_inbox_streams_cost_almost_nothing_on_every_store() {
     idle_cost(&server, "sqlite").await;
     server.stop().await;
     #[cfg(feature = "nats")]
-    if let Some((server, store)) =
-        on_server("idle streams", "NATS", "CHORUS_TEST_NATS_URL", &config).await
-    {
-        idle_cost(&server, "NATS").await;
-        server.stop().await;
-        store.address().destroy_namespace().await.unwrap();
-    }
+    run_on_server(
+        "idle streams",
+        "NATS",
+        "CHORUS_TEST_NATS_URL",
+        &config,
+        async |s| idle_cost(s, "NATS").await,
+    )
+    .await;
     #[cfg(feature = "redis")]
-    if let Some((server, store)) =
-        on_server("idle streams", "Redis", "CHORUS_TEST_REDIS_URL", &config).await
-    {
-        idle_cost(&server, "Redis").await;
-        server.stop().await;
-        store.address().destroy_namespace().await.unwrap();
-    }
+    run_on_server(
+        "idle streams",
+        "Redis",
+        "CHORUS_TEST_REDIS_URL",
+        &config,
+        async |s| idle_cost(s, "Redis").await,
+    )
+    .await;
     #[cfg(not(all(feature = "nats", feature = "redis")))]
     let _ = writeln!(
         std::io::stderr(),

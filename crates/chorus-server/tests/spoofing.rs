@@ -107,37 +107,29 @@ async fn forged_documents_of_every_kind_are_refused_and_store_nothing() {
 #[cfg(feature = "nats")]
 #[tokio::test]
 async fn forged_documents_of_every_kind_are_refused_and_store_nothing_on_nats() {
-    let config = spoof_config();
-    if let Some((server, store)) = on_server(
-        "the spoofing table",
+    let (what, config) = ("the spoofing table", spoof_config());
+    run_on_server(
+        what,
         "NATS",
         "CHORUS_TEST_NATS_URL",
         &config,
+        forged_documents_are_refused,
     )
-    .await
-    {
-        forged_documents_are_refused(&server).await;
-        server.stop().await;
-        store.address().destroy_namespace().await.unwrap();
-    }
+    .await;
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn forged_documents_of_every_kind_are_refused_and_store_nothing_on_redis() {
-    let config = spoof_config();
-    if let Some((server, store)) = on_server(
-        "the spoofing table",
+    let (what, config) = ("the spoofing table", spoof_config());
+    run_on_server(
+        what,
         "Redis",
         "CHORUS_TEST_REDIS_URL",
         &config,
+        forged_documents_are_refused,
     )
-    .await
-    {
-        forged_documents_are_refused(&server).await;
-        server.stop().await;
-        store.address().destroy_namespace().await.unwrap();
-    }
+    .await;
 }
 
 /// Every forgery of every kind refused with its status and a reason, nothing stored; the same

@@ -332,3 +332,24 @@ pub async fn on_server(
         .unwrap_or_else(|e| panic!("the {backend} server at {url} is reachable: {e}"));
     Some((TestServer::start_on(bus, config).await, store))
 }
+
+/// Runs `body` against a server with `config` on the NATS or Redis server named by `var` (see
+/// [`on_server`]), then stops the server and deletes its namespace.
+#[cfg(any(feature = "nats", feature = "redis"))]
+pub async fn run_on_server(
+    what: &str,
+    backend: &str,
+    var: &str,
+    config: &ServerConfig,
+    body: impl AsyncFnOnce(&TestServer),
+) {
+    if let Some((server, store)) = on_server(what, backend, var, config).await {
+        body(&server).await;
+        server.stop().await;
+        store
+            .address()
+            .destroy_namespace()
+            .await
+            .expect("delete the test namespace");
+    }
+}
