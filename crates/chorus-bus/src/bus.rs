@@ -187,6 +187,7 @@ pub trait Bus: Backend {
         }
         let id = env.id.clone();
         let stored = self.store_owned(env, &queues, true).await?;
+        crate::crash::reached(crate::crash::points::STORED);
         Ok(Receipt {
             id,
             duplicate: !stored,

@@ -37,6 +37,8 @@ mod bus;
 mod check;
 mod config;
 mod content;
+#[doc(hidden)]
+pub mod crash;
 mod delivery;
 mod documents;
 mod envelope;

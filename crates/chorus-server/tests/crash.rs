@@ -1,14 +1,19 @@
-//! A bounded load of handoffs over HTTP during which the server process is killed with SIGKILL
-//! four times and restarted on the same store: three times while publishes are in flight (their
-//! commits cut short or their answers lost), once between publish requests (none in flight),
-//! while a pool of workers reads and acks the
-//! recipient's inbox throughout. Checked per message id: every acknowledged publish is
-//! delivered and settled (none lost), none is delivered after its ack was answered 204, none is
-//! acked twice, a retried publish whose commit had landed is a duplicate (none twice), and the
-//! inbox is empty at the end. On SQLite, and on NATS and Redis when CHORUS_TEST_NATS_URL and
-//! CHORUS_TEST_REDIS_URL are set (then an unreachable server fails the test).
+//! A bounded load of handoffs over HTTP to a pool of workers (1, 4 and 16 streams reading the
+//! recipient's inbox, one run each) during which one more worker is killed while it holds
+//! messages, and the server process is killed with SIGKILL and restarted on the same store again
+//! and again: between publish requests (none in flight); at each step of a publish's commit
+//! where the store can be cut (SQLite: rows written, `COMMIT` not run; NATS: the id claimed, no
+//! copy sent; the copies sent, the log entry not) and after a commit landed, before its answer
+//! (every store) — the server kills itself there, armed through `CHORUS_CRASH_AT`
+//! (`chorus_bus::crash`), and the test checks that it died of that SIGKILL; then twice at
+//! random moments with publishes in flight. Checked per message id: every acknowledged publish
+//! is delivered and settled (none lost), none is delivered after its ack was answered 204, none
+//! is acked twice, the publish stored before its answer was lost is a duplicate when retried
+//! (none twice), and the inbox is empty at the end. On SQLite, and on NATS and Redis when
+//! CHORUS_TEST_NATS_URL and CHORUS_TEST_REDIS_URL are set (then an unreachable server fails
+//! the test).
 //!
-//! `CHORUS_CRASH_HANDOFFS` sets how many handoffs are sent in all per store (default 2,000 on
+//! `CHORUS_CRASH_HANDOFFS` sets how many handoffs are sent in all per run (default 2,000 on
 //! SQLite, 800 on NATS and Redis). The server runs in a child process: this test binary itself
 //! (it has no libtest harness), which serves instead of testing when `CHORUS_CRASH_CHILD_STORE`
 //! names the store.
@@ -27,13 +32,42 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 const AGENTS: usize = 8;
-/// Streams reading the recipient's inbox at once (competing consumers of one pool).
-const WORKERS: usize = 4;
-/// When the server is killed: after these fractions of the publishes were acknowledged, while
-/// publishes are in flight.
-const KILLS: [f64; 3] = [0.2, 0.45, 0.7];
-/// And after this fraction, between publish requests.
-const KILL_BETWEEN: f64 = 0.85;
+/// Streams reading the recipient's inbox at once (competing consumers of one pool), one run
+/// each.
+const POOLS: [usize; 3] = [1, 4, 16];
+
+/// One way the server is killed.
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    /// The server kills itself (SIGKILL) the `n`th time it reaches this step of a publish's
+    /// commit (`chorus_bus::crash::points`): a kill point known to have been hit.
+    At(&'static str, u64),
+    /// SIGKILL from the test once this fraction of the publishes was acknowledged, at a moment
+    /// publishes are in flight (their commits cut short or their answers lost).
+    InFlight(f64),
+}
+
+/// The kills of one run on the store `name` after the first (between requests), in order: the
+/// store's own commit steps, after a commit landed and before its answer (every store), then at
+/// random moments.
+fn kills(name: &str) -> Vec<Kill> {
+    use chorus_bus::crash::points;
+    let mut kills = match name {
+        "SQLite" => vec![Kill::At(points::SQLITE_BEFORE_COMMIT, 20)],
+        "NATS" => vec![
+            Kill::At(points::NATS_CLAIMED, 20),
+            Kill::At(points::NATS_COPIES_SENT, 20),
+        ],
+        _ => vec![],
+    };
+    kills.extend([
+        Kill::At(points::STORED, 30),
+        Kill::InFlight(0.45),
+        Kill::InFlight(0.7),
+    ]);
+    kills
+}
+
 const SINK_TOKEN: &str = "sink-token";
 const ADMIN_TOKEN: &str = "admin-token";
 const CHILD_ENV: &str = "CHORUS_CRASH_CHILD_STORE";
@@ -262,12 +296,15 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// The scenario on SQLite (2,000 handoffs), and on NATS and Redis (800 each) when their
-/// variables are set; a store whose variable is not set is said to be not tested.
+/// The scenario on SQLite (2,000 handoffs a run), and on NATS and Redis (800) when their
+/// variables are set, once for each pool size; a store whose variable is not set is said to be
+/// not tested.
 async fn every_store() {
-    let dir = tempfile::tempdir().unwrap();
-    let sqlite = format!("sqlite:{}", dir.path().join("chorus.db").display());
-    kill_four_times("SQLite", &sqlite, per_agent(2_000)).await;
+    for workers in POOLS {
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = format!("sqlite:{}", dir.path().join("chorus.db").display());
+        kill_repeatedly("SQLite", &sqlite, per_agent(2_000), workers).await;
+    }
     for (name, var) in [
         ("NATS", "CHORUS_TEST_NATS_URL"),
         ("Redis", "CHORUS_TEST_REDIS_URL"),
@@ -279,64 +316,133 @@ async fn every_store() {
             );
             continue;
         };
-        let ns = format!("chorus_test_crash_{}", uuid::Uuid::new_v4().simple());
-        let address = format!("{url}?namespace={ns}");
-        kill_four_times(name, &address, per_agent(800)).await;
-        let store = Store::parse(&address).expect("a store address");
-        store
-            .address()
-            .destroy_namespace()
-            .await
-            .expect("delete the test namespace");
+        for workers in POOLS {
+            let ns = format!("chorus_test_crash_{}", uuid::Uuid::new_v4().simple());
+            let address = format!("{url}?namespace={ns}");
+            kill_repeatedly(name, &address, per_agent(800), workers).await;
+            let store = Store::parse(&address).expect("a store address");
+            store
+                .address()
+                .destroy_namespace()
+                .await
+                .expect("delete the test namespace");
+        }
     }
 }
 
-/// Kills the server on `store` with SIGKILL under load four times and restarts it: every
-/// acknowledged publish is delivered and settled, none after its ack.
-async fn kill_four_times(name: &str, store: &str, per_agent: usize) {
+/// Starts the server on `store`, armed to kill itself at `next` when that is a kill point.
+fn start(store: &str, next: Option<&Kill>) -> (child::ServerProcess, String) {
+    match next {
+        Some(Kill::At(point, n)) => child::spawn_server_with(
+            CHILD_ENV,
+            store,
+            &[(chorus_bus::crash::CRASH_AT_VAR, format!("{point}:{n}"))],
+        ),
+        _ => spawn_server(store),
+    }
+}
+
+/// A worker of the pool that takes three messages, never settles them and is killed while it
+/// holds them (its stream cut as by `kill -9`); returns how many it held.
+async fn doomed_worker(base: &str) -> usize {
+    let held = Arc::new(AtomicUsize::new(0));
+    let url = format!("{base}/v1/agents/sink/inbox?max_in_flight=3");
+    let mut inbox = SseReader::try_open_url(&url, SINK_TOKEN, None)
+        .await
+        .expect("the doomed worker's stream");
+    let task = {
+        let held = held.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(_)) = inbox.try_next_within(Duration::from_secs(30)).await {
+                held.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while held.load(Ordering::SeqCst) < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    held.load(Ordering::SeqCst)
+}
+
+/// Under a load of handoffs to a pool of `workers` streams: kills one more worker while it holds
+/// messages, then the server between requests, at each kill point of the store's commit, and
+/// twice at random moments, restarting it on `store` each time; checks that every acknowledged
+/// publish is delivered and settled, none after its ack, and that the kill after a commit
+/// made its retry a duplicate.
+async fn kill_repeatedly(name: &str, store: &str, per_agent: usize, workers: usize) {
+    let plan = kills(name);
     let (mut child, first) = spawn_server(store);
-    let (set_base, base) = watch::channel(first);
+    let (set_base, base) = watch::channel(first.clone());
     let published = Arc::new(Published::default());
     let consumed = Arc::new(Mutex::new(Consumed::default()));
     let done = Arc::new(AtomicBool::new(false));
     let producers: Vec<_> = (0..AGENTS)
         .map(|a| tokio::spawn(producer(a, per_agent, base.clone(), published.clone())))
         .collect();
-    let workers: Vec<_> = (0..WORKERS)
+    let pool: Vec<_> = (0..workers)
         .map(|_| tokio::spawn(worker(base.clone(), consumed.clone(), done.clone())))
         .collect();
+    let held = doomed_worker(&first).await;
+    assert_eq!(held, 3, "the killed worker held three messages");
 
-    // Kill the server at each kill point, at a moment a publish is in flight, then restart it.
     let total = AGENTS * per_agent;
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut kills = Vec::new();
-    for fraction in KILLS {
-        let at = (total as f64 * fraction) as usize;
-        while published.acked.load(Ordering::Relaxed) < at
-            || published.in_flight.load(Ordering::SeqCst) == 0
-        {
-            assert!(Instant::now() < deadline, "the load did not get going");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        let in_flight = published.in_flight.load(Ordering::SeqCst);
-        drop(child); // SIGKILL
-        kills.push((published.acked.load(Ordering::Relaxed), in_flight));
-        let (next, url) = spawn_server(store);
-        child = next;
-        set_base.send(url).unwrap();
-    }
-    // Once more between requests: no publish in flight, none sent until the server is back.
-    let at = (total as f64 * KILL_BETWEEN) as usize;
-    while published.acked.load(Ordering::Relaxed) < at {
-        assert!(Instant::now() < deadline, "the load did not go on");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    // Between requests: no publish in flight, none sent until the server is back (armed for
+    // the first kill point).
     {
         let _closed = published.gate.write().await;
         assert_eq!(published.in_flight.load(Ordering::SeqCst), 0);
         drop(child); // SIGKILL
-        kills.push((published.acked.load(Ordering::Relaxed), 0));
-        let (next, url) = spawn_server(store);
+        kills.push(format!(
+            "between requests after {}",
+            published.acked.load(Ordering::Relaxed)
+        ));
+        let (next, url) = start(store, plan.first());
+        child = next;
+        set_base.send(url).unwrap();
+    }
+    for (i, kill) in plan.iter().enumerate() {
+        match *kill {
+            Kill::At(point, _) => {
+                // The server kills itself there; nothing else kills it.
+                let status = loop {
+                    if let Some(status) = child.0.try_wait().expect("the server's status") {
+                        break status;
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "the server never reached {point}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                };
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(status.signal(), Some(9), "the server was killed at {point}");
+                kills.push(format!(
+                    "at {point} after {}",
+                    published.acked.load(Ordering::Relaxed)
+                ));
+            }
+            Kill::InFlight(fraction) => {
+                let at = (total as f64 * fraction) as usize;
+                while published.acked.load(Ordering::Relaxed) < at
+                    || published.in_flight.load(Ordering::SeqCst) == 0
+                {
+                    assert!(Instant::now() < deadline, "the load did not go on");
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                let in_flight = published.in_flight.load(Ordering::SeqCst);
+                drop(child); // SIGKILL
+                kills.push(format!(
+                    "{in_flight} publishes in flight after {}",
+                    published.acked.load(Ordering::Relaxed)
+                ));
+            }
+        }
+        let (next, url) = start(store, plan.get(i + 1));
         child = next;
         set_base.send(url).unwrap();
     }
@@ -382,7 +488,7 @@ async fn kill_four_times(name: &str, store: &str, per_agent: usize) {
     // A moment more: a message delivered again after its ack would show now.
     tokio::time::sleep(Duration::from_secs(3)).await;
     done.store(true, Ordering::Relaxed);
-    for w in workers {
+    for w in pool {
         w.await.unwrap();
     }
     drop(child);
@@ -403,10 +509,17 @@ async fn kill_four_times(name: &str, store: &str, per_agent: usize) {
     );
     let unsure_only = acked.difference(&consumed.acked).count();
     let redelivered = consumed.deliveries.values().filter(|n| **n > 1).count();
+    // The publish the server was killed after storing was retried: a duplicate, not stored twice.
+    let duplicates = published.duplicates.load(Ordering::Relaxed);
+    assert!(
+        duplicates >= 1,
+        "a retry of the publish stored before the kill at {} answered duplicate",
+        chorus_bus::crash::points::STORED
+    );
     latencies.sort();
     println!(
-        "{name}: {total} handoffs from {AGENTS} agents to a pool of {WORKERS} workers; server killed 4 times (after {kills:?} (acknowledged, publishes in flight)); retried publishes answered duplicate: {}; every message delivered and settled, inbox empty (redelivered after a kill or lost ack: {redelivered}, none after a 204 ack; acks committed whose answer the kill cut: {unsure_only}); publish latency p50 {:?}, p99 {:?}",
-        published.duplicates.load(Ordering::Relaxed),
+        "{name}: {total} handoffs from {AGENTS} agents to a pool of {workers} workers (and one more killed holding 3); server killed {} times ({kills:?}); retried publishes answered duplicate: {duplicates}; every message delivered and settled, inbox empty (redelivered after a kill or lost ack: {redelivered}, none after a 204 ack; acks committed whose answer the kill cut: {unsure_only}); publish latency p50 {:?}, p99 {:?}",
+        kills.len(),
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99)
     );

@@ -631,6 +631,7 @@ impl Backend for NatsBus {
                 Claim::Store { at_ms } => tag = at_ms,
             }
         }
+        crate::crash::reached(crate::crash::points::NATS_CLAIMED);
         let headers = envelope_headers(env)?;
         let mut acks = Vec::with_capacity(queues.len());
         for q in queues {
@@ -648,6 +649,7 @@ impl Backend for NatsBus {
                     .map_err(nats_error)?,
             );
         }
+        crate::crash::reached(crate::crash::points::NATS_COPIES_SENT);
         // The log entry is written even when every queue copy was a duplicate: a producer that
         // died before all were stored finds its message logged on the retry. All copies are
         // sent before any confirmation is awaited, so a publish costs one round trip.

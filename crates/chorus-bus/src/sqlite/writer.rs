@@ -105,7 +105,8 @@ fn run(conn: Connection, rx: Receiver<Job>, max_batch: usize) {
 }
 
 fn commit_batch(conn: &Connection, batch: Vec<Job>) {
-    let sync = if batch.iter().any(|j| j.durable) {
+    let durable = batch.iter().any(|j| j.durable);
+    let sync = if durable {
         "PRAGMA synchronous=FULL; BEGIN IMMEDIATE"
     } else {
         "PRAGMA synchronous=NORMAL; BEGIN IMMEDIATE"
@@ -136,6 +137,9 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>) {
             broken.get_or_insert(super::schema::storage_error(e));
         }
         finishes.push(finish);
+    }
+    if durable {
+        crate::crash::reached(crate::crash::points::SQLITE_BEFORE_COMMIT);
     }
     let outcome = match broken {
         Some(e) => Err(e),

@@ -26,8 +26,18 @@ impl Drop for ServerProcess {
 /// Starts this test binary again with `var` = `store`, so that it serves (see [`serve`]);
 /// returns the process and its base URL.
 pub fn spawn_server(var: &str, store: &str) -> (ServerProcess, String) {
+    spawn_server_with(var, store, &[])
+}
+
+/// Like [`spawn_server`], with more variables in the child's environment.
+pub fn spawn_server_with(
+    var: &str,
+    store: &str,
+    more: &[(&str, String)],
+) -> (ServerProcess, String) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .env(var, store)
+        .envs(more.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
