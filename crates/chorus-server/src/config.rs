@@ -81,9 +81,10 @@ pub struct ServerConfig {
     pub max_deliver: u32,
     /// Seconds a published message id is remembered with its content: published again within
     /// them, the same content is a duplicate (200, not stored again) and other content a
-    /// conflict (409); 7 days by default, the message log's retention.
-    #[serde(default = "default_dedupe_window_secs")]
-    pub dedupe_window_secs: u64,
+    /// conflict (409). Unset: as long as the message log is kept (`[retention] messages_secs`,
+    /// 7 days by default; "forever" there is 100 years here).
+    #[serde(default)]
+    pub dedupe_window_secs: Option<u64>,
     /// Routing rules (`[[routes]]`), applied in order to every published message.
     #[serde(default)]
     pub routes: Vec<RouteEntry>,
@@ -240,10 +241,6 @@ fn default_max_deliver() -> u32 {
     5
 }
 
-fn default_dedupe_window_secs() -> u64 {
-    chorus_bus::DEFAULT_DEDUPE_WINDOW.as_secs()
-}
-
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -263,7 +260,7 @@ impl Default for ServerConfig {
             redact: RedactConfig::default(),
             tls_cert: None,
             tls_key: None,
-            dedupe_window_secs: default_dedupe_window_secs(),
+            dedupe_window_secs: None,
             max_deliver: default_max_deliver(),
             media: MediaConfig::default(),
             retention: RetentionConfig::default(),
@@ -392,9 +389,13 @@ impl ServerConfig {
         Duration::from_secs(self.ack_wait_secs.max(1))
     }
 
-    /// The dedupe window as a duration.
+    /// The dedupe window: `dedupe_window_secs`, else the message log's retention (so that an
+    /// id is recognised for as long as its message is kept).
     pub fn dedupe_window(&self) -> Duration {
-        Duration::from_secs(self.dedupe_window_secs)
+        match self.dedupe_window_secs {
+            Some(secs) => Duration::from_secs(secs),
+            None => self.retention.messages_kept(),
+        }
     }
 
     /// The agents' own `ack_wait_secs` and `max_deliver`, for their inbox queues (an agent's
@@ -452,6 +453,16 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(c.dedupe_window(), Duration::from_secs(7 * 24 * 3600));
+        // Unset, the window follows the message log's retention; set, it is its own.
+        let longer = ServerConfig::from_toml("[retention]\nmessages_secs = 2592000\n").unwrap();
+        assert_eq!(longer.dedupe_window(), Duration::from_secs(30 * 24 * 3600));
+        let forever = ServerConfig::from_toml("[retention]\nmessages_secs = 0\n").unwrap();
+        assert!(forever.dedupe_window() >= Duration::from_secs(99 * 365 * 24 * 3600));
+        let own = ServerConfig::from_toml(
+            "dedupe_window_secs = 60\n[retention]\nmessages_secs = 2592000\n",
+        )
+        .unwrap();
+        assert_eq!(own.dedupe_window(), Duration::from_secs(60));
         let queues = c.queue_settings();
         assert_eq!(queues.len(), 2, "{queues:?}");
         assert_eq!(queues["slow"].ack_wait, Some(Duration::from_secs(600)));

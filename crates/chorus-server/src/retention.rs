@@ -74,6 +74,16 @@ impl Default for RetentionConfig {
 const MAX_SECS: f64 = 100.0 * 365.0 * DAY;
 
 impl RetentionConfig {
+    /// How long an acknowledged message is kept in the logs; "forever" (0) is [`MAX_SECS`].
+    pub fn messages_kept(&self) -> Duration {
+        let secs = if self.messages_secs > 0.0 {
+            self.messages_secs.min(MAX_SECS)
+        } else {
+            MAX_SECS
+        };
+        Duration::from_secs_f64(secs)
+    }
+
     /// Why the table cannot be used, naming the key (`retention.<key>`), if it cannot.
     pub fn problem(&self) -> Option<String> {
         let kept = [

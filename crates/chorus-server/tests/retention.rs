@@ -139,7 +139,7 @@ async fn status_of(server: &TestServer, path: &str) -> u16 {
 async fn the_pruner_removes_old_entries_of_every_kind_and_keeps_fresh_ones() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(30);
-    config.dedupe_window_secs = 1;
+    config.dedupe_window_secs = Some(1);
     config.retention.messages_secs = RETENTION_SECS;
     config.retention.dead_letters_secs = RETENTION_SECS;
     config.retention.traces_secs = RETENTION_SECS;

@@ -45,7 +45,6 @@ fn child_config() -> ServerConfig {
     c.retention.traces_secs = KEEP_SECS;
     c.retention.confirmations_secs = KEEP_SECS;
     c.retention.interval_secs = 0.5;
-    c.dedupe_window_secs = KEEP_SECS as u64;
     for agent in ["sink"]
         .into_iter()
         .map(String::from)
