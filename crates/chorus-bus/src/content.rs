@@ -139,26 +139,45 @@ fn text(h: &mut Sha256, s: &str) {
     h.update(s.as_bytes());
 }
 
-/// An integral number (whatever its spelling) as an integer, any other as its float bits.
+/// A JSON number as a value, whatever its spelling: an integral number as an integer, any
+/// other as its float bits (`2`, `2.0` and `2e0` are one number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NumberValue {
+    /// An integral number.
+    Integer(i128),
+    /// Any other, as the bits of its f64.
+    Float(u64),
+}
+
+impl NumberValue {
+    /// The value of `n`.
+    pub(crate) fn of(n: &serde_json::Number) -> NumberValue {
+        let integer = if let Some(i) = n.as_i64() {
+            Some(i128::from(i))
+        } else if let Some(u) = n.as_u64() {
+            Some(i128::from(u))
+        } else {
+            // Below 2^64 in size, an integral f64 is an exact integer: 1.0 and 1 are one number.
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 18_446_744_073_709_551_616.0)
+                .map(|f| f as i128)
+        };
+        match integer {
+            Some(i) => NumberValue::Integer(i),
+            None => NumberValue::Float(n.as_f64().unwrap_or(f64::NAN).to_bits()),
+        }
+    }
+}
+
 fn number(h: &mut Sha256, n: &serde_json::Number) {
-    let integer = if let Some(i) = n.as_i64() {
-        Some(i128::from(i))
-    } else if let Some(u) = n.as_u64() {
-        Some(i128::from(u))
-    } else {
-        // Below 2^64 in size, an integral f64 is an exact integer: 1.0 and 1 are one number.
-        n.as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 18_446_744_073_709_551_616.0)
-            .map(|f| f as i128)
-    };
-    match integer {
-        Some(i) => {
+    match NumberValue::of(n) {
+        NumberValue::Integer(i) => {
             h.update(b"i");
             h.update(i.to_be_bytes());
         }
-        None => {
+        NumberValue::Float(bits) => {
             h.update(b"d");
-            h.update(n.as_f64().unwrap_or(f64::NAN).to_bits().to_be_bytes());
+            h.update(bits.to_be_bytes());
         }
     }
 }

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::content::NumberValue;
 use crate::envelope::Envelope;
 
 /// What a binding matches: the messages a queue receives a copy of, besides those addressed to it.
@@ -61,8 +62,10 @@ impl Binding {
     }
 }
 
-/// Redirects a message by a payload field: when the value at `pointer` equals `equals`, the
-/// message goes to `route_to` instead of its recipients (seed 003: route by `issue_category`).
+/// Redirects a message by a field: when the value at `pointer` equals `equals` (or is an array
+/// holding it, as a list of recipients), the message goes to `route_to` instead of its
+/// recipients (seed 003: route by `issue_category`; also by `/metadata/priority`,
+/// `/metadata/recipient_id`, `/payload/handoff_type`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoutingRule {
     /// JSON pointer into the message, e.g. `/payload/data/issue_category`.
@@ -82,6 +85,25 @@ impl RoutingRule {
             route_to: route_to.into(),
         }
     }
+
+    /// True when the rule takes `document`.
+    pub fn matches(&self, document: &Value) -> bool {
+        RoutingRule::matches_at(&self.pointer, &self.equals, document)
+    }
+
+    /// True when the value at `pointer` in `document` is `equals`, or an array holding it;
+    /// numbers are compared by value (`2`, `2.0` and `2e0` are one number).
+    pub fn matches_at(pointer: &str, equals: &Value, document: &Value) -> bool {
+        let same = |found: &Value| match (found, equals) {
+            (Value::Number(a), Value::Number(b)) => NumberValue::of(a) == NumberValue::of(b),
+            _ => found == equals,
+        };
+        match document.pointer(pointer) {
+            Some(Value::Array(items)) => items.iter().any(same),
+            Some(found) => same(found),
+            None => false,
+        }
+    }
 }
 
 /// Applies the first matching rule to the envelope's recipients, then returns the queues the
@@ -96,9 +118,7 @@ pub fn resolve(
     bindings: &[Binding],
 ) -> Vec<String> {
     if let Some(doc) = document
-        && let Some(rule) = rules
-            .iter()
-            .find(|r| doc.pointer(&r.pointer) == Some(&r.equals))
+        && let Some(rule) = rules.iter().find(|r| r.matches(doc))
     {
         env.recipients = vec![rule.route_to.clone()];
     }
@@ -172,6 +192,31 @@ mod tests {
         let other = json!({"payload": {"data": {"issue_category": "OTHER"}}});
         let mut e = env(&["support_pool"], "ESCALATION");
         assert_eq!(resolve(&mut e, Some(&other), &rules, &[]), ["support_pool"]);
+    }
+
+    #[test]
+    fn a_rule_matches_inside_an_array_and_numbers_by_value() {
+        let to_b = RoutingRule::new("/metadata/recipient_id", json!("b"), "b_pool");
+        assert!(to_b.matches(&json!({"metadata": {"recipient_id": ["a", "b"]}})));
+        assert!(to_b.matches(&json!({"metadata": {"recipient_id": "b"}})));
+        assert!(!to_b.matches(&json!({"metadata": {"recipient_id": ["a", "c"]}})));
+        assert!(!to_b.matches(&json!({"metadata": {}})));
+        let level: Value = serde_json::from_str("2").unwrap();
+        let rule = RoutingRule::new("/payload/data/level", level, "tier2");
+        for spelling in ["2", "2.0", "2e0", "20e-1", "[1, 2.0]"] {
+            let doc: Value = serde_json::from_str(&format!(
+                r#"{{"payload": {{"data": {{"level": {spelling}}}}}}}"#
+            ))
+            .unwrap();
+            assert!(rule.matches(&doc), "{spelling}");
+        }
+        for other in ["3", "2.5", "\"2\"", "[]"] {
+            let doc: Value = serde_json::from_str(&format!(
+                r#"{{"payload": {{"data": {{"level": {other}}}}}}}"#
+            ))
+            .unwrap();
+            assert!(!rule.matches(&doc), "{other}");
+        }
     }
 
     #[test]

@@ -57,9 +57,9 @@ impl RouteEntry {
         id_problem(&self.route_to).map(|why| format!("{at}.route_to: the inbox name {why}"))
     }
 
-    /// True when the rule sends `document` elsewhere.
+    /// True when the rule sends `document` elsewhere (as the bus decides it).
     pub fn matches(&self, document: &Value) -> bool {
-        document.pointer(&self.pointer) == Some(&self.equals)
+        RoutingRule::matches_at(&self.pointer, &self.equals, document)
     }
 }
 

@@ -171,3 +171,63 @@ async fn a_recipient_nobody_reads_is_refused_unless_a_rule_routes_it_or_the_conf
     assert_eq!(r.status(), 201, "accepted when the config says so");
     server.stop().await;
 }
+
+/// Rules on other fields than the payload: by priority, by one recipient of a list, and by a
+/// number however it is spelled; the first matching rule wins, and a document no rule takes
+/// goes to its recipients.
+#[tokio::test]
+async fn rules_route_by_priority_by_a_recipient_in_a_list_and_by_a_number_in_any_form() {
+    const RULES: &str = r#"
+[[routes]]
+pointer = "/metadata/priority"
+equals = "CRITICAL"
+route_to = "urgent_pool"
+
+[[routes]]
+pointer = "/metadata/recipient_id"
+equals = "legacy_desk"
+route_to = "technical_support_agent_pool"
+
+[[routes]]
+pointer = "/metadata/tier"
+equals = 2
+route_to = "tier2_pool"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    config.routes = ServerConfig::from_toml(RULES).unwrap().routes;
+    config.agents.get_mut("bob").unwrap().read = vec![
+        "technical_support_agent_pool".into(),
+        "urgent_pool".into(),
+        "tier2_pool".into(),
+    ];
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    let id = |n: u8| format!("00000000-0000-4000-8000-0000000000c{n}");
+    let mut critical = escalation(&id(1), "BILLING");
+    critical["metadata"]["priority"] = "CRITICAL".into();
+    // Critical and to the legacy desk: the first rule wins.
+    critical["metadata"]["recipient_id"] = json!(["bob", "legacy_desk"]);
+    let mut listed = escalation(&id(2), "BILLING");
+    listed["metadata"]["recipient_id"] = json!(["bob", "legacy_desk"]);
+    // A chorus message whose metadata carries the number as 2.0.
+    let mut tier = message(&id(3), "alice", "bob", "to tier 2");
+    tier["metadata"] = json!({"tier": 2.0});
+    let mut plain = message(&id(4), "alice", "bob", "stays with bob");
+    plain["metadata"] = json!({"tier": 3});
+    let cases = [
+        (critical, json!(["urgent_pool"])),
+        (listed, json!(["technical_support_agent_pool"])),
+        (tier, json!(["tier2_pool"])),
+        (plain, json!(["bob"])),
+    ];
+    for (n, (doc, queues)) in cases.into_iter().enumerate() {
+        let r = publish(&server, ALICE, &doc).await;
+        let status = r.status();
+        let receipt: Value = r.json().await.unwrap();
+        assert_eq!(status, 201, "case {n}: {receipt}");
+        assert_eq!(receipt["queues"], queues, "case {n}: {doc}");
+    }
+    let mut urgent = SseReader::open(&server, "urgent_pool", BOB, None).await;
+    assert_eq!(delivered(&urgent.next().await).0, id(1));
+    server.stop().await;
+}
