@@ -16,8 +16,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:7700")]
     pub listen: String,
     /// Where messages are kept: sqlite:PATH, memory, nats://HOST:PORT or redis://HOST:PORT
-    /// (a server address may end in ?namespace=NAME; NATS and Redis need the cargo features
-    /// `nats` and `redis`).
+    /// (a server address may end in ?namespace=NAME; NATS and Redis are in the default build,
+    /// features `nats` and `redis`).
     #[arg(long, default_value = "sqlite:./chorus.db")]
     pub store: String,
     /// Agents, tokens and limits (TOML); without it only a generated admin token is accepted.

@@ -2,9 +2,12 @@
 
 Usage: python generated_client_walk.py BASE_URL SENDER_TOKEN READER_TOKEN
 The generated package must be importable (PYTHONPATH). Publishes through the generated
-`publish` (again: a duplicate; other content under the same id: a 409 conflict), reads the inbox stream with httpx (generated clients do not stream SSE), and settles
-through the generated `in_progress`, `nack` and `ack`, then acks the redelivery. Prints one JSON
-line with what happened; exits 1 at the first answer that is not the documented one.
+`publish` (again: a duplicate; other content under the same id: a 409 conflict), reads what
+waits in the inbox through the generated `inbox_messages` (ready, then held by the stream, then
+gone), takes the delivery from the inbox stream with httpx (generated clients do not stream
+SSE), and settles through the generated `in_progress`, `nack` and `ack`, then acks the
+redelivery. Prints one JSON line with what happened; exits 1 at the first answer that is not the
+documented one.
 """
 
 import json
@@ -14,9 +17,9 @@ import uuid
 import httpx
 
 from client import AuthenticatedClient
-from client.api.inbox import ack, in_progress, nack
+from client.api.inbox import ack, in_progress, inbox_messages, nack
 from client.api.messages import publish
-from client.models import ErrorBody, NackBody, PublishBody, PublishReceipt
+from client.models import ErrorBody, InboxMessages, NackBody, PublishBody, PublishReceipt
 
 
 def fail(what, response):
@@ -37,6 +40,19 @@ def next_event(lines):
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
     raise SystemExit("FAILED: the inbox stream ended")
+
+
+def waiting(reader, message_id):
+    """The inbox's depth and the state and attempts of `message_id` in it, as the generated
+    client reads them (None when it does not wait there)."""
+    r = inbox_messages.sync_detailed("bob", client=reader)
+    if r.status_code != 200 or not isinstance(r.parsed, InboxMessages):
+        fail("inbox_messages", r)
+    for m in r.parsed.messages:
+        if m.id == message_id:
+            state = getattr(m.state, "value", m.state)
+            return r.parsed.depth, (state, m.attempts)
+    return r.parsed.depth, None
 
 
 def main():
@@ -60,6 +76,9 @@ def main():
             or conflict.parsed.error != "conflict"):
         fail("publish other content under the same id", conflict)
 
+    looks = [waiting(reader, message_id)]
+    if looks[0] != (1, ("ready", 0)):
+        raise SystemExit(f"FAILED: before any delivery the inbox holds {looks[0]}")
     attempts = []
     with httpx.Client(timeout=30) as http:
         headers = {"authorization": f"Bearer {reader_token}"}
@@ -69,6 +88,10 @@ def main():
             attempts.append(event["attempt"])
             if event["message_id"] != message_id or event["message"]["content"] != body["content"]:
                 raise SystemExit(f"FAILED: unexpected event {event}")
+            looks.append(waiting(reader, message_id))
+            if looks[-1][0] != 1 or looks[-1][1] is None or looks[-1][1][0] not in (
+                    "held", "held_or_delayed") or looks[-1][1][1] != 1:
+                raise SystemExit(f"FAILED: once delivered the inbox holds {looks[-1]}")
             r = in_progress.sync_detailed("bob", message_id, client=reader)
             if r.status_code != 204:
                 fail("in-progress", r)
@@ -86,8 +109,11 @@ def main():
     r = ack.sync_detailed("bob", message_id, client=reader)
     if r.status_code != 404:
         fail("ack after ack", r)
+    looks.append(waiting(reader, message_id))
+    if looks[-1] != (0, None):
+        raise SystemExit(f"FAILED: once acked the inbox holds {looks[-1]}")
     print(json.dumps({"published": message_id, "conflict": conflict.status_code, "attempts": attempts,
-                      "settled": ["in-progress", "nack", "ack"]}))
+                      "inbox": looks, "settled": ["in-progress", "nack", "ack"]}))
 
 
 if __name__ == "__main__":
