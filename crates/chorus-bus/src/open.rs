@@ -101,6 +101,25 @@ impl StoreAddress {
         }
     }
 
+    /// Bytes the store holds: the SQLite file with its journal, or what the namespace takes on
+    /// the NATS or Redis server; none for `memory`.
+    pub async fn stored_bytes(&self) -> BusResult<Option<u64>> {
+        match self {
+            StoreAddress::Memory => Ok(None),
+            StoreAddress::Sqlite(path) => {
+                let mut total = 0;
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut file = path.clone().into_os_string();
+                    file.push(suffix);
+                    total += std::fs::metadata(&file).map_or(0, |m| m.len());
+                }
+                Ok(Some(total))
+            }
+            StoreAddress::Nats(server) => stored_bytes_nats(server).await.map(Some),
+            StoreAddress::Redis(server) => stored_bytes_redis(server).await.map(Some),
+        }
+    }
+
     /// The same address with `namespace` when it is a server store.
     pub fn with_namespace(mut self, namespace: &str) -> StoreAddress {
         if let StoreAddress::Nats(server) | StoreAddress::Redis(server) = &mut self {
@@ -185,6 +204,26 @@ async fn destroy_nats(server: &RemoteStore) -> BusResult<()> {
 #[cfg(not(feature = "nats"))]
 async fn destroy_nats(_: &RemoteStore) -> BusResult<()> {
     Err(not_built("NATS", "nats"))
+}
+
+#[cfg(feature = "nats")]
+async fn stored_bytes_nats(server: &RemoteStore) -> BusResult<u64> {
+    crate::nats::NatsBus::stored_bytes_at(&server.url, &server.namespace).await
+}
+
+#[cfg(not(feature = "nats"))]
+async fn stored_bytes_nats(_: &RemoteStore) -> BusResult<u64> {
+    Err(not_built("NATS", "nats"))
+}
+
+#[cfg(feature = "redis")]
+async fn stored_bytes_redis(server: &RemoteStore) -> BusResult<u64> {
+    crate::redis::RedisBus::stored_bytes_at(&server.url, &server.namespace).await
+}
+
+#[cfg(not(feature = "redis"))]
+async fn stored_bytes_redis(_: &RemoteStore) -> BusResult<u64> {
+    Err(not_built("Redis", "redis"))
 }
 
 #[cfg(not(feature = "nats"))]

@@ -337,6 +337,7 @@ fn start(store: &str, next: Option<&Kill>) -> (child::ServerProcess, String) {
             CHILD_ENV,
             store,
             &[(chorus_bus::crash::CRASH_AT_VAR, format!("{point}:{n}"))],
+            None,
         ),
         _ => spawn_server(store),
     }

@@ -2,12 +2,15 @@
 //! server in a child process whose retention keeps everything only a few seconds, so that the
 //! store turns over many times, as it would in weeks of service. Every message carries a trace
 //! context; every tenth an image (kept as a blob); every twentieth is invalid (kept as a dead
-//! letter). The server's resident memory and its files on disk are sampled throughout: after
-//! the warm-up (the first third), neither may keep growing. Nothing may be lost: every accepted
-//! message is delivered and acked, and the inbox is empty at the end.
+//! letter). The server's resident memory and what it stores (its files, and on NATS and Redis
+//! what its namespace holds on the server) are sampled throughout: after the warm-up (the first
+//! third), neither may keep growing. Nothing may be lost: every accepted message is delivered
+//! and acked, and the inbox is empty at the end. On SQLite, then on NATS and Redis when
+//! CHORUS_TEST_NATS_URL and CHORUS_TEST_REDIS_URL are set.
 //!
-//! `CHORUS_SOAK_SECONDS` (default 90) and `CHORUS_SOAK_RATE` (messages a second, default 250)
-//! set the load; the figures are printed (see docs/performance.md).
+//! `CHORUS_SOAK_SECONDS` (default 90 on SQLite, 45 on NATS and Redis) and `CHORUS_SOAK_RATE`
+//! (messages a second, default 250) set the load; the figures are printed (see
+//! docs/performance.md).
 
 mod common;
 
@@ -37,6 +40,8 @@ fn child_config() -> ServerConfig {
         admin_token_sha256: Some(hash_token(ADMIN_TOKEN)),
         rate_per_sec: 0.0,
         settle_rate_per_sec: 0.0,
+        // The test's Redis keeps nothing on disk (redis_persistence.rs tests the refusal).
+        accept_volatile_store: true,
         ..ServerConfig::default()
     };
     c.retention.messages_secs = KEEP_SECS;
@@ -220,12 +225,62 @@ async fn backlog(base: &str) -> Option<u64> {
     metric(base, r#"chorus_inbox_backlog{inbox="sink"}"#).await
 }
 
+/// The soak on SQLite (`CHORUS_SOAK_SECONDS`, default 90), then on NATS and Redis (default 45
+/// each) when CHORUS_TEST_NATS_URL and CHORUS_TEST_REDIS_URL are set; a store whose variable is
+/// not set is said to be not soaked.
 async fn soak() {
-    let seconds = env_number("CHORUS_SOAK_SECONDS", 90.0);
     let rate = env_number("CHORUS_SOAK_RATE", 250.0);
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("chorus.db").display());
-    let (server, base) = child::spawn_server(CHILD_ENV, &store);
+    let sqlite = format!("sqlite:{}", dir.path().join("chorus.db").display());
+    let seconds = env_number("CHORUS_SOAK_SECONDS", 90.0);
+    soak_on("SQLite", &sqlite, dir.path(), seconds, rate).await;
+    for (name, var) in [
+        ("NATS", "CHORUS_TEST_NATS_URL"),
+        ("Redis", "CHORUS_TEST_REDIS_URL"),
+    ] {
+        let Ok(url) = std::env::var(var) else {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** the soak on {name} was NOT run: {var} not set ***\n"
+            );
+            continue;
+        };
+        let ns = format!("chorus_test_soak_{}", uuid::Uuid::new_v4().simple());
+        let address = format!("{url}?namespace={ns}");
+        let dir = tempfile::tempdir().unwrap();
+        let seconds = env_number("CHORUS_SOAK_SECONDS", 45.0);
+        soak_on(name, &address, dir.path(), seconds, rate).await;
+        chorus_server::Store::parse(&address)
+            .expect("a store address")
+            .address()
+            .destroy_namespace()
+            .await
+            .expect("delete the test namespace");
+    }
+}
+
+/// Files under `dir` (the SQLite store, the side stores and blobs) and what the store holds on
+/// its server (NATS, Redis).
+async fn footprint(dir: &Path, store: &chorus_bus::StoreAddress) -> u64 {
+    let remote = match store {
+        chorus_bus::StoreAddress::Sqlite(_) => 0,
+        other => other
+            .stored_bytes()
+            .await
+            .expect("the store's size")
+            .unwrap_or(0),
+    };
+    disk_bytes(dir) + remote
+}
+
+/// Soaks a server on `store` (its side files in `dir`) for `seconds` at `rate` messages a
+/// second.
+async fn soak_on(name: &str, store: &str, dir: &Path, seconds: f64, rate: f64) {
+    let address = chorus_server::Store::parse(store)
+        .expect("a store address")
+        .address()
+        .clone();
+    let (server, base) = child::spawn_server_with(CHILD_ENV, store, &[], Some(dir));
     let stop = Arc::new(AtomicBool::new(false));
     let (accepted, refused, acked) = (
         Arc::new(AtomicUsize::new(0)),
@@ -256,7 +311,7 @@ async fn soak() {
         samples.push((
             started.elapsed().as_secs(),
             rss_kib(server.pid()),
-            disk_bytes(dir.path()),
+            footprint(dir, &address).await,
             accepted.load(Ordering::Relaxed),
             acked.load(Ordering::Relaxed),
         ));
@@ -290,7 +345,10 @@ async fn soak() {
         pruned.push((kind, n));
     }
     let mut out = std::io::stderr();
-    let _ = writeln!(out, "\nsoak: t(s)  RSS(MiB)  disk(MiB)  accepted  acked");
+    let _ = writeln!(
+        out,
+        "\nsoak on {name}: t(s)  RSS(MiB)  disk(MiB)  accepted  acked"
+    );
     for (t, rss, disk, a, k) in &samples {
         let _ = writeln!(
             out,
@@ -309,7 +367,7 @@ async fn soak() {
     let (disk_mid, disk_last) = (disk_max(middle), disk_max(last));
     let total = accepted.load(Ordering::Relaxed);
     println!(
-        "soak: {seconds} s at {rate}/s: {total} accepted, {} refused (dead letters), all acked; \
+        "soak on {name}: {seconds} s at {rate}/s: {total} accepted, {} refused (dead letters), all acked; \
          RSS median {:.1} MiB (middle third) -> {:.1} MiB (last third); disk max {:.2} MiB -> {:.2} MiB; \
          retention {KEEP_SECS} s, so the store turned over about {:.0} times",
         refused.load(Ordering::Relaxed),
@@ -330,11 +388,11 @@ async fn soak() {
     );
     assert!(
         rss_last <= rss_mid + rss_mid / 5 + 8 * 1024,
-        "resident memory keeps growing: {rss_mid} KiB -> {rss_last} KiB"
+        "{name}: resident memory keeps growing: {rss_mid} KiB -> {rss_last} KiB"
     );
     assert!(
         disk_last <= disk_mid + disk_mid / 5 + 1024 * 1024,
-        "disk keeps growing: {disk_mid} -> {disk_last} bytes"
+        "{name}: the store keeps growing: {disk_mid} -> {disk_last} bytes"
     );
     drop(server);
 }

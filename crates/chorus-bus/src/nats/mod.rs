@@ -165,6 +165,9 @@ pub struct NatsBus {
     binding_cache: BindingCache,
 }
 
+/// The streams of a namespace, by the suffix of their names (`ns_Q`, …).
+const STREAMS: [&str; 6] = ["Q", "LOG", "DLQ", "BIND", "DONE", "SEEN"];
+
 impl NatsBus {
     /// Connects to `url` and creates (or reuses) the streams and buckets of namespace `ns`
     /// (letters, digits, `_` and `-`).
@@ -266,13 +269,32 @@ impl NatsBus {
 
     /// Deletes every stream and bucket of this namespace (for tests and teardown).
     pub async fn destroy(self) -> BusResult<()> {
-        for name in ["Q", "LOG", "DLQ", "BIND", "DONE", "SEEN"] {
+        for name in STREAMS {
             self.js
                 .delete_stream(format!("{}_{name}", self.ns))
                 .await
                 .map_err(nats_error)?;
         }
         Ok(())
+    }
+
+    /// Bytes the streams of namespace `ns` hold on the server at `url` (JetStream's count of
+    /// each; a missing stream holds none). Reads only: unlike [`NatsBus::connect`], it creates
+    /// and reconfigures nothing.
+    pub async fn stored_bytes_at(url: &str, ns: &str) -> BusResult<u64> {
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(3))
+            .connect(url)
+            .await
+            .map_err(|e| nats_error(format!("cannot connect to {url}: {e}")))?;
+        let js = async_nats::jetstream::new(client);
+        let mut total = 0;
+        for name in STREAMS {
+            if let Ok(mut stream) = js.get_stream(format!("{ns}_{name}")).await {
+                total += stream.info().await.map_err(nats_error)?.state.bytes;
+            }
+        }
+        Ok(total)
     }
 
     /// Tells the consumers of every process waiting on `queue` that it may have messages (a

@@ -174,6 +174,45 @@ impl RedisBus {
         Ok(())
     }
 
+    /// Bytes the keys of namespace `ns` take in the memory of the server at `url` (`MEMORY
+    /// USAGE` of each, found by `SCAN`, so that a large namespace does not block the server).
+    /// Reads only.
+    pub async fn stored_bytes_at(url: &str, ns: &str) -> BusResult<u64> {
+        let mut conn = redis::Client::open(url)
+            .map_err(redis_error)?
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(redis_error)?;
+        let (mut keys, mut cursor) = (Vec::new(), 0u64);
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(format!("{ns}:*"))
+                .arg("COUNT")
+                .arg(500)
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_error)?;
+            keys.extend(batch);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        let mut total = 0;
+        for key in keys {
+            let used: Option<u64> = redis::cmd("MEMORY")
+                .arg("USAGE")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_error)?;
+            total += used.unwrap_or(0);
+        }
+        Ok(total)
+    }
+
     /// Every binding, read from the server.
     async fn read_bindings(&self) -> BusResult<Vec<Binding>> {
         let members: Vec<String> = self

@@ -26,16 +26,22 @@ impl Drop for ServerProcess {
 /// Starts this test binary again with `var` = `store`, so that it serves (see [`serve`]);
 /// returns the process and its base URL.
 pub fn spawn_server(var: &str, store: &str) -> (ServerProcess, String) {
-    spawn_server_with(var, store, &[])
+    spawn_server_with(var, store, &[], None)
 }
 
-/// Like [`spawn_server`], with more variables in the child's environment.
+/// Like [`spawn_server`], with more variables in the child's environment and, when `dir` is
+/// given, that working directory (where a NATS or Redis store keeps its side files).
 pub fn spawn_server_with(
     var: &str,
     store: &str,
     more: &[(&str, String)],
+    dir: Option<&std::path::Path>,
 ) -> (ServerProcess, String) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let mut child = command
         .env(var, store)
         .envs(more.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
