@@ -290,5 +290,35 @@ async fn a_refused_message_writes_no_media() {
     let r = publish(&server, ALICE, &image_message("good-media", &url)).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
     assert_eq!(blob_files(dir.path()).len(), 1);
+    let kept = blob_files(dir.path());
+
+    // Refused by the store after the media was read: other content under a stored id (409),
+    // with a new image and the kept one; the new one is taken back, the shared one stays.
+    let other = format!(
+        "data:image/png;base64,{}",
+        STANDARD.encode(b"another image")
+    );
+    let mut conflicting = image_message("good-media", &other);
+    conflicting["content"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "image_url", "image_url": {"url": url}}));
+    let r = publish(&server, ALICE, &conflicting).await;
+    assert_eq!(r.status(), 409, "{}", r.text().await.unwrap());
+    assert_eq!(
+        blob_files(dir.path()),
+        kept,
+        "the conflict left no blob, took none"
+    );
+    // To a recipient nobody reads: refused (422) after the media was read, nothing left.
+    let mut nobody = image_message("to-nobody", &other);
+    nobody["recipient"] = "nobody_reads_this".into();
+    let r = publish(&server, ALICE, &nobody).await;
+    assert_eq!(r.status(), 422, "{}", r.text().await.unwrap());
+    assert_eq!(blob_files(dir.path()), kept, "the refusal left no blob");
+    // The image refused twice is kept when a message carrying it is taken.
+    let r = publish(&server, ALICE, &image_message("other-media", &other)).await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    assert_eq!(blob_files(dir.path()).len(), 2);
     server.stop().await;
 }

@@ -15,6 +15,7 @@ use tracing::{Instrument, field};
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
+use crate::blobs::Kept;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::{check_id, id_problem};
 use crate::observe::traceparent;
@@ -312,11 +313,13 @@ async fn store(
     let stored = async {
         // Media is written only for a document the bus will take: one it refuses (kept as a
         // dead letter with its media inline, or expired) writes no file.
+        // What it created is taken back when the bus refuses the document after all (a
+        // conflict, no route, an unreachable store).
         let kept = match &env {
             Some(env) if !refused_anyway(app, env, &document) => {
                 app.blobs.keep_media(&mut document).await?
             }
-            _ => false,
+            _ => Kept::default(),
         };
         let redacted = app.redactor.apply(&mut document);
         let context = env
@@ -325,7 +328,7 @@ async fn store(
         let traced = context
             .as_deref()
             .is_some_and(|tp| telemetry::stamp(&mut document, tp));
-        let bytes = if kept || redacted || traced {
+        let bytes = if kept.changed || redacted || traced {
             serde_json::to_vec(&document)
                 .map_err(|e| {
                     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
@@ -342,6 +345,9 @@ async fn store(
             _ => false,
         };
         let published = app.bus.publish_parsed(bytes, &document).await;
+        if published.is_err() {
+            app.blobs.take_back(kept.created).await;
+        }
         if let (Err(_), true, Some(env)) = (&published, trace_kept, &env)
             && let Err(e) = app.traces.forget(&env.id).await
         {

@@ -4,9 +4,11 @@
 mod media;
 mod prune;
 mod rewrite;
+mod take_back;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +16,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 pub use media::{content_type, extension};
+pub use rewrite::Kept;
 
 /// The URL path under which blobs are served.
 pub const BLOB_PATH: &str = "/v1/blobs/";
@@ -53,11 +56,39 @@ impl Default for MediaConfig {
 }
 
 /// Where blob bytes live: files (their modification time is when a message last carried
-/// them), or a map of bytes with that time in Unix milliseconds.
+/// them), or a map of bytes with that time in Unix milliseconds and the generation of the last
+/// put that carried them.
 #[derive(Debug)]
 enum Place {
     Dir(PathBuf),
-    Memory(Mutex<HashMap<String, (Vec<u8>, i64)>>),
+    Memory(Mutex<HashMap<String, Held>>),
+}
+
+/// A blob held in memory.
+#[derive(Debug)]
+struct Held {
+    bytes: Vec<u8>,
+    /// When a message last carried it, Unix milliseconds.
+    carried_ms: i64,
+    /// The generation of the last put that carried it.
+    generation: u64,
+}
+
+/// A blob a put created (it was not there before), with what tells whether anything carried it
+/// since: see [`BlobStore::take_back`].
+#[derive(Debug)]
+pub struct Created {
+    name: String,
+    mark: Mark,
+}
+
+/// The state a created blob was left in by its put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    /// The file's modification time (a later put touches it).
+    Modified(SystemTime),
+    /// The map entry's generation (a later put gives it a new one).
+    Generation(u64),
 }
 
 /// A content-addressed store of images and audio.
@@ -69,6 +100,8 @@ pub struct BlobStore {
     /// Held while a file is written or touched, and while a prune looks at and removes one, so
     /// that a blob carried again is never removed between the two.
     files: Arc<Mutex<()>>,
+    /// The generation of the last put (in-memory place).
+    generation: AtomicU64,
 }
 
 /// A blob could not be kept or read.
@@ -113,6 +146,7 @@ impl BlobStore {
             config,
             client: OnceLock::new(),
             files: Arc::default(),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -136,14 +170,33 @@ impl BlobStore {
     /// Keeps `bytes` (once per content; a blob kept before is marked as carried now) and
     /// returns the blob's name.
     pub async fn put(&self, bytes: Vec<u8>, mime: &str) -> Result<String, BlobError> {
+        self.put_marked(bytes, mime).await.map(|(name, _)| name)
+    }
+
+    /// [`BlobStore::put`], also saying whether this put created the blob (for
+    /// [`BlobStore::take_back`]).
+    pub(crate) async fn put_marked(
+        &self,
+        bytes: Vec<u8>,
+        mime: &str,
+    ) -> Result<(String, Option<Created>), BlobError> {
         let name = blob_name(&bytes, mime)
             .ok_or_else(|| BlobError(format!("media type {mime:?} is not kept")))?;
-        match &self.place {
+        let mark = match &self.place {
             Place::Memory(map) => {
                 let mut map = map
                     .lock()
                     .map_err(|_| BlobError("the store's lock was poisoned".into()))?;
-                map.entry(name.clone()).or_insert((bytes, 0)).1 = chorus_bus::now_ms();
+                let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                let created = !map.contains_key(&name);
+                let held = map.entry(name.clone()).or_insert(Held {
+                    bytes,
+                    carried_ms: 0,
+                    generation: 0,
+                });
+                held.carried_ms = chorus_bus::now_ms();
+                held.generation = generation;
+                created.then_some(Mark::Generation(generation))
             }
             Place::Dir(dir) => {
                 let (dir, file, files) = (dir.clone(), name.clone(), self.files.clone());
@@ -152,10 +205,15 @@ impl BlobStore {
                     write_once(&dir, &file, &bytes)
                 })
                 .await
-                .map_err(|e| BlobError(e.to_string()))??;
+                .map_err(|e| BlobError(e.to_string()))??
+                .map(Mark::Modified)
             }
-        }
-        Ok(name)
+        };
+        let created = mark.map(|mark| Created {
+            name: name.clone(),
+            mark,
+        });
+        Ok((name, created))
     }
 
     /// The bytes and content type of the blob `name`; `None` when absent or not a blob name.
@@ -168,7 +226,7 @@ impl BlobStore {
                 .lock()
                 .map_err(|_| BlobError("the store's lock was poisoned".into()))?
                 .get(name)
-                .map(|(bytes, _)| bytes.clone()),
+                .map(|held| held.bytes.clone()),
             Place::Dir(dir) => match tokio::fs::read(dir.join(name)).await {
                 Ok(b) => Some(b),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -179,27 +237,46 @@ impl BlobStore {
     }
 }
 
-/// Writes `dir/name` through a temporary file and a rename; when it is already there, marks it
-/// as carried now (its modification time).
-fn write_once(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Result<(), BlobError> {
-    use std::io::Write;
+/// Writes `dir/name` through a temporary file linked into place (never replacing a file of the
+/// same name: another process may have just written it); when it is already there, marks it as
+/// carried now (its modification time). Returns the new file's modification time when this
+/// call created it.
+fn write_once(
+    dir: &std::path::Path,
+    name: &str,
+    bytes: &[u8],
+) -> Result<Option<SystemTime>, BlobError> {
+    use std::io::{ErrorKind, Write};
     let target = dir.join(name);
     let fail = |e: std::io::Error| BlobError(format!("cannot write blob {name}: {e}"));
-    if target.exists() {
-        return std::fs::File::options()
+    let touch = || {
+        std::fs::File::options()
             .write(true)
             .open(&target)
             .and_then(|f| f.set_modified(SystemTime::now()))
-            .map_err(fail);
+    };
+    // A file that goes away between the look and the touch (taken back or pruned by another
+    // process) is written anew.
+    match touch() {
+        Ok(()) => return Ok(None),
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(fail(e)),
     }
     let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
-    let mut file = std::fs::File::create(&tmp).map_err(fail)?;
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &target)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
+    let written = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        let modified = file.metadata()?.modified()?;
+        std::fs::hard_link(&tmp, &target).map(|()| modified)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    match written {
+        Ok(modified) => Ok(Some(modified)),
+        // Written meanwhile by another process: the same bytes, carried now.
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => touch().map(|()| None).map_err(fail),
+        Err(e) => Err(fail(e)),
     }
-    Ok(())
 }
 
 #[cfg(test)]

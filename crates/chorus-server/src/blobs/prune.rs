@@ -16,7 +16,7 @@ impl BlobStore {
                     .lock()
                     .map_err(|_| BlobError("the store's lock was poisoned".into()))?;
                 let before = map.len();
-                map.retain(|_, (_, at)| *at >= before_ms);
+                map.retain(|_, held| held.carried_ms >= before_ms);
                 Ok((before - map.len()) as u64)
             }
             Place::Dir(dir) => {

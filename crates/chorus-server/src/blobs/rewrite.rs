@@ -7,7 +7,7 @@ use chorus_core::media::DataUrl;
 use serde_json::Value;
 
 use super::media::{audio_format_type, extension};
-use super::{BLOB_PATH, BlobStore};
+use super::{BLOB_PATH, BlobStore, Created};
 use crate::error::{ApiError, IssueBody};
 
 /// Where a piece of media was found and how to get its bytes.
@@ -134,6 +134,16 @@ fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
     }
 }
 
+/// What [`BlobStore::keep_media`] did to a document.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// True when any piece of media was replaced by a blob URL.
+    pub changed: bool,
+    /// The blobs it created (not there before), for [`BlobStore::take_back`] when the
+    /// document is refused after all.
+    pub created: Vec<Created>,
+}
+
 impl BlobStore {
     /// True when `document` has images or audio that [`BlobStore::keep_media`] would move.
     pub fn has_media(&self, document: &Value) -> bool {
@@ -143,11 +153,12 @@ impl BlobStore {
     }
 
     /// Moves the images and audio of `document` into the store and points the document at
-    /// them; returns true when anything changed.
-    pub async fn keep_media(&self, document: &mut Value) -> Result<bool, ApiError> {
+    /// them. Every piece is read (decoded, fetched, its size checked) before any is written, so
+    /// that a refused piece writes nothing; a write that fails takes back what was written.
+    pub async fn keep_media(&self, document: &mut Value) -> Result<Kept, ApiError> {
         let mut jobs = Vec::new();
         collect(document, "", self.config.fetch_remote, &mut jobs);
-        let mut changed = false;
+        let mut read = Vec::with_capacity(jobs.len());
         for job in jobs {
             let (bytes, mime) = match job.source {
                 Source::Inline { mime, base64 } => {
@@ -170,19 +181,30 @@ impl BlobStore {
             if bytes.len() > self.config.max_blob_bytes {
                 return Err(self.too_large(&job.pointer, bytes.len()));
             }
-            let name = self.put(bytes, &mime).await.map_err(|e| {
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "store_unavailable",
-                    e.to_string(),
-                )
-            })?;
-            if let Some(slot) = document.pointer_mut(&job.pointer) {
+            read.push((job.pointer, bytes, mime));
+        }
+        let mut kept = Kept::default();
+        for (pointer, bytes, mime) in read {
+            let name = match self.put_marked(bytes, &mime).await {
+                Ok((name, created)) => {
+                    kept.created.extend(created);
+                    name
+                }
+                Err(e) => {
+                    self.take_back(kept.created).await;
+                    return Err(ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "store_unavailable",
+                        e.to_string(),
+                    ));
+                }
+            };
+            if let Some(slot) = document.pointer_mut(&pointer) {
                 *slot = Value::String(format!("{BLOB_PATH}{name}"));
-                changed = true;
+                kept.changed = true;
             }
         }
-        Ok(changed)
+        Ok(kept)
     }
 
     fn too_large(&self, pointer: &str, len: usize) -> ApiError {
@@ -268,7 +290,7 @@ mod tests {
             {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "pcm16"}},
             {"type": "image_url", "image_url": {"url": "data:image/svg+xml;base64,PHN2Zy8+"}},
         ]});
-        assert!(store.keep_media(&mut doc).await.unwrap());
+        assert!(store.keep_media(&mut doc).await.unwrap().changed);
         let url = doc["content"][1]["image_url"]["url"].as_str().unwrap();
         assert!(
             url.starts_with("/v1/blobs/sha256-") && url.ends_with(".png"),

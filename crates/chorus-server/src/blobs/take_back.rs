@@ -1,0 +1,148 @@
+//! Taking back the blobs a refused publish created, unless something carried them since.
+//!
+//! Blobs are content-addressed and shared: a blob this publish created may have been found and
+//! used by another publish a moment later (of this process or of another server on the same
+//! folder). It is removed only when nothing touched it since its creation: a file is first
+//! renamed away (atomically: from then on, a put of the same content writes it anew), then its
+//! modification time is compared with the one its creation left, and a touched file is linked
+//! back (never replacing a file written meanwhile, which has the same bytes).
+
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::{BlobStore, Created, Mark, Place};
+
+impl BlobStore {
+    /// Removes the blobs in `created` that nothing carried since their put (see the module
+    /// doc); a failure is logged, not returned (the pruner removes what is left, in time).
+    pub async fn take_back(&self, created: Vec<Created>) {
+        if created.is_empty() {
+            return;
+        }
+        match &self.place {
+            Place::Memory(map) => {
+                let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+                for Created { name, mark } in created {
+                    if map.get(&name).map(|held| Mark::Generation(held.generation)) == Some(mark) {
+                        map.remove(&name);
+                    }
+                }
+            }
+            Place::Dir(dir) => {
+                let (dir, files) = (dir.clone(), self.files.clone());
+                let done = tokio::task::spawn_blocking(move || {
+                    for c in created {
+                        if let Err(e) = take_back_file(&dir, &files, &c) {
+                            tracing::warn!(blob = %c.name, error = %e, "a blob of a refused message was not removed");
+                        }
+                    }
+                })
+                .await;
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "the blobs of a refused message were not removed");
+                }
+            }
+        }
+    }
+}
+
+/// Removes `dir/<name>` when its modification time is still the one its creation left.
+fn take_back_file(dir: &Path, files: &Mutex<()>, created: &Created) -> std::io::Result<()> {
+    let Mark::Modified(made) = created.mark else {
+        return Ok(());
+    };
+    let _held = files.lock().unwrap_or_else(|p| p.into_inner());
+    let target = dir.join(&created.name);
+    let aside = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+    match std::fs::rename(&target, &aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    let untouched = std::fs::metadata(&aside)
+        .and_then(|m| m.modified())
+        .is_ok_and(|at| at == made);
+    if !untouched {
+        match std::fs::hard_link(&aside, &target) {
+            // Written anew meanwhile: the same bytes are in place.
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            // Put back as it was (a file of the same name has the same bytes).
+            Err(e) => {
+                std::fs::rename(&aside, &target)?;
+                return Err(e);
+            }
+        }
+    }
+    std::fs::remove_file(&aside)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::MediaConfig;
+    use super::*;
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A created blob nothing carried since goes; one another put carried since stays; one
+    /// found (not created) is never taken.
+    async fn exercise(store: &BlobStore, listed: impl Fn() -> usize) {
+        let (a, made_a) = store.put_marked(b"a".to_vec(), "image/png").await.unwrap();
+        let (_, made_b) = store.put_marked(b"b".to_vec(), "image/png").await.unwrap();
+        assert!(made_a.is_some() && made_b.is_some(), "both created");
+        // Another publish carries `a` again before the first one is refused.
+        let (again, found) = store.put_marked(b"a".to_vec(), "image/png").await.unwrap();
+        assert_eq!(again, a);
+        assert!(found.is_none(), "found, not created");
+        store
+            .take_back(vec![made_a.unwrap(), made_b.unwrap()])
+            .await;
+        assert_eq!(listed(), 1, "b taken back, a kept");
+        assert!(store.get(&a).await.unwrap().is_some(), "a still served");
+        // Created again after it went: a new blob, taken back alone.
+        let (_, made) = store.put_marked(b"b".to_vec(), "image/png").await.unwrap();
+        assert!(made.is_some());
+        store.take_back(made.into_iter().collect()).await;
+        assert_eq!(listed(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_blob_is_taken_back_only_when_nothing_carried_it_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("blobs");
+        let store = BlobStore::open(folder.clone(), MediaConfig::default()).unwrap();
+        exercise(&store, || files(&folder).len()).await;
+        assert!(
+            files(&folder).iter().all(|n| !n.starts_with(".tmp-")),
+            "no temporary file left: {:?}",
+            files(&folder)
+        );
+        let memory = BlobStore::in_memory(MediaConfig::default());
+        let count = || match &memory.place {
+            Place::Memory(map) => map.lock().unwrap().len(),
+            Place::Dir(_) => unreachable!(),
+        };
+        exercise(&memory, count).await;
+    }
+
+    #[tokio::test]
+    async fn a_file_written_anew_meanwhile_is_left_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
+        let (name, made) = store.put_marked(b"x".to_vec(), "image/png").await.unwrap();
+        // Another process removed it and wrote it again (a new file, a new time).
+        std::fs::remove_file(dir.path().join(&name)).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(dir.path().join(&name), b"x").unwrap();
+        store.take_back(made.into_iter().collect()).await;
+        assert_eq!(files(dir.path()), [name]);
+    }
+}
