@@ -226,15 +226,25 @@ async function searchView(q) {
     hits.length || found.dead_letters.length ? "" : el("p", { class: "empty" }, `Nothing is named ${q}: no task, conversation, correlation, inbox, message or dead letter.`));
 }
 
-/** Dead letters read at most when looking for a timeline's (1000 a page). */
-const DEAD_LETTER_READ = 10000;
+/** Message ids asked about in one request (the server's limit). */
+const IDS_PER_REQUEST = 100;
 
-/** Where each copy of a timeline's messages stands, and the dead letters that belong to the
- * timeline but never entered it: `states` maps message id → recipient inbox → `{kind:
- * "waiting", waiting}` (from the inbox's listing, which claims nothing) or `{kind: "dead",
- * letter}`; a copy in neither was acknowledged (`states.unknownQueues`: inboxes too deep, or
- * unreadable, to tell). `belongs(document)` says whether a refused document is the timeline's. */
-async function deliveryStates(messages, belongs) {
+/** The dead letters of the messages `ids`, through the store's index by message id (a request
+ * per 100 ids, however many dead letters there are). */
+async function deadLettersOf(ids) {
+  const letters = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_REQUEST) {
+    const some = ids.slice(i, i + IDS_PER_REQUEST).join(",");
+    letters.push(...(await api("GET", `/v1/dead-letters?message_id=${encodeURIComponent(some)}`)).items);
+  }
+  return letters;
+}
+
+/** Where each copy of a timeline's messages stands: a map of message id → recipient inbox →
+ * `{kind: "waiting", waiting}` (from the inbox's listing, which claims nothing) or `{kind:
+ * "dead", letter}` (the dead letters of the page's ids); a copy in neither was acknowledged
+ * (`states.unknownQueues`: inboxes too deep, or unreadable, to tell). */
+async function deliveryStates(messages) {
   const states = new Map();
   states.unknownQueues = new Set();
   const ids = new Set(messages.map((m) => m.id));
@@ -253,19 +263,44 @@ async function deliveryStates(messages, belongs) {
       states.unknownQueues.add(q);
     }
   }));
-  const refused = [];
-  let after = null;
-  for (let read = 0; read < DEAD_LETTER_READ; read += 1000) {
-    const page = await api("GET", `/v1/dead-letters?limit=1000${after === null ? "" : `&after=${encodeURIComponent(after)}`}`);
-    for (const d of page.items) {
-      const doc = d.message && typeof d.message === "object" ? d.message : null;
-      if (d.queue && d.message_id && ids.has(d.message_id)) put(d.message_id, d.queue, { kind: "dead", letter: d });
-      else if (!d.queue && doc && belongs(doc)) refused.push(d);
-    }
-    if (!page.next) break;
-    after = page.next;
+  for (const d of await deadLettersOf([...ids])) {
+    if (d.queue && d.message_id && ids.has(d.message_id)) put(d.message_id, d.queue, { kind: "dead", letter: d });
   }
-  return { states, refused };
+  return states;
+}
+
+/** Dead letters read a request at a time when looking for a timeline's refused documents. */
+const REFUSED_PAGE = 1000;
+
+/** A button that looks through every dead letter, a page at a time and only when asked, for
+ * documents refused on publish that belong to the timeline (`belongs(document)`); they never
+ * entered it, so no index leads to them. Draws them, or says none were found. */
+function refusedSearch(belongs) {
+  const section = el("section", { class: "refused-search" });
+  const run = async () => {
+    const found = [];
+    let after = null, read = 0;
+    try {
+      do {
+        const page = await api("GET", `/v1/dead-letters?limit=${REFUSED_PAGE}${after === null ? "" : `&after=${encodeURIComponent(after)}`}`);
+        for (const d of page.items) {
+          const doc = d.message && typeof d.message === "object" ? d.message : null;
+          if (!d.queue && doc && belongs(doc)) found.push(d);
+        }
+        read += page.items.length;
+        section.replaceChildren(el("p", { class: "progress" }, `read ${read}${typeof page.total === "number" ? ` of ${page.total}` : ""} dead letters…`));
+        after = page.next;
+      } while (after);
+    } catch (e) {
+      section.replaceChildren(el("p", { class: "error" }, `could not read the dead letters: ${e.message}`));
+      return;
+    }
+    section.replaceChildren(found.length
+      ? el("ol", { class: "timeline refused" }, found.map((letter) => el("li", {}, refusedEntry(letter))))
+      : el("p", { class: "empty" }, `No document of this timeline was refused on publish (${read} dead letters read).`));
+  };
+  section.append(el("button", { class: "find-refused", onclick: run }, "Look for documents refused on publish"));
+  return section;
 }
 
 /** The timeline being shown, so that its page is kept while the same one is drawn again. */
@@ -282,13 +317,14 @@ async function detail(kind, id) {
   const messages = page.items;
   await schemasLoaded;
   const key = kind === "task" ? "task_id" : "session_id";
-  const { states, refused } = await deliveryStates(messages, (doc) => (doc.metadata || {})[key] === id);
+  const states = await deliveryStates(messages);
   return el("div", { id: "detail", class: kind },
     el("p", {}, el("a", { href: "#/" }, "← home")),
     el("h2", {}, `${kind === "task" ? "Task" : "Conversation"} ${id}`),
     pager("timeline", page, TIMELINE_PAGE, "messages"),
     totals(messages), graph(messages), swimlanes(messages), el("h3", {}, "Timeline"),
-    timeline(messages, states, page.next ? [] : refused));
+    timeline(messages, states),
+    page.next ? "" : refusedSearch((doc) => (doc.metadata || {})[key] === id));
 }
 
 /** Most messages of an inbox drawn at once (the server's limit). */

@@ -205,9 +205,8 @@ function messageEntry(m, results, states) {
 }
 
 /** A timeline: handoff cards and messages in order; tool results sit with their calls; with
- * `states`, each entry says where each copy stands, and `refused` (dead letters that never
- * entered it) come last. */
-function timeline(messages, states, refused) {
+ * `states`, each entry says where each copy stands. */
+function timeline(messages, states) {
   const results = new Map();
   const calls = new Set();
   for (const m of messages) {
@@ -219,8 +218,7 @@ function timeline(messages, states, refused) {
   }
   const shown = messages.filter((m) => !(m.message && m.message.role === "tool" && results.get(m.message.tool_call_id) === m));
   return el("ol", { class: "timeline" },
-    shown.map((m) => el("li", {}, isHandoff(m) ? handoffCard(m, states) : messageEntry(m, results, states))),
-    (refused || []).map((letter) => el("li", {}, refusedEntry(letter))));
+    shown.map((m) => el("li", {}, isHandoff(m) ? handoffCard(m, states) : messageEntry(m, results, states))));
 }
 
 /** Who sent to whom in a timeline, as counted edges. */

@@ -289,3 +289,61 @@ async fn timelines_and_search_give_the_hub_publish_time_and_find_a_message_by_id
     assert_eq!(nothing["message"], Value::Null, "{nothing}");
     server.stop().await;
 }
+
+/// The dead letters of some message ids, read through the store's index: exactly those the
+/// deliveries of the ids asked became (each once however often it is named; a document refused
+/// on publish under an id is not among them), all in one answer; a bad list is 400.
+#[tokio::test]
+async fn dead_letters_are_found_by_message_id_without_reading_the_rest() {
+    let (_dir, server) = fresh(30).await;
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    for i in 0..3 {
+        let id = format!("hot-{i}");
+        let r = publish(&server, ALICE, &message(&id, "alice", "bob", "x")).await;
+        assert_eq!(r.status(), 201);
+        nack_past_max_deliver(&server, &mut inbox, ("bob", BOB), &id).await;
+    }
+    let mut refused = message("ghost", "alice", "bob", "x");
+    refused["role"] = "tool".into();
+    assert_eq!(publish(&server, ALICE, &refused).await.status(), 422);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while admin_get(&server, "/v1/dead-letters", ADMIN).await.1["total"] != 4 {
+        assert!(std::time::Instant::now() < deadline, "four dead letters");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (status, some) = admin_get(
+        &server,
+        "/v1/dead-letters?message_id=hot-2,hot-0,hot-2,never-sent,ghost",
+        ADMIN,
+    )
+    .await;
+    assert_eq!(status, 200, "{some}");
+    let ids: Vec<&str> = some["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["hot-0", "hot-2"], "oldest first, each once: {some}");
+    assert_eq!(some["items"][0]["queue"], "bob");
+    assert_eq!(some["total"], 2);
+    assert_eq!(some["next"], Value::Null);
+    let many = (0..101)
+        .map(|i| format!("m{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    for bad in [
+        "/v1/dead-letters?message_id=hot-1&limit=10".to_owned(),
+        "/v1/dead-letters?message_id=hot-1&after=1".to_owned(),
+        "/v1/dead-letters?message_id=a%2Fb".to_owned(),
+        "/v1/dead-letters?message_id=".to_owned(),
+        format!("/v1/dead-letters?message_id={many}"),
+    ] {
+        let (status, body) = admin_get(&server, &bad, ADMIN).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    let (status, _) = admin_get(&server, "/v1/dead-letters?message_id=hot-1", BOB).await;
+    assert_eq!(status, 403, "agents do not see dead letters");
+    drop(inbox);
+    server.stop().await;
+}

@@ -1,8 +1,9 @@
 //! The task page tells the story of seed 003's chain, as a person sees it in headless chromium:
 //! each handoff with the time the hub accepted it, sender → recipient, payload fields labelled by the type's data
 //! schema, context (state, previous actions in time order, summary), instructions, and where each
-//! copy stands (acknowledged, waiting, dead-lettered, expired); a refused handoff of the task
-//! beside them; usage "not reported". Set CHORUS_TEST_BROWSER to fail without chromium.
+//! copy stands (acknowledged, waiting, dead-lettered, expired, from the dead letters of the
+//! page's ids alone); a refused handoff of the task, found when asked for; usage "not
+//! reported". Set CHORUS_TEST_BROWSER to fail without chromium.
 
 mod common;
 mod webdriver;
@@ -309,9 +310,30 @@ async fn the_task_page_tells_the_story_of_the_seed_003_chain() {
             "technical_support_agent_pool: dead-lettered: max_deliver: delivered 5 times without an ack",
         )
         .await;
-    // The refused escalation is in the task too, with why.
+    // The refused escalation belongs to the task too: found, with why, when asked for (the
+    // view itself reads no dead letter but those of its page's ids).
+    assert_eq!(browser.count("article.refused-entry").await, 0);
+    let read = browser
+        .run("return performance.getEntriesByType('resource').map(e => e.name).filter(u => u.includes('/v1/dead-letters'))")
+        .await;
+    let read: Vec<&str> = read
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    // (The home page read its first page of 20 before.)
+    assert!(
+        read.iter().any(|u| u.contains("message_id="))
+            && !read.iter().any(|u| u.contains("limit=1000")),
+        "the task view reads dead letters by its ids only, no scan: {read:?}"
+    );
+    browser.click("button.find-refused").await;
     let refused = browser
         .shown("article.refused-entry", "refused on publish")
+        .await;
+    browser
+        .shown("section.refused-search", "refused on publish")
         .await;
     assert!(
         refused.contains("invalid: /payload/data/customer_info"),

@@ -29,15 +29,35 @@ pub struct After {
     pub limit: Option<usize>,
 }
 
-/// A page of the dead letters, oldest first, with their number (admin token).
+/// Most message ids of one `GET /v1/dead-letters?message_id=…`.
+pub const MAX_MESSAGE_IDS: usize = 100;
+
+/// Which dead letters: a page of all of them, or those of some messages.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterQuery {
+    /// At most this many entries (default 100; 1 to 1000, a value outside is brought inside).
+    pub limit: Option<usize>,
+    /// The `next` of the page before, unchanged; the first page when absent.
+    pub after: Option<String>,
+    /// Only the dead letters that deliveries of these message ids became, comma-separated ids
+    /// (1 to 100), read through the store's index (however many dead letters there are); all
+    /// of them in one answer, without `limit` or `after`. Documents refused on publish are not
+    /// found this way (anyone can publish bytes naming any id).
+    pub message_id: Option<String>,
+}
+
+/// A page of the dead letters, oldest first, with their number; or the dead letters of some
+/// message ids (admin token).
 #[utoipa::path(
     get,
     path = "/v1/dead-letters",
     tag = "admin",
-    params(PageQuery),
+    params(DeadLetterQuery),
     responses(
         (status = 200, description = "A page of dead letters", body = DeadLetterPage),
-        (status = 400, description = "A bad `limit` or `after`", body = ErrorBody),
+        (status = 400, description = "A bad `limit`, `after` or `message_id`", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
     ),
@@ -46,14 +66,58 @@ pub struct After {
 pub async fn dead_letters(
     State(app): State<AppState>,
     _admin: Admin,
-    ApiQuery(page): ApiQuery<PageQuery>,
+    ApiQuery(query): ApiQuery<DeadLetterQuery>,
 ) -> Result<Json<DeadLetterPage>, ApiError> {
+    if let Some(ids) = &query.message_id {
+        return dead_letters_of(&app, ids, &query).await.map(Json);
+    }
+    let page = PageQuery {
+        limit: query.limit,
+        after: query.after,
+    };
     let letters = app
         .bus
         .dead_letters_page(page.after(), page.limit())
         .await
         .map_err(listing_error)?;
     Ok(Json(DeadLetterPage::of(letters, DeadLetterBody::from)))
+}
+
+/// The dead letters of the comma-separated message ids `ids`, oldest first.
+async fn dead_letters_of(
+    app: &AppState,
+    ids: &str,
+    query: &DeadLetterQuery,
+) -> Result<DeadLetterPage, ApiError> {
+    if query.limit.is_some() || query.after.is_some() {
+        return Err(ApiError::bad_request(
+            "bad_query",
+            "message_id reads every dead letter of its ids: leave out limit and after",
+        ));
+    }
+    let mut ids: Vec<&str> = ids.split(',').collect();
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(*id));
+    if ids.len() > MAX_MESSAGE_IDS {
+        return Err(ApiError::bad_request(
+            "bad_query",
+            format!(
+                "message_id names {} ids; at most {MAX_MESSAGE_IDS} a request",
+                ids.len()
+            ),
+        ));
+    }
+    let mut letters = Vec::new();
+    for id in ids {
+        check_id("the message id", id)?;
+        letters.extend(app.bus.dead_letters_of(id).await?);
+    }
+    letters.sort_by_key(|d| d.at_ms);
+    Ok(DeadLetterPage {
+        total: Some(letters.len() as u64),
+        items: letters.into_iter().map(DeadLetterBody::from).collect(),
+        next: None,
+    })
 }
 
 /// Delivers a dead letter again (its inbox, or a new publish when it was refused) and removes
