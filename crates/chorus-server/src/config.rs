@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 pub use crate::blobs::MediaConfig;
 use crate::ids::id_problem;
+pub use crate::pools::PoolEntry;
 pub use crate::redact::RedactConfig;
 use crate::redact::Redactor;
 pub use crate::retention::RetentionConfig;
@@ -85,6 +86,9 @@ pub struct ServerConfig {
     /// 7 days by default; "forever" there is 100 years here).
     #[serde(default)]
     pub dedupe_window_secs: Option<u64>,
+    /// Pools (`[pools.NAME]`): inboxes several agents read, with their own delivery settings.
+    #[serde(default)]
+    pub pools: BTreeMap<String, PoolEntry>,
     /// Routing rules (`[[routes]]`), applied in order to every published message.
     #[serde(default)]
     pub routes: Vec<RouteEntry>,
@@ -221,6 +225,26 @@ fn check_in_flight(name: &str, value: Option<usize>) -> Result<(), String> {
     }
 }
 
+/// Refuses the delivery settings of an agent's inbox or a pool (`at`): `max_in_flight`,
+/// `ack_wait_secs`, `max_deliver`.
+fn check_inbox_settings(
+    at: &str,
+    (max_in_flight, ack_wait_secs, max_deliver): (Option<usize>, Option<u64>, Option<u32>),
+) -> Result<(), String> {
+    check_in_flight(&format!("{at}.max_in_flight"), max_in_flight)?;
+    if ack_wait_secs == Some(0) {
+        return Err(format!(
+            "{at}.ack_wait_secs: expected 1 or more seconds, found 0"
+        ));
+    }
+    if max_deliver == Some(0) {
+        return Err(format!(
+            "{at}.max_deliver: expected 1 or more deliveries before a message is dead-lettered, found 0"
+        ));
+    }
+    Ok(())
+}
+
 fn default_ack_wait_secs() -> u64 {
     30
 }
@@ -268,6 +292,7 @@ impl Default for ServerConfig {
             subscriptions: Vec::new(),
             request_timeout_secs: default_request_timeout_secs(),
             cors: CorsConfig::default(),
+            pools: BTreeMap::new(),
         }
     }
 }
@@ -320,18 +345,20 @@ impl ServerConfig {
                 return Err(fail(format!("agents.{id:?}: the agent id {why}")));
             }
             check_hash(&format!("agents.{id}.token_sha256"), &agent.token_sha256).map_err(fail)?;
-            check_in_flight(&format!("agents.{id}.max_in_flight"), agent.max_in_flight)
-                .map_err(fail)?;
-            if agent.ack_wait_secs == Some(0) {
+            let settings = (agent.max_in_flight, agent.ack_wait_secs, agent.max_deliver);
+            check_inbox_settings(&format!("agents.{id}"), settings).map_err(fail)?;
+        }
+        for (name, pool) in &self.pools {
+            if let Some(why) = id_problem(name) {
+                return Err(fail(format!("pools.{name:?}: the pool name {why}")));
+            }
+            if self.agents.contains_key(name) {
                 return Err(fail(format!(
-                    "agents.{id}.ack_wait_secs: expected 1 or more seconds, found 0"
+                    "pools.{name}: an agent has this id; a pool is an inbox of its own (hint: name the pool e.g. {name}_pool and list it in the agents' read)"
                 )));
             }
-            if agent.max_deliver == Some(0) {
-                return Err(fail(format!(
-                    "agents.{id}.max_deliver: expected 1 or more deliveries before a message is dead-lettered, found 0"
-                )));
-            }
+            let settings = (pool.max_in_flight, pool.ack_wait_secs, pool.max_deliver);
+            check_inbox_settings(&format!("pools.{name}"), settings).map_err(fail)?;
         }
         for (name, rate) in [
             ("rate_per_sec", self.rate_per_sec),
@@ -398,18 +425,26 @@ impl ServerConfig {
         }
     }
 
-    /// The agents' own `ack_wait_secs` and `max_deliver`, for their inbox queues (an agent's
-    /// inbox is the queue named by its id).
+    /// The agents' and pools' own `ack_wait_secs` and `max_deliver`, for their inbox queues
+    /// (an agent's inbox is the queue named by its id, a pool's by its name).
     pub fn queue_settings(&self) -> HashMap<String, QueueSettings> {
-        self.agents
+        let agents = self
+            .agents
             .iter()
-            .filter(|(_, a)| a.ack_wait_secs.is_some() || a.max_deliver.is_some())
-            .map(|(id, a)| {
+            .map(|(id, a)| (id, a.ack_wait_secs, a.max_deliver));
+        let pools = self
+            .pools
+            .iter()
+            .map(|(name, p)| (name, p.ack_wait_secs, p.max_deliver));
+        agents
+            .chain(pools)
+            .filter(|(_, ack_wait, max_deliver)| ack_wait.is_some() || max_deliver.is_some())
+            .map(|(queue, ack_wait, max_deliver)| {
                 let settings = QueueSettings {
-                    ack_wait: a.ack_wait_secs.map(Duration::from_secs),
-                    max_deliver: a.max_deliver,
+                    ack_wait: ack_wait.map(Duration::from_secs),
+                    max_deliver,
                 };
-                (id.clone(), settings)
+                (queue.clone(), settings)
             })
             .collect()
     }
@@ -441,6 +476,48 @@ mod tests {
         assert_eq!(c.agents.len(), 1);
         assert_eq!(c.max_body_bytes, 1024 * 1024);
         assert_eq!(c.ack_wait(), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn pools_have_their_own_delivery_settings() {
+        let c = ServerConfig::from_toml(&format!(
+            "ack_wait_secs = 30\n\
+             [agents.worker]\ntoken_sha256 = \"{HASH}\"\nread = [\"llm_pool\"]\n\
+             [pools.llm_pool]\nack_wait_secs = 600\nmax_deliver = 2\nmax_in_flight = 1\n\
+             [pools.quiet_pool]\n"
+        ))
+        .unwrap();
+        let queues = c.queue_settings();
+        assert_eq!(queues.len(), 1, "{queues:?}");
+        assert_eq!(queues["llm_pool"].ack_wait, Some(Duration::from_secs(600)));
+        assert_eq!(queues["llm_pool"].max_deliver, Some(2));
+        let policy = crate::policy::Policy::new(&c);
+        assert_eq!(policy.max_in_flight("llm_pool"), 1);
+        assert_eq!(policy.max_in_flight("quiet_pool"), c.max_in_flight);
+        assert!(policy.names("quiet_pool"), "a pool is a known recipient");
+        for (text, fragment) in [
+            (
+                format!("[agents.p]\ntoken_sha256 = \"{HASH}\"\n[pools.p]\n"),
+                "pools.p: an agent has this id",
+            ),
+            (
+                "[pools.p]\nack_wait_secs = 0\n".into(),
+                "pools.p.ack_wait_secs",
+            ),
+            ("[pools.p]\nmax_deliver = 0\n".into(), "pools.p.max_deliver"),
+            (
+                "[pools.p]\nmax_in_flight = 0\n".into(),
+                "pools.p.max_in_flight",
+            ),
+            ("[pools.\"a/b\"]\n".into(), "the pool name"),
+            (
+                "[pools.p]\nack_wait = 5\n".into(),
+                "unknown field `ack_wait`",
+            ),
+        ] {
+            let e = ServerConfig::from_toml(&text).unwrap_err().to_string();
+            assert!(e.contains(fragment), "{fragment:?} in {e}");
+        }
     }
 
     #[test]

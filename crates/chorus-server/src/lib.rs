@@ -40,6 +40,7 @@ mod mcp;
 mod metrics;
 mod observe;
 mod policy;
+mod pools;
 mod pruner;
 mod quota;
 mod rate;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::auth::Caller;
-use crate::config::{AgentEntry, ServerConfig};
+use crate::config::{AgentEntry, PoolEntry, ServerConfig};
 use crate::error::ApiError;
 use crate::routes::RouteEntry;
 
@@ -14,6 +14,7 @@ use crate::routes::RouteEntry;
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     agents: BTreeMap<String, AgentEntry>,
+    pools: BTreeMap<String, PoolEntry>,
     max_in_flight: usize,
     accept_unknown: bool,
     routes: Vec<RouteEntry>,
@@ -27,6 +28,7 @@ impl Policy {
     pub fn new(config: &ServerConfig) -> Policy {
         Policy {
             agents: config.agents.clone(),
+            pools: config.pools.clone(),
             max_in_flight: config.max_in_flight,
             accept_unknown: config.accept_unknown_recipients,
             routes: config.routes.clone(),
@@ -62,19 +64,21 @@ impl Policy {
         recipients.iter().copied().find(|r| !self.names(r))
     }
 
-    /// Every configured agent and every pool an agent reads, sorted, each once.
+    /// Every configured agent and pool and every inbox an agent reads, sorted, each once.
     pub fn inboxes(&self) -> Vec<String> {
         let mut out: Vec<String> = self.agents.keys().cloned().collect();
+        out.extend(self.pools.keys().cloned());
         out.extend(self.agents.values().flat_map(|a| a.read.iter().cloned()));
         out.sort();
         out.dedup();
         out
     }
 
-    /// True when the config names `inbox`: a configured agent, an inbox an agent reads, or an
-    /// inbox or topic of the routing config.
+    /// True when the config names `inbox`: a configured agent or pool, an inbox an agent reads,
+    /// or an inbox or topic of the routing config.
     pub fn names(&self, inbox: &str) -> bool {
         self.agents.contains_key(inbox)
+            || self.pools.contains_key(inbox)
             || self
                 .agents
                 .values()
@@ -82,12 +86,13 @@ impl Policy {
             || self.routed.iter().any(|x| x == inbox)
     }
 
-    /// Unsettled deliveries one stream of `inbox` holds at once: the agent's setting, else the
-    /// server's.
+    /// Unsettled deliveries one stream of `inbox` holds at once: the agent's or the pool's
+    /// setting, else the server's.
     pub fn max_in_flight(&self, inbox: &str) -> usize {
         self.agents
             .get(inbox)
             .and_then(|a| a.max_in_flight)
+            .or_else(|| self.pools.get(inbox).and_then(|p| p.max_in_flight))
             .unwrap_or(self.max_in_flight)
             .max(1)
     }

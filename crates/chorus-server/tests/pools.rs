@@ -424,3 +424,60 @@ async fn each_message_of_a_pool_goes_to_one_worker_on_nats() {
 async fn each_message_of_a_pool_goes_to_one_worker_on_redis() {
     on_store("Redis", "CHORUS_TEST_REDIS_URL").await;
 }
+
+/// A pool's own settings in `chorus.toml` (`[pools.NAME]`) apply to its inbox, whatever the
+/// server's: each stream holds its `max_in_flight`, a delivery nobody settles comes back after
+/// its `ack_wait_secs`, and a message is dead-lettered after its `max_deliver`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_has_its_own_max_in_flight_ack_wait_and_max_deliver() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = pool_config(30);
+    let pools = chorus_server::ServerConfig::from_toml(
+        "[pools.pool]\nmax_in_flight = 2\nack_wait_secs = 1\nmax_deliver = 2\n",
+    )
+    .unwrap()
+    .pools;
+    config.pools = pools;
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    publish_to_pool(&server, "own", 3).await;
+    let mut inbox = SseReader::open_with(&server, "pool", BOB, "").await;
+    let first: Vec<(String, u64)> = vec![
+        delivered(&inbox.next().await),
+        delivered(&inbox.next().await),
+    ];
+    assert!(first.iter().all(|(_, attempt)| *attempt == 1), "{first:?}");
+    // Two held, none settled: the third waits (the server's max_in_flight is 16).
+    let started = std::time::Instant::now();
+    let next = delivered(&inbox.next().await);
+    // What comes next is one of the two again, after the pool's 1 s (the server's ack wait is
+    // 30 s), or the third once a lease ran out: either way not before 1 s.
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "a third delivery while two were held: {next:?} after {:?}",
+        started.elapsed()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the pool's ack wait of 1 s, not the server's 30 s: {:?}",
+        started.elapsed()
+    );
+    // Nothing settled: each message is delivered twice (max_deliver 2), then dead-lettered.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let letters = get_json(&server, "/v1/dead-letters", Some(ADMIN)).await;
+        if letters["total"] == 3 {
+            for d in letters["items"].as_array().unwrap() {
+                assert_eq!(d["reason"]["kind"], "max_deliver", "{d}");
+                assert_eq!(d["queue"], "pool");
+            }
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "three dead letters after two deliveries each: {letters}"
+        );
+        // Keep reading (and never settling), so that the store delivers again.
+        let _ = inbox.next_within(Duration::from_millis(200)).await;
+    }
+    server.stop().await;
+}
