@@ -88,9 +88,8 @@ async fn a_thousand_idle_inbox_streams_cost_almost_nothing_on_every_store() {
         async |s| idle_cost(s, "Redis").await,
     )
     .await;
-    #[cfg(not(all(feature = "nats", feature = "redis")))]
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** idle streams on NATS or Redis NOT tested: built without their cargo features ***\n"
-    );
+    #[cfg(not(feature = "nats"))]
+    not_built("idle streams", "NATS", "nats");
+    #[cfg(not(feature = "redis"))]
+    not_built("idle streams", "Redis", "redis");
 }

@@ -481,3 +481,15 @@ async fn a_pool_has_its_own_max_in_flight_ack_wait_and_max_deliver() {
     }
     server.stop().await;
 }
+
+#[cfg(not(feature = "nats"))]
+#[test]
+fn pools_on_nats_not_built() {
+    not_built("pools", "NATS", "nats");
+}
+
+#[cfg(not(feature = "redis"))]
+#[test]
+fn pools_on_redis_not_built() {
+    not_built("pools", "Redis", "redis");
+}

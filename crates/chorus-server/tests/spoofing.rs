@@ -235,3 +235,15 @@ async fn forged_documents_are_refused(server: &TestServer) {
         assert_eq!(settle(server, "bob", BOB, &id, "ack").await, 204);
     }
 }
+
+#[cfg(not(feature = "nats"))]
+#[test]
+fn the_spoofing_table_on_nats_not_built() {
+    not_built("the spoofing table", "NATS", "nats");
+}
+
+#[cfg(not(feature = "redis"))]
+#[test]
+fn the_spoofing_table_on_redis_not_built() {
+    not_built("the spoofing table", "Redis", "redis");
+}

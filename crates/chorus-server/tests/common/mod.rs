@@ -333,6 +333,16 @@ pub async fn on_server(
     Some((TestServer::start_on(bus, config).await, store))
 }
 
+/// Says, past the test harness's capture, that `what` was not tested on `backend`: this test
+/// binary was built without the cargo feature `feature`.
+pub fn not_built(what: &str, backend: &str, feature: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** {what} on {backend} NOT tested: built without cargo feature `{feature}` ***\n"
+    );
+}
+
 /// Runs `body` against a server with `config` on the NATS or Redis server named by `var` (see
 /// [`on_server`]), then stops the server and deletes its namespace.
 #[cfg(any(feature = "nats", feature = "redis"))]
