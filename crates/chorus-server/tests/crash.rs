@@ -21,12 +21,11 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chorus_server::{AgentEntry, ServerConfig, Store, hash_token};
+use chorus_server::{AgentEntry, ServerConfig, hash_token};
 use common::{SseReader, child, client, delivered};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -305,27 +304,14 @@ async fn every_store() {
         let sqlite = format!("sqlite:{}", dir.path().join("chorus.db").display());
         kill_repeatedly("SQLite", &sqlite, per_agent(2_000), workers).await;
     }
-    for (name, var) in [
-        ("NATS", "CHORUS_TEST_NATS_URL"),
-        ("Redis", "CHORUS_TEST_REDIS_URL"),
-    ] {
-        let Ok(url) = std::env::var(var) else {
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** the crash test on {name} was NOT run: {var} not set ***\n"
-            );
+    for (name, var) in common::SERVER_STORES {
+        let Some(url) = common::server_url("the crash test", name, var) else {
             continue;
         };
         for workers in POOLS {
-            let ns = format!("chorus_test_crash_{}", uuid::Uuid::new_v4().simple());
-            let address = format!("{url}?namespace={ns}");
+            let address = common::fresh_namespace(&url);
             kill_repeatedly(name, &address, per_agent(800), workers).await;
-            let store = Store::parse(&address).expect("a store address");
-            store
-                .address()
-                .destroy_namespace()
-                .await
-                .expect("delete the test namespace");
+            common::destroy_namespace(&address).await;
         }
     }
 }

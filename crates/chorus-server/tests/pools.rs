@@ -360,16 +360,11 @@ async fn an_ack_of_an_older_attempt_leaves_the_newer_delivery_alone() {
 
 #[cfg(any(feature = "nats", feature = "redis"))]
 async fn on_store(backend: &str, var: &str) {
-    let Ok(url) = std::env::var(var) else {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("\n*** pools on {backend} NOT tested: {var} not set ***\n").as_bytes(),
-        );
+    let Some(url) = server_url("pools", backend, var) else {
         return;
     };
     for workers in [1, 4, 16] {
-        let ns = format!("chorus_test_pool_{}", uuid::Uuid::new_v4().simple());
-        let address = format!("{url}?namespace={ns}");
+        let address = fresh_namespace(&url);
         let store = chorus_server::Store::parse(&address).expect("a store address");
         let mut config = pool_config(30);
         // The test Redis keeps nothing on disk (redis_persistence.rs tests the refusal).
@@ -393,24 +388,16 @@ async fn on_store(backend: &str, var: &str) {
             hands_back_to_another_server(&server, &other, "back").await;
         }
         drop(bus);
-        store
-            .address()
-            .destroy_namespace()
-            .await
-            .expect("delete the test namespace");
+        destroy_namespace(&address).await;
     }
     // The slow handlers, with an ack wait of 1 s.
-    let ns = format!("chorus_test_slow_{}", uuid::Uuid::new_v4().simple());
-    let store = chorus_server::Store::parse(&format!("{url}?namespace={ns}")).unwrap();
+    let address = fresh_namespace(&url);
+    let store = chorus_server::Store::parse(&address).unwrap();
     let mut config = pool_config(1);
     config.accept_volatile_store = true;
     let bus = store.open(&config).await.expect("open the store");
     slow_handlers(Arc::new(TestServer::start_on(bus, &config).await)).await;
-    store
-        .address()
-        .destroy_namespace()
-        .await
-        .expect("delete the test namespace");
+    destroy_namespace(&address).await;
 }
 
 #[cfg(feature = "nats")]

@@ -234,28 +234,15 @@ async fn soak() {
     let sqlite = format!("sqlite:{}", dir.path().join("chorus.db").display());
     let seconds = env_number("CHORUS_SOAK_SECONDS", 90.0);
     soak_on("SQLite", &sqlite, dir.path(), seconds, rate).await;
-    for (name, var) in [
-        ("NATS", "CHORUS_TEST_NATS_URL"),
-        ("Redis", "CHORUS_TEST_REDIS_URL"),
-    ] {
-        let Ok(url) = std::env::var(var) else {
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** the soak on {name} was NOT run: {var} not set ***\n"
-            );
+    for (name, var) in common::SERVER_STORES {
+        let Some(url) = common::server_url("the soak", name, var) else {
             continue;
         };
-        let ns = format!("chorus_test_soak_{}", uuid::Uuid::new_v4().simple());
-        let address = format!("{url}?namespace={ns}");
+        let address = common::fresh_namespace(&url);
         let dir = tempfile::tempdir().unwrap();
         let seconds = env_number("CHORUS_SOAK_SECONDS", 45.0);
         soak_on(name, &address, dir.path(), seconds, rate).await;
-        chorus_server::Store::parse(&address)
-            .expect("a store address")
-            .address()
-            .destroy_namespace()
-            .await
-            .expect("delete the test namespace");
+        common::destroy_namespace(&address).await;
     }
 }
 

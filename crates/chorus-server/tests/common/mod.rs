@@ -305,6 +305,44 @@ impl SseReader {
 /// What [`SseReader::try_next_within`] says when the server ended the stream.
 pub const STREAM_ENDED: &str = "the stream ended";
 
+/// The server stores a test also runs on, with the variable naming each one's URL.
+pub const SERVER_STORES: [(&str, &str); 2] = [
+    ("NATS", "CHORUS_TEST_NATS_URL"),
+    ("Redis", "CHORUS_TEST_REDIS_URL"),
+];
+
+/// The URL in `var`; none after saying, past the harness's capture, that `what` was not tested
+/// on `backend` because the variable is unset.
+pub fn server_url(what: &str, backend: &str, var: &str) -> Option<String> {
+    use std::io::Write;
+    let url = std::env::var(var).ok();
+    if url.is_none() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** {what} on {backend} NOT tested: {var} not set ***\n"
+        );
+    }
+    url
+}
+
+/// The store address `url` with a fresh namespace (`chorus_test_<uuid>`).
+pub fn fresh_namespace(url: &str) -> String {
+    format!(
+        "{url}?namespace=chorus_test_{}",
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Deletes the namespace of the store at `address` (made by [`fresh_namespace`]).
+pub async fn destroy_namespace(address: &str) {
+    Store::parse(address)
+        .expect("a store address")
+        .address()
+        .destroy_namespace()
+        .await
+        .expect("delete the test namespace");
+}
+
 /// A server with `config` on the NATS or Redis server named by `var`, in a fresh namespace
 /// (delete it with `store.address().destroy_namespace()`); `None` after saying, past the
 /// harness's capture, that `what` was not tested there when the variable is unset. An
@@ -316,16 +354,8 @@ pub async fn on_server(
     var: &str,
     config: &ServerConfig,
 ) -> Option<(TestServer, Store)> {
-    use std::io::Write;
-    let Ok(url) = std::env::var(var) else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** {what} on {backend} NOT tested: {var} not set ***\n"
-        );
-        return None;
-    };
-    let ns = format!("chorus_test_{}", uuid::Uuid::new_v4().simple());
-    let store = Store::parse(&format!("{url}?namespace={ns}")).expect("a store address");
+    let url = server_url(what, backend, var)?;
+    let store = Store::parse(&fresh_namespace(&url)).expect("a store address");
     let bus = store
         .open(config)
         .await
