@@ -64,6 +64,10 @@ pub struct ServerConfig {
     /// 0 turns the limit off.
     #[serde(default = "default_max_new_inboxes")]
     pub max_new_inboxes: usize,
+    /// Inbox streams one agent may hold open at once (its workers together); more are refused
+    /// with 429, so that one token cannot take every connection. 0 turns the cap off.
+    #[serde(default = "default_max_streams_per_agent")]
+    pub max_streams_per_agent: usize,
     /// Unsettled deliveries one inbox stream holds at once unless the agent's entry or the
     /// request (`?max_in_flight=`) says otherwise.
     #[serde(default = "default_max_in_flight")]
@@ -261,6 +265,10 @@ fn default_max_new_inboxes() -> usize {
     1000
 }
 
+fn default_max_streams_per_agent() -> usize {
+    1000
+}
+
 fn default_max_deliver() -> u32 {
     5
 }
@@ -280,6 +288,7 @@ impl Default for ServerConfig {
             accept_unknown_recipients: false,
             accept_volatile_store: false,
             max_new_inboxes: default_max_new_inboxes(),
+            max_streams_per_agent: default_max_streams_per_agent(),
             max_in_flight: default_max_in_flight(),
             redact: RedactConfig::default(),
             tls_cert: None,

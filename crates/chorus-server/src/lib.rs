@@ -49,6 +49,7 @@ mod retention;
 mod routes;
 mod server;
 mod state;
+mod streams;
 pub mod telemetry;
 pub mod tls;
 mod ui;

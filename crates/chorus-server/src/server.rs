@@ -220,6 +220,7 @@ impl Server {
             )),
             policy: Arc::new(Policy::new(config)),
             quota: Arc::new(crate::quota::InboxQuota::new(config.max_new_inboxes)),
+            streams: Arc::new(crate::streams::StreamCap::new(config.max_streams_per_agent)),
             rate: Arc::new(RateLimiter::new(config.rate_per_sec, config.rate_burst)),
             settle_rate: Arc::new(RateLimiter::new(
                 config.settle_rate_per_sec,

@@ -26,6 +26,8 @@ pub struct AppState {
     pub policy: Arc<Policy>,
     /// How many new inboxes each agent has created by publishing.
     pub quota: Arc<crate::quota::InboxQuota>,
+    /// How many inbox streams each agent holds open.
+    pub streams: Arc<crate::streams::StreamCap>,
     /// Per-agent limits on publishing.
     pub rate: Arc<RateLimiter>,
     /// Per-agent limits on acks, nacks and lease extensions.

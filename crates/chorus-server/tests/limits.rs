@@ -1,5 +1,6 @@
 //! What one agent can make the server hold or accept: the cap on the inboxes it creates by
-//! publishing, and documents `chorus validate` refuses (duplicate keys) refused at publish too.
+//! publishing, the cap on the inbox streams it holds open, and documents `chorus validate`
+//! refuses (duplicate keys) refused at publish too.
 
 mod common;
 
@@ -112,5 +113,52 @@ async fn an_agent_creates_at_most_its_cap_of_new_inboxes() {
             .any(|l| l == r#"chorus_inbox_backlog{inbox="new-3"} 1"#),
         "{metrics}"
     );
+    server.stop().await;
+}
+
+/// One agent holds at most `max_streams_per_agent` inbox streams open (its own inbox and the
+/// pools it reads together); one more is refused with 429 and Retry-After, other agents are not
+/// affected, and a closed stream is given back.
+#[tokio::test]
+async fn an_agent_holds_at_most_its_cap_of_open_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    config.max_streams_per_agent = 2;
+    config.agents.get_mut("bob").unwrap().read = vec!["pool".into()];
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    let open = |inbox: &'static str, token: &'static str| {
+        client()
+            .get(server.url(&format!("/v1/agents/{inbox}/inbox")))
+            .bearer_auth(token)
+            .send()
+    };
+    let first = open("bob", BOB).await.unwrap();
+    let second = open("pool", BOB).await.unwrap();
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
+    let third = open("bob", BOB).await.unwrap();
+    assert_eq!(third.status(), 429);
+    assert_eq!(third.headers()["retry-after"], "1");
+    let body: Value = third.json().await.unwrap();
+    assert_eq!(body["error"], "too_many_streams", "{body}");
+    let alice = open("alice", ALICE).await.unwrap();
+    assert_eq!(alice.status(), 200, "another agent has its own count");
+    drop(first);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let again = open("bob", BOB).await.unwrap();
+        if again.status() == 200 {
+            break;
+        }
+        assert_eq!(again.status(), 429);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a closed stream is given back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    drop((second, alice));
     server.stop().await;
 }

@@ -25,6 +25,7 @@ use crate::config::MAX_IN_FLIGHT;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
 use crate::state::AppState;
+use crate::streams::StreamTicket;
 use crate::telemetry;
 
 /// Deliveries fetched from the store at once for one stream.
@@ -100,6 +101,8 @@ struct Reader {
     max_in_flight: usize,
     /// Deliveries taken for this stream and not yet sent, with their trace contexts.
     pending: VecDeque<(u64, Delivery, Option<String>)>,
+    /// Counts the stream against its caller's `max_streams_per_agent` while it is open.
+    _ticket: Option<StreamTicket>,
 }
 
 /// How long deliveries held by an inbox's last closed stream wait for a stream of this server
@@ -195,6 +198,7 @@ fn events(
     agent: String,
     skip: u64,
     max_in_flight: usize,
+    ticket: Option<StreamTicket>,
 ) -> impl Stream<Item = Event> {
     let stopped = app.stopped();
     let (stream, changed) = app.inboxes.open_stream(&agent);
@@ -206,6 +210,7 @@ fn events(
         skip,
         max_in_flight,
         pending: VecDeque::new(),
+        _ticket: ticket,
     };
     stream::unfold(Some(reader), |reader| async move {
         let mut reader = reader?;
@@ -247,6 +252,7 @@ pub struct ReadOptions {
         (status = 400, description = "An unsafe agent id", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Another agent's inbox", body = ErrorBody),
+        (status = 429, description = "The agent holds `max_streams_per_agent` inbox streams open already (`too_many_streams`, with Retry-After)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -269,9 +275,13 @@ pub async fn inbox(
         }
         None => app.policy.max_in_flight(&agent),
     };
+    let ticket = match &caller {
+        Caller::Agent(me) => Some(app.streams.open(me)?),
+        _ => None,
+    };
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let skip = app.inboxes.resume_after(last);
-    let stream = events(app, agent, skip, max_in_flight).map(Ok);
+    let stream = events(app, agent, skip, max_in_flight, ticket).map(Ok);
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
