@@ -9,6 +9,12 @@
 //! sets the messages per run, 5,000 unless set; `CHORUS_BENCH_WORKERS` the tokio workers that
 //! the server, the clients and the bus share, 4 unless set).
 
+/// With feature `mimalloc`, the bench (the server, its clients and the floor alike) allocates
+/// with mimalloc, as `chorus serve` built with that feature does.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "http_path/floor.rs"]
 mod floor;
 #[path = "http_path/load.rs"]

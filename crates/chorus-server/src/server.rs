@@ -24,7 +24,7 @@ use crate::pruner::Pruner;
 use crate::rate::RateLimiter;
 use crate::redact::Redactor;
 use crate::routes::RouteEntry;
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 use crate::telemetry::Traces;
 
 /// Where messages are stored, and where the server keeps what lies beside them.
@@ -212,7 +212,7 @@ impl Server {
             )
         });
         let (stop, stopping) = watch::channel(false);
-        let state = AppState {
+        let state = AppState::new(Shared {
             bus,
             tokens: Arc::new(Tokens::new(
                 config,
@@ -244,7 +244,7 @@ impl Server {
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout(),
             stopping,
-        };
+        });
         let pruner = Pruner::new(state.clone(), config.retention.clone());
         let extra = crate::a2a::routes();
         #[cfg(feature = "mcp")]

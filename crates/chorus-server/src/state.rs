@@ -15,9 +15,28 @@ use crate::rate::RateLimiter;
 use crate::redact::Redactor;
 use crate::telemetry::Traces;
 
-/// Shared state of one running server (cheap to clone).
+/// Shared state of one running server: one reference count to clone per request (axum's
+/// `State` clones it for every handler), the parts behind it.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    /// The state holding `shared`.
+    pub fn new(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds.
+pub struct Shared {
     /// Where messages are stored and delivered from.
     pub bus: Arc<dyn Bus>,
     /// Who may call.
