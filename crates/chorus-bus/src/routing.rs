@@ -62,10 +62,15 @@ impl Binding {
     }
 }
 
+/// Where a message names its recipients: a chorus message's `recipient`, a handoff's
+/// `metadata.recipient_id`.
+const RECIPIENT_POINTERS: [&str; 2] = ["/recipient", "/metadata/recipient_id"];
+
 /// Redirects a message by a field: when the value at `pointer` equals `equals` (or is an array
 /// holding it, as a list of recipients), the message goes to `route_to` instead of its
-/// recipients (seed 003: route by `issue_category`; also by `/metadata/priority`,
-/// `/metadata/recipient_id`, `/payload/handoff_type`).
+/// recipients — instead of the one recipient named, for a rule on the recipient field (seed
+/// 003: route by `issue_category`; also by `/metadata/priority`, `/metadata/recipient_id`,
+/// `/payload/handoff_type`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoutingRule {
     /// JSON pointer into the message, e.g. `/payload/data/issue_category`.
@@ -83,6 +88,26 @@ impl RoutingRule {
             pointer: pointer.into(),
             equals,
             route_to: route_to.into(),
+        }
+    }
+
+    /// Sends the message of `recipients` to `route_to`: instead of the one recipient the rule
+    /// names when it matches on the recipient field (the others keep their copies), else
+    /// instead of all of them.
+    pub fn redirect(&self, recipients: &mut Vec<String>) {
+        let on_recipient = RECIPIENT_POINTERS.contains(&self.pointer.as_str());
+        match self.equals.as_str() {
+            Some(named) if on_recipient && recipients.iter().any(|r| r == named) => {
+                let mut out: Vec<String> = Vec::with_capacity(recipients.len());
+                for r in recipients.drain(..) {
+                    let r = if r == named { self.route_to.clone() } else { r };
+                    if !out.contains(&r) {
+                        out.push(r);
+                    }
+                }
+                *recipients = out;
+            }
+            _ => *recipients = vec![self.route_to.clone()],
         }
     }
 
@@ -120,7 +145,7 @@ pub fn resolve(
     if let Some(doc) = document
         && let Some(rule) = rules.iter().find(|r| r.matches(doc))
     {
-        env.recipients = vec![rule.route_to.clone()];
+        rule.redirect(&mut env.recipients);
     }
     let is_topic = |r: &String| {
         bindings
@@ -192,6 +217,25 @@ mod tests {
         let other = json!({"payload": {"data": {"issue_category": "OTHER"}}});
         let mut e = env(&["support_pool"], "ESCALATION");
         assert_eq!(resolve(&mut e, Some(&other), &rules, &[]), ["support_pool"]);
+    }
+
+    #[test]
+    fn a_rule_on_the_recipient_field_redirects_that_recipient_alone() {
+        let rule = RoutingRule::new("/metadata/recipient_id", json!("legacy"), "desk_pool");
+        let mut to = vec!["bob".to_owned(), "legacy".to_owned()];
+        rule.redirect(&mut to);
+        assert_eq!(to, ["bob", "desk_pool"]);
+        let mut to = vec!["desk_pool".to_owned(), "legacy".to_owned()];
+        rule.redirect(&mut to);
+        assert_eq!(to, ["desk_pool"], "each once");
+        let other = RoutingRule::new("/metadata/priority", json!("CRITICAL"), "urgent");
+        let mut to = vec!["bob".to_owned(), "legacy".to_owned()];
+        other.redirect(&mut to);
+        assert_eq!(
+            to,
+            ["urgent"],
+            "a rule on another field takes the message from all"
+        );
     }
 
     #[test]

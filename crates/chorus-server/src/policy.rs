@@ -46,22 +46,28 @@ impl Policy {
         }
     }
 
-    /// The first of `recipients` of `document` nobody would read: neither a configured agent,
-    /// nor an inbox an agent reads, nor an inbox or topic of the routing config, and no routing
-    /// rule sends the document elsewhere (none when unknown recipients are accepted, or no agent
-    /// is configured).
+    /// The first of `recipients` of `document` nobody would read and no routing rule redirects:
+    /// neither a configured agent or pool, nor an inbox an agent reads, nor an inbox or topic of
+    /// the routing config (none when unknown recipients are accepted, or no agent is
+    /// configured).
     pub fn unknown_recipient<'a>(
         &self,
         recipients: &[&'a str],
         document: &Value,
     ) -> Option<&'a str> {
-        if self.accept_unknown
-            || self.agents.is_empty()
-            || self.routes.iter().any(|r| r.matches(document))
-        {
+        if self.accept_unknown || self.agents.is_empty() {
             return None;
         }
-        recipients.iter().copied().find(|r| !self.names(r))
+        // The recipients the bus will route to: a rule may take the message from all of them,
+        // or from the one it names.
+        let mut routed: Vec<String> = recipients.iter().map(|r| (*r).to_owned()).collect();
+        if let Some(route) = self.routes.iter().find(|r| r.matches(document)) {
+            route.rule().redirect(&mut routed);
+        }
+        recipients
+            .iter()
+            .copied()
+            .find(|r| routed.iter().any(|x| x == r) && !self.names(r))
     }
 
     /// Every configured agent and pool and every inbox an agent reads, sorted, each once.

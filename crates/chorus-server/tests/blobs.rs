@@ -310,12 +310,19 @@ async fn a_refused_message_writes_no_media() {
         kept,
         "the conflict left no blob, took none"
     );
-    // To a recipient nobody reads: refused (422) after the media was read, nothing left.
-    let mut nobody = image_message("to-nobody", &other);
-    nobody["recipient"] = "nobody_reads_this".into();
-    let r = publish(&server, ALICE, &nobody).await;
-    assert_eq!(r.status(), 422, "{}", r.text().await.unwrap());
-    assert_eq!(blob_files(dir.path()), kept, "the refusal left no blob");
+    // The same new image twice in one conflicting document: written once, taken back.
+    let mut twice = image_message("good-media", &other);
+    twice["content"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "image_url", "image_url": {"url": other}}));
+    let r = publish(&server, ALICE, &twice).await;
+    assert_eq!(r.status(), 409, "{}", r.text().await.unwrap());
+    assert_eq!(
+        blob_files(dir.path()),
+        kept,
+        "the image given twice left no blob"
+    );
     // The image refused twice is kept when a message carrying it is taken.
     let r = publish(&server, ALICE, &image_message("other-media", &other)).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());

@@ -172,9 +172,10 @@ async fn a_recipient_nobody_reads_is_refused_unless_a_rule_routes_it_or_the_conf
     server.stop().await;
 }
 
-/// Rules on other fields than the payload: by priority, by one recipient of a list, and by a
-/// number however it is spelled; the first matching rule wins, and a document no rule takes
-/// goes to its recipients.
+/// Rules on other fields than the payload: by priority (the message goes to the rule's inbox
+/// alone), by one recipient of a list (that recipient's copy goes to the rule's inbox, the
+/// others keep theirs), and by a number however it is spelled; the first matching rule wins,
+/// and a document no rule takes goes to its recipients.
 #[tokio::test]
 async fn rules_route_by_priority_by_a_recipient_in_a_list_and_by_a_number_in_any_form() {
     const RULES: &str = r#"
@@ -216,7 +217,7 @@ route_to = "tier2_pool"
     plain["metadata"] = json!({"tier": 3});
     let cases = [
         (critical, json!(["urgent_pool"])),
-        (listed, json!(["technical_support_agent_pool"])),
+        (listed, json!(["bob", "technical_support_agent_pool"])),
         (tier, json!(["tier2_pool"])),
         (plain, json!(["bob"])),
     ];
@@ -227,6 +228,12 @@ route_to = "tier2_pool"
         assert_eq!(status, 201, "case {n}: {receipt}");
         assert_eq!(receipt["queues"], queues, "case {n}: {doc}");
     }
+    // A rule that redirects one recipient of a list vouches for that one alone: another
+    // recipient nobody reads is still refused.
+    let mut half = escalation(&id(5), "BILLING");
+    half["metadata"]["recipient_id"] = json!(["legacy_desk", "typo_desk"]);
+    let r = publish(&server, ALICE, &half).await;
+    assert_eq!(r.status(), 422, "{}", r.text().await.unwrap());
     let mut urgent = SseReader::open(&server, "urgent_pool", BOB, None).await;
     assert_eq!(delivered(&urgent.next().await).0, id(1));
     server.stop().await;

@@ -313,8 +313,7 @@ async fn store(
     let stored = async {
         // Media is written only for a document the bus will take: one it refuses (kept as a
         // dead letter with its media inline, or expired) writes no file.
-        // What it created is taken back when the bus refuses the document after all (a
-        // conflict, no route, an unreachable store).
+        // What it created is taken back when the store refuses the document as a conflict.
         let kept = match &env {
             Some(env) if !refused_anyway(app, env, &document) => {
                 app.blobs.keep_media(&mut document).await?
@@ -345,8 +344,12 @@ async fn store(
             _ => false,
         };
         let published = app.bus.publish_parsed(bytes, &document).await;
-        if published.is_err() {
-            app.blobs.take_back(kept.created).await;
+        match &published {
+            // Nothing stored and no dead letter points at them: the blobs go. (Not for other
+            // errors: a refusal kept as a dead letter points at them, and a store error may
+            // come after the message was stored.)
+            Err(BusError::Conflict { .. }) => app.blobs.take_back(kept.created).await,
+            _ => app.blobs.settle(kept.created),
         }
         if let (Err(_), true, Some(env)) = (&published, trace_kept, &env)
             && let Err(e) = app.traces.forget(&env.id).await

@@ -85,8 +85,9 @@ pub struct Created {
 /// The state a created blob was left in by its put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mark {
-    /// The file's modification time (a later put touches it).
-    Modified(SystemTime),
+    /// The file's modification time (a later put, of any process, touches it) and the
+    /// generation of the put (a later put of this process gives it a new one).
+    Modified(SystemTime, u64),
     /// The map entry's generation (a later put gives it a new one).
     Generation(u64),
 }
@@ -100,8 +101,12 @@ pub struct BlobStore {
     /// Held while a file is written or touched, and while a prune looks at and removes one, so
     /// that a blob carried again is never removed between the two.
     files: Arc<Mutex<()>>,
-    /// The generation of the last put (in-memory place).
-    generation: AtomicU64,
+    /// The generation of the last put.
+    generation: Arc<AtomicU64>,
+    /// Blobs of this process created by a publish not yet stored or refused, with the
+    /// generation of the last put that carried them: a take-back keeps one carried since,
+    /// whatever the file system's time resolution.
+    pending: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 /// A blob could not be kept or read.
@@ -146,7 +151,8 @@ impl BlobStore {
             config,
             client: OnceLock::new(),
             files: Arc::default(),
-            generation: AtomicU64::new(0),
+            generation: Arc::default(),
+            pending: Arc::default(),
         }
     }
 
@@ -200,13 +206,21 @@ impl BlobStore {
             }
             Place::Dir(dir) => {
                 let (dir, file, files) = (dir.clone(), name.clone(), self.files.clone());
+                let (generations, pending) = (self.generation.clone(), self.pending.clone());
                 tokio::task::spawn_blocking(move || {
+                    // Under the lock that take-backs hold: a put is counted before any of them
+                    // looks.
                     let _held = files.lock().unwrap_or_else(|p| p.into_inner());
-                    write_once(&dir, &file, &bytes)
+                    let made = write_once(&dir, &file, &bytes)?;
+                    let generation = generations.fetch_add(1, Ordering::SeqCst) + 1;
+                    let mut pending = pending.lock().unwrap_or_else(|p| p.into_inner());
+                    if made.is_some() || pending.contains_key(&file) {
+                        pending.insert(file, generation);
+                    }
+                    Ok::<_, BlobError>(made.map(|at| Mark::Modified(at, generation)))
                 })
                 .await
                 .map_err(|e| BlobError(e.to_string()))??
-                .map(Mark::Modified)
             }
         };
         let created = mark.map(|mark| Created {
@@ -249,17 +263,12 @@ fn write_once(
     use std::io::{ErrorKind, Write};
     let target = dir.join(name);
     let fail = |e: std::io::Error| BlobError(format!("cannot write blob {name}: {e}"));
-    let touch = || {
-        std::fs::File::options()
-            .write(true)
-            .open(&target)
-            .and_then(|f| f.set_modified(SystemTime::now()))
-    };
     // A file that goes away between the look and the touch (taken back or pruned by another
-    // process) is written anew.
-    match touch() {
-        Ok(()) => return Ok(None),
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
+    // process) is written anew: the touch counts only when the name still leads to the file
+    // touched afterwards.
+    match touch(&target) {
+        Ok(true) => return Ok(None),
+        Ok(false) => {}
         Err(e) => return Err(fail(e)),
     }
     let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
@@ -268,14 +277,49 @@ fn write_once(
         file.write_all(bytes)?;
         file.sync_all()?;
         let modified = file.metadata()?.modified()?;
-        std::fs::hard_link(&tmp, &target).map(|()| modified)
+        match std::fs::hard_link(&tmp, &target) {
+            Ok(()) => Ok(modified),
+            // A file system without hard links: renamed into place (a file of the same name
+            // written meanwhile has the same bytes).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::Unsupported | ErrorKind::PermissionDenied
+                ) =>
+            {
+                std::fs::rename(&tmp, &target).map(|()| modified)
+            }
+            Err(e) => Err(e),
+        }
     })();
     let _ = std::fs::remove_file(&tmp);
     match written {
         Ok(modified) => Ok(Some(modified)),
         // Written meanwhile by another process: the same bytes, carried now.
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => touch().map(|()| None).map_err(fail),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => match touch(&target) {
+            Ok(true) => Ok(None),
+            Ok(false) => write_once(dir, name, bytes),
+            Err(e) => Err(fail(e)),
+        },
         Err(e) => Err(fail(e)),
+    }
+}
+
+/// Marks the file at `path` as carried now; false when there is none, or when the name led to
+/// another file by the time it was touched (taken away meanwhile).
+fn touch(path: &std::path::Path) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let file = match std::fs::File::options().write(true).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    file.set_modified(SystemTime::now())?;
+    let touched = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(now) => Ok(now.dev() == touched.dev() && now.ino() == touched.ino()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

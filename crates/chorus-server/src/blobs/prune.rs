@@ -39,7 +39,17 @@ fn prune_dir(dir: &Path, files: &Mutex<()>, before_ms: i64) -> Result<u64, BlobE
     for entry in listing {
         let entry = entry.map_err(|e| BlobError(format!("cannot list {}: {e}", dir.display())))?;
         let name = entry.file_name();
-        // Only blobs: a temporary file being written, or anything else, is left alone.
+        // Only blobs, and temporary files an hour old (left by a crash while a blob was written
+        // or taken back); a temporary file being written, or anything else, is left alone.
+        let stale_tmp = name.to_str().is_some_and(|n| n.starts_with(".tmp-"))
+            && entry.metadata().and_then(|m| m.modified()).is_ok_and(|at| {
+                at.elapsed()
+                    .is_ok_and(|age| age > Duration::from_secs(3600))
+            });
+        if stale_tmp {
+            let _ = std::fs::remove_file(entry.path());
+            continue;
+        }
         if name.to_str().and_then(checked_ext).is_none() {
             continue;
         }

@@ -2,11 +2,15 @@
 //!
 //! Blobs are content-addressed and shared: a blob this publish created may have been found and
 //! used by another publish a moment later (of this process or of another server on the same
-//! folder). It is removed only when nothing touched it since its creation: a file is first
-//! renamed away (atomically: from then on, a put of the same content writes it anew), then its
+//! folder). It is removed only when nothing carried it since its creation: no put of this
+//! process (each counts a generation, under the lock take-backs hold), and no other process (a
+//! put touches the file's modification time): the file is first renamed away (atomically: from
+//! then on, a put of the same content finds no file and writes it anew, see `touch`), then its
 //! modification time is compared with the one its creation left, and a touched file is linked
-//! back (never replacing a file written meanwhile, which has the same bytes).
+//! back (never replacing a file written meanwhile, which has the same bytes). Only conflicts
+//! are taken back: a refusal that keeps a dead letter keeps the blobs it points at.
 
+use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Mutex;
@@ -14,6 +18,14 @@ use std::sync::Mutex;
 use super::{BlobStore, Created, Mark, Place};
 
 impl BlobStore {
+    /// Forgets the blobs in `created` as pending: their message was stored (they are kept).
+    pub fn settle(&self, created: Vec<Created>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        for c in created {
+            pending.remove(&c.name);
+        }
+    }
+
     /// Removes the blobs in `created` that nothing carried since their put (see the module
     /// doc); a failure is logged, not returned (the pruner removes what is left, in time).
     pub async fn take_back(&self, created: Vec<Created>) {
@@ -30,10 +42,10 @@ impl BlobStore {
                 }
             }
             Place::Dir(dir) => {
-                let (dir, files) = (dir.clone(), self.files.clone());
+                let (dir, files, pending) = (dir.clone(), self.files.clone(), self.pending.clone());
                 let done = tokio::task::spawn_blocking(move || {
                     for c in created {
-                        if let Err(e) = take_back_file(&dir, &files, &c) {
+                        if let Err(e) = take_back_file(&dir, &files, &pending, &c) {
                             tracing::warn!(blob = %c.name, error = %e, "a blob of a refused message was not removed");
                         }
                     }
@@ -47,12 +59,25 @@ impl BlobStore {
     }
 }
 
-/// Removes `dir/<name>` when its modification time is still the one its creation left.
-fn take_back_file(dir: &Path, files: &Mutex<()>, created: &Created) -> std::io::Result<()> {
-    let Mark::Modified(made) = created.mark else {
+/// Removes `dir/<name>` when no put of this process carried it since its creation and its
+/// modification time is still the one its creation left (no other process touched it).
+fn take_back_file(
+    dir: &Path,
+    files: &Mutex<()>,
+    pending: &Mutex<HashMap<String, u64>>,
+    created: &Created,
+) -> std::io::Result<()> {
+    let Mark::Modified(made, generation) = created.mark else {
         return Ok(());
     };
     let _held = files.lock().unwrap_or_else(|p| p.into_inner());
+    let last = pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&created.name);
+    if last != Some(generation) {
+        return Ok(());
+    }
     let target = dir.join(&created.name);
     let aside = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
     match std::fs::rename(&target, &aside) {
@@ -133,15 +158,37 @@ mod tests {
         exercise(&memory, count).await;
     }
 
+    /// A put of this process since the creation keeps the blob even when the file's time did
+    /// not move (a file system that keeps seconds only).
+    #[tokio::test]
+    async fn a_blob_carried_by_this_process_is_kept_whatever_the_file_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
+        let (name, made) = store.put_marked(b"y".to_vec(), "image/png").await.unwrap();
+        let path = dir.path().join(&name);
+        let made_at = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let (_, found) = store.put_marked(b"y".to_vec(), "image/png").await.unwrap();
+        assert!(found.is_none());
+        // The touch's time, as a coarse file system would keep it: the creation's.
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(made_at).unwrap();
+        store.take_back(made.into_iter().collect()).await;
+        assert_eq!(files(dir.path()), [name]);
+    }
+
     #[tokio::test]
     async fn a_file_written_anew_meanwhile_is_left_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
         let (name, made) = store.put_marked(b"x".to_vec(), "image/png").await.unwrap();
-        // Another process removed it and wrote it again (a new file, a new time).
-        std::fs::remove_file(dir.path().join(&name)).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        std::fs::write(dir.path().join(&name), b"x").unwrap();
+        // Another process removed it and wrote it again (a new file, a later time).
+        let path = dir.path().join(&name);
+        let made_at = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"x").unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(made_at + std::time::Duration::from_secs(1))
+            .unwrap();
         store.take_back(made.into_iter().collect()).await;
         assert_eq!(files(dir.path()), [name]);
     }
