@@ -500,10 +500,6 @@ mod tests {
         assert_eq!(queues.len(), 1, "{queues:?}");
         assert_eq!(queues["llm_pool"].ack_wait, Some(Duration::from_secs(600)));
         assert_eq!(queues["llm_pool"].max_deliver, Some(2));
-        let policy = crate::policy::Policy::new(&c);
-        assert_eq!(policy.max_in_flight("llm_pool"), 1);
-        assert_eq!(policy.max_in_flight("quiet_pool"), c.max_in_flight);
-        assert!(policy.names("quiet_pool"), "a pool is a known recipient");
         for (text, fragment) in [
             (
                 format!("[agents.p]\ntoken_sha256 = \"{HASH}\"\n[pools.p]\n"),

@@ -166,6 +166,24 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_of_the_config_is_known_and_has_its_own_max_in_flight() {
+        let config = ServerConfig::from_toml(&format!(
+            "[agents.w]\ntoken_sha256 = \"{h}\"\nread = [\"llm_pool\"]\n\
+             [pools.llm_pool]\nmax_in_flight = 1\n[pools.quiet_pool]\n",
+            h = "0".repeat(64)
+        ))
+        .unwrap();
+        let p = Policy::new(&config);
+        assert_eq!(p.max_in_flight("llm_pool"), 1);
+        assert_eq!(p.max_in_flight("quiet_pool"), config.max_in_flight);
+        assert!(
+            p.names("quiet_pool"),
+            "a pool nobody reads yet is a known recipient"
+        );
+        assert!(p.inboxes().contains(&"quiet_pool".to_owned()));
+    }
+
+    #[test]
     fn reads_own_and_listed_inboxes_only() {
         let p = policy();
         let bob = Caller::Agent("bob".into());

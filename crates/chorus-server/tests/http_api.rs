@@ -141,13 +141,12 @@ async fn an_agents_own_max_in_flight_and_max_deliver_and_a_nack_delay_hold_over_
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
     let (first, _) = delivered(&inbox.next().await);
     let (second, _) = delivered(&inbox.next().await);
-    assert!(
-        inbox
-            .next_within(Duration::from_millis(500))
-            .await
-            .is_none(),
-        "a third delivery while two are held"
-    );
+    inbox
+        .assert_quiet(
+            Duration::from_millis(500),
+            "a third delivery while two are held",
+        )
+        .await;
     // A nack with a delay frees its slot at once, and the message stays away for the delay.
     let nacked = Instant::now();
     let r = client()

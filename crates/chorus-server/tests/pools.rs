@@ -263,13 +263,12 @@ async fn a_stream_holds_at_most_max_in_flight() {
     let mut inbox = SseReader::open_with(&server, "pool", BOB, "max_in_flight=2").await;
     let first = delivered(&inbox.next().await).0;
     let _second = delivered(&inbox.next().await).0;
-    assert!(
-        inbox
-            .next_within(Duration::from_millis(500))
-            .await
-            .is_none(),
-        "a third delivery while two are held"
-    );
+    inbox
+        .assert_quiet(
+            Duration::from_millis(500),
+            "a third delivery while two are held",
+        )
+        .await;
     // Another stream of the pool takes the rest meanwhile.
     let mut other = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
     assert_eq!(delivered(&other.next().await).0, "f-2");

@@ -271,6 +271,13 @@ impl SseReader {
         })
     }
 
+    /// Fails the test with `why` when an event comes within `wait`.
+    pub async fn assert_quiet(&mut self, wait: Duration, why: &str) {
+        if let Some(event) = self.next_within(wait).await {
+            panic!("{why}: {}", event.data);
+        }
+    }
+
     /// The next event with data, or None when none comes within `wait`.
     pub async fn next_within(&mut self, wait: Duration) -> Option<SseEvent> {
         match self.try_next_within(wait).await {
