@@ -58,16 +58,19 @@ impl Policy {
         if self.accept_unknown || self.agents.is_empty() {
             return None;
         }
-        // The recipients the bus will route to: a rule may take the message from all of them,
+        let unknown = |r: &&str| !self.names(r);
+        let Some(route) = self.routes.iter().find(|r| r.matches(document)) else {
+            return recipients.iter().copied().find(unknown);
+        };
+        // The recipients the bus will route to: the rule takes the message from all of them,
         // or from the one it names.
         let mut routed: Vec<String> = recipients.iter().map(|r| (*r).to_owned()).collect();
-        if let Some(route) = self.routes.iter().find(|r| r.matches(document)) {
-            route.rule().redirect(&mut routed);
-        }
+        route.rule().redirect(&mut routed);
         recipients
             .iter()
             .copied()
-            .find(|r| routed.iter().any(|x| x == r) && !self.names(r))
+            .filter(|r| routed.iter().any(|x| x == r))
+            .find(unknown)
     }
 
     /// Every configured agent and pool and every inbox an agent reads, sorted, each once.

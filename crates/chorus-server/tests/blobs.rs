@@ -298,31 +298,24 @@ async fn a_refused_message_writes_no_media() {
         "data:image/png;base64,{}",
         STANDARD.encode(b"another image")
     );
-    let mut conflicting = image_message("good-media", &other);
-    conflicting["content"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"type": "image_url", "image_url": {"url": url}}));
-    let r = publish(&server, ALICE, &conflicting).await;
-    assert_eq!(r.status(), 409, "{}", r.text().await.unwrap());
-    assert_eq!(
-        blob_files(dir.path()),
-        kept,
-        "the conflict left no blob, took none"
-    );
-    // The same new image twice in one conflicting document: written once, taken back.
-    let mut twice = image_message("good-media", &other);
-    twice["content"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"type": "image_url", "image_url": {"url": other}}));
-    let r = publish(&server, ALICE, &twice).await;
-    assert_eq!(r.status(), 409, "{}", r.text().await.unwrap());
-    assert_eq!(
-        blob_files(dir.path()),
-        kept,
-        "the image given twice left no blob"
-    );
+    // The same new image twice in one document is written once, and taken back as well.
+    for (second, what) in [
+        (&url, "a new image and the kept one"),
+        (&other, "the new image twice"),
+    ] {
+        let mut conflicting = image_message("good-media", &other);
+        conflicting["content"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "image_url", "image_url": {"url": second}}));
+        let r = publish(&server, ALICE, &conflicting).await;
+        assert_eq!(r.status(), 409, "{what}: {}", r.text().await.unwrap());
+        assert_eq!(
+            blob_files(dir.path()),
+            kept,
+            "{what}: no blob left, none taken"
+        );
+    }
     // The image refused twice is kept when a message carrying it is taken.
     let r = publish(&server, ALICE, &image_message("other-media", &other)).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());

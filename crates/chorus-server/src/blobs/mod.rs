@@ -176,18 +176,18 @@ impl BlobStore {
     /// Keeps `bytes` (once per content; a blob kept before is marked as carried now) and
     /// returns the blob's name.
     pub async fn put(&self, bytes: Vec<u8>, mime: &str) -> Result<String, BlobError> {
-        self.put_marked(bytes, mime).await.map(|(name, _)| name)
-    }
-
-    /// [`BlobStore::put`], also saying whether this put created the blob (for
-    /// [`BlobStore::take_back`]).
-    pub(crate) async fn put_marked(
-        &self,
-        bytes: Vec<u8>,
-        mime: &str,
-    ) -> Result<(String, Option<Created>), BlobError> {
         let name = blob_name(&bytes, mime)
             .ok_or_else(|| BlobError(format!("media type {mime:?} is not kept")))?;
+        self.put_named(name, bytes).await.map(|(name, _)| name)
+    }
+
+    /// [`BlobStore::put`] of bytes already named by [`blob_name`], also saying whether this put
+    /// created the blob (for [`BlobStore::take_back`]).
+    pub(crate) async fn put_named(
+        &self,
+        name: String,
+        bytes: Vec<u8>,
+    ) -> Result<(String, Option<Created>), BlobError> {
         let mark = match &self.place {
             Place::Memory(map) => {
                 let mut map = map

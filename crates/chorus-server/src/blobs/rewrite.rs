@@ -184,22 +184,22 @@ impl BlobStore {
             read.push((job.pointer, bytes, mime));
         }
         let mut kept = Kept::default();
-        let mut written: std::collections::HashMap<String, String> = Default::default();
+        let mut written = std::collections::HashSet::new();
         for (pointer, bytes, mime) in read {
+            // (Only kept types are read: every piece has a name.)
+            let Some(name) = super::blob_name(&bytes, &mime) else {
+                continue;
+            };
             // The same piece twice in one document is written once (a second put would count
             // as another message carrying it, and keep it when the document is refused).
-            let key = format!(
-                "{mime}\0{}",
-                super::blob_name(&bytes, &mime).unwrap_or_default()
-            );
-            if let Some(name) = written.get(&key) {
+            if written.contains(&name) {
                 if let Some(slot) = document.pointer_mut(&pointer) {
                     *slot = Value::String(format!("{BLOB_PATH}{name}"));
                     kept.changed = true;
                 }
                 continue;
             }
-            let name = match self.put_marked(bytes, &mime).await {
+            let name = match self.put_named(name, bytes).await {
                 Ok((name, created)) => {
                     kept.created.extend(created);
                     name
@@ -217,7 +217,7 @@ impl BlobStore {
                 *slot = Value::String(format!("{BLOB_PATH}{name}"));
                 kept.changed = true;
             }
-            written.insert(key, name);
+            written.insert(name);
         }
         Ok(kept)
     }

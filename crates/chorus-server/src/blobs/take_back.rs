@@ -20,6 +20,9 @@ use super::{BlobStore, Created, Mark, Place};
 impl BlobStore {
     /// Forgets the blobs in `created` as pending: their message was stored (they are kept).
     pub fn settle(&self, created: Vec<Created>) {
+        if created.is_empty() {
+            return;
+        }
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         for c in created {
             pending.remove(&c.name);
@@ -108,6 +111,12 @@ mod tests {
     use super::super::MediaConfig;
     use super::*;
 
+    /// Puts `bytes` as a PNG: its name, and whether this put created it.
+    async fn put(store: &BlobStore, bytes: &[u8]) -> (String, Option<Created>) {
+        let name = super::super::blob_name(bytes, "image/png").unwrap();
+        store.put_named(name, bytes.to_vec()).await.unwrap()
+    }
+
     fn files(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
@@ -120,11 +129,11 @@ mod tests {
     /// A created blob nothing carried since goes; one another put carried since stays; one
     /// found (not created) is never taken.
     async fn exercise(store: &BlobStore, listed: impl Fn() -> usize) {
-        let (a, made_a) = store.put_marked(b"a".to_vec(), "image/png").await.unwrap();
-        let (_, made_b) = store.put_marked(b"b".to_vec(), "image/png").await.unwrap();
+        let (a, made_a) = put(store, b"a").await;
+        let (_, made_b) = put(store, b"b").await;
         assert!(made_a.is_some() && made_b.is_some(), "both created");
         // Another publish carries `a` again before the first one is refused.
-        let (again, found) = store.put_marked(b"a".to_vec(), "image/png").await.unwrap();
+        let (again, found) = put(store, b"a").await;
         assert_eq!(again, a);
         assert!(found.is_none(), "found, not created");
         store
@@ -133,7 +142,7 @@ mod tests {
         assert_eq!(listed(), 1, "b taken back, a kept");
         assert!(store.get(&a).await.unwrap().is_some(), "a still served");
         // Created again after it went: a new blob, taken back alone.
-        let (_, made) = store.put_marked(b"b".to_vec(), "image/png").await.unwrap();
+        let (_, made) = put(store, b"b").await;
         assert!(made.is_some());
         store.take_back(made.into_iter().collect()).await;
         assert_eq!(listed(), 1);
@@ -164,10 +173,10 @@ mod tests {
     async fn a_blob_carried_by_this_process_is_kept_whatever_the_file_time() {
         let dir = tempfile::tempdir().unwrap();
         let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
-        let (name, made) = store.put_marked(b"y".to_vec(), "image/png").await.unwrap();
+        let (name, made) = put(&store, b"y").await;
         let path = dir.path().join(&name);
         let made_at = std::fs::metadata(&path).unwrap().modified().unwrap();
-        let (_, found) = store.put_marked(b"y".to_vec(), "image/png").await.unwrap();
+        let (_, found) = put(&store, b"y").await;
         assert!(found.is_none());
         // The touch's time, as a coarse file system would keep it: the creation's.
         let file = std::fs::File::options().write(true).open(&path).unwrap();
@@ -180,7 +189,7 @@ mod tests {
     async fn a_file_written_anew_meanwhile_is_left_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
-        let (name, made) = store.put_marked(b"x".to_vec(), "image/png").await.unwrap();
+        let (name, made) = put(&store, b"x").await;
         // Another process removed it and wrote it again (a new file, a later time).
         let path = dir.path().join(&name);
         let made_at = std::fs::metadata(&path).unwrap().modified().unwrap();
