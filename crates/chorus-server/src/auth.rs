@@ -2,7 +2,6 @@
 //! that read them from a request are in `api::extract`).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use axum::http::StatusCode;
 use sha2::{Digest, Sha256};
@@ -21,37 +20,38 @@ pub enum Caller {
 
 /// SHA-256 of a token, as 64 lower-case hex digits (the form kept in the config).
 pub fn hash_token(token: &str) -> String {
-    // Written into one string: every request is authenticated through this.
-    let mut hex = String::with_capacity(64);
-    for b in Sha256::digest(token.as_bytes()) {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The SHA-256 digest of a hex hash from the configuration (`None`: not 64 hex digits, which
+/// the configuration's check refuses first).
+fn digest_of(hash: &str) -> Option<[u8; 32]> {
+    let mut digest = [0u8; 32];
+    hex::decode_to_slice(hash, &mut digest).ok()?;
+    Some(digest)
 }
 
 /// The known token hashes.
 #[derive(Debug, Clone, Default)]
 pub struct Tokens {
-    by_hash: HashMap<String, Caller>,
+    /// By the token's SHA-256 digest: a request's token is hashed and looked up as bytes,
+    /// with no hex string made per request.
+    by_digest: HashMap<[u8; 32], Caller>,
 }
 
 impl Tokens {
     /// The agents and admin of `config`; `admin_hash` overrides the configured admin hash.
     pub fn new(config: &ServerConfig, admin_hash: Option<String>) -> Tokens {
-        let mut by_hash: HashMap<String, Caller> = config
+        let mut by_digest: HashMap<[u8; 32], Caller> = config
             .agents
             .iter()
-            .map(|(id, a)| {
-                (
-                    a.token_sha256.to_ascii_lowercase(),
-                    Caller::Agent(id.clone()),
-                )
-            })
+            .filter_map(|(id, a)| Some((digest_of(&a.token_sha256)?, Caller::Agent(id.clone()))))
             .collect();
-        if let Some(hash) = admin_hash.or_else(|| config.admin_token_sha256.clone()) {
-            by_hash.insert(hash.to_ascii_lowercase(), Caller::Admin);
+        let admin = admin_hash.or_else(|| config.admin_token_sha256.clone());
+        if let Some(digest) = admin.as_deref().and_then(digest_of) {
+            by_digest.insert(digest, Caller::Admin);
         }
-        Tokens { by_hash }
+        Tokens { by_digest }
     }
 
     /// The caller holding the bearer token in `authorization`, or 401.
@@ -63,8 +63,9 @@ impl Tokens {
         let token = value
             .strip_prefix("Bearer ")
             .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <token>`"))?;
-        self.by_hash
-            .get(&hash_token(token.trim()))
+        let digest: [u8; 32] = Sha256::digest(token.trim().as_bytes()).into();
+        self.by_digest
+            .get(&digest)
             .cloned()
             .ok_or_else(|| unauthorized("unknown token"))
     }
@@ -90,10 +91,19 @@ mod tests {
             "alice".into(),
             AgentEntry::with_token_hash(hash_token("a-token")),
         );
+        // A hash written in capitals in the configuration names the same token.
+        config.agents.insert(
+            "bob".into(),
+            AgentEntry::with_token_hash(hash_token("b-token").to_ascii_uppercase()),
+        );
         let tokens = Tokens::new(&config, Some(hash_token("root")));
         assert_eq!(
             tokens.caller(Some("Bearer a-token")).unwrap(),
             Caller::Agent("alice".into())
+        );
+        assert_eq!(
+            tokens.caller(Some("Bearer  b-token ")).unwrap(),
+            Caller::Agent("bob".into())
         );
         assert_eq!(tokens.caller(Some("Bearer root")).unwrap(), Caller::Admin);
         for bad in [None, Some("Bearer nope"), Some("Basic a-token"), Some("")] {
