@@ -80,6 +80,10 @@ pub async fn prune_once(app: &AppState, config: &RetentionConfig, now: i64) -> P
             None
         }
     };
+    // Whatever the retention: a crash during a take-back must not lose a blob.
+    if let Err(e) = app.blobs.restore_set_aside().await {
+        tracing::warn!(error = %e, "putting back blobs set aside failed");
+    }
     if let Some(waiting) = oldest_waiting {
         if let Some(before) = blob_cut(config, now, waiting) {
             match app.blobs.prune(before).await {

@@ -137,7 +137,9 @@ impl BlobStore {
     pub fn open(dir: PathBuf, config: MediaConfig) -> Result<BlobStore, BlobError> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| BlobError(format!("cannot create {}: {e}", dir.display())))?;
-        Ok(BlobStore::with_place(Place::Dir(dir), config))
+        let store = BlobStore::with_place(Place::Dir(dir.clone()), config);
+        take_back::restore_dir(&dir, &store.files)?;
+        Ok(store)
     }
 
     /// A store held in memory, lost when the server stops.

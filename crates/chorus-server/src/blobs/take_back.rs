@@ -9,13 +9,21 @@
 //! modification time is compared with the one its creation left, and a touched file is linked
 //! back (never replacing a file written meanwhile, which has the same bytes). Only conflicts
 //! are taken back: a refusal that keeps a dead letter keeps the blobs it points at.
+//!
+//! The file set aside is named after the blob (`.aside-<random>.<name>`), so that a crash
+//! between the rename and the link back loses nothing: opening the store and every pass of the
+//! pruner link such files back where no file of their name is (a blob kept that should have
+//! gone is removed by the pruner in time; one removed that a message carries would be lost).
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Mutex;
 
-use super::{BlobStore, Created, Mark, Place};
+use super::{BlobError, BlobStore, Created, Mark, Place, checked_ext};
+
+/// The prefix of a blob file set aside by a take-back.
+const ASIDE: &str = ".aside-";
 
 impl BlobStore {
     /// Forgets the blobs in `created` as pending: their message was stored (they are kept).
@@ -62,6 +70,58 @@ impl BlobStore {
     }
 }
 
+impl BlobStore {
+    /// Links back the blob files a take-back set aside and did not finish with (a crash
+    /// between its two steps, here or in another server on the same folder), where no file of
+    /// their name is; returns how many were put back.
+    pub async fn restore_set_aside(&self) -> Result<u64, BlobError> {
+        let Place::Dir(dir) = &self.place else {
+            return Ok(0);
+        };
+        let (dir, files) = (dir.clone(), self.files.clone());
+        tokio::task::spawn_blocking(move || restore_dir(&dir, &files))
+            .await
+            .map_err(|e| BlobError(e.to_string()))?
+    }
+}
+
+/// The blob name of a file set aside by a take-back.
+fn set_aside(file: &str) -> Option<&str> {
+    let (_random, name) = file.strip_prefix(ASIDE)?.split_once('.')?;
+    checked_ext(name).map(|_| name)
+}
+
+/// [`BlobStore::restore_set_aside`] on a folder, under the lock take-backs hold (so a
+/// take-back of this process is never cut in two; one of another process that loses the race
+/// finds its file gone and leaves the blob in place: kept, never lost).
+pub(super) fn restore_dir(dir: &Path, files: &Mutex<()>) -> Result<u64, BlobError> {
+    let listing = std::fs::read_dir(dir)
+        .map_err(|e| BlobError(format!("cannot list {}: {e}", dir.display())))?;
+    let _held = files.lock().unwrap_or_else(|p| p.into_inner());
+    let mut restored = 0;
+    for entry in listing.flatten() {
+        let file = entry.file_name();
+        let Some(name) = file.to_str().and_then(set_aside) else {
+            continue;
+        };
+        let back = match std::fs::hard_link(entry.path(), dir.join(name)) {
+            Ok(()) => true,
+            // Written anew meanwhile: the same bytes are in place.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => false,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(BlobError(format!(
+                    "cannot link {} back: {e}",
+                    entry.path().display()
+                )));
+            }
+        };
+        restored += u64::from(back);
+        let _ = std::fs::remove_file(entry.path());
+    }
+    Ok(restored)
+}
+
 /// Removes `dir/<name>` when no put of this process carried it since its creation and its
 /// modification time is still the one its creation left (no other process touched it).
 fn take_back_file(
@@ -82,7 +142,11 @@ fn take_back_file(
         return Ok(());
     }
     let target = dir.join(&created.name);
-    let aside = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+    let aside = dir.join(format!(
+        "{ASIDE}{}.{}",
+        uuid::Uuid::new_v4().simple(),
+        created.name
+    ));
     match std::fs::rename(&target, &aside) {
         Ok(()) => {}
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
@@ -155,7 +219,9 @@ mod tests {
         let store = BlobStore::open(folder.clone(), MediaConfig::default()).unwrap();
         exercise(&store, || files(&folder).len()).await;
         assert!(
-            files(&folder).iter().all(|n| !n.starts_with(".tmp-")),
+            files(&folder)
+                .iter()
+                .all(|n| !n.starts_with(".tmp-") && !n.starts_with(ASIDE)),
             "no temporary file left: {:?}",
             files(&folder)
         );
@@ -183,6 +249,43 @@ mod tests {
         file.set_modified(made_at).unwrap();
         store.take_back(made.into_iter().collect()).await;
         assert_eq!(files(dir.path()), [name]);
+    }
+
+    /// A take-back cut by a crash between its rename and its link back: the blob is back
+    /// when the store is opened again, and the pruner's pass does the same for a folder shared
+    /// with a server that crashed.
+    #[tokio::test]
+    async fn a_blob_set_aside_by_a_crashed_take_back_is_put_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
+        let (name, _) = put(&store, b"carried elsewhere").await;
+        let (other, _) = put(&store, b"written anew").await;
+        let aside = |n: &str| dir.path().join(format!("{ASIDE}0123.{n}"));
+        std::fs::rename(dir.path().join(&name), aside(&name)).unwrap();
+        std::fs::copy(dir.path().join(&other), aside(&other)).unwrap();
+        std::fs::write(dir.path().join(".aside-x.not-a-blob"), b"?").unwrap();
+        assert!(
+            store.get(&name).await.unwrap().is_none(),
+            "gone while set aside"
+        );
+        let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
+        assert_eq!(
+            store.get(&name).await.unwrap().map(|(bytes, _)| bytes),
+            Some(b"carried elsewhere".to_vec())
+        );
+        assert_eq!(
+            files(dir.path()),
+            {
+                let mut v = vec![".aside-x.not-a-blob".to_owned(), name.clone(), other];
+                v.sort();
+                v
+            },
+            "the set-aside files went, one of them linked back; anything else is left alone"
+        );
+        std::fs::rename(dir.path().join(&name), aside(&name)).unwrap();
+        assert_eq!(store.restore_set_aside().await.unwrap(), 1);
+        assert!(store.get(&name).await.unwrap().is_some());
+        assert_eq!(store.restore_set_aside().await.unwrap(), 0);
     }
 
     #[tokio::test]
