@@ -2,10 +2,15 @@
 //! 127.0.0.1 over a fresh SQLite store (validation on, as served), 8 agents read their inbox
 //! streams and acknowledge over HTTP; beside it, in the same run, the SQLite bus alone doing the
 //! same work through the `Bus` API (the floor; run again just before each run of the headline,
-//! the batch-publish and the in-memory rows, so that each pair sees the same load on a shared
-//! machine). Prints medians, percentiles and the ratios to the paired floor.
+//! the batch-publish, the in-memory and the reqwest rows, so that each pair sees the same load
+//! on a shared machine). Prints medians, percentiles and the ratios to the paired floor.
 //!
-//! `cargo bench -p chorus-server --bench http_path` (about a minute; `CHORUS_BENCH_MESSAGES`
+//! The publishers use hyper's client connection (one each), the leanest load generator the
+//! well-kept crates give: the floor pays for no client, and every cycle a client spends is taken
+//! from the server on the same cores. The row "reqwest publishers" runs the headline with
+//! reqwest instead, as most Rust programs would call the server.
+//!
+//! `cargo bench -p chorus-server --bench http_path` (about two minutes; `CHORUS_BENCH_MESSAGES`
 //! sets the messages per run, 5,000 unless set; `CHORUS_BENCH_WORKERS` the tokio workers that
 //! the server, the clients and the bus share, 4 unless set).
 
@@ -19,6 +24,8 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod floor;
 #[path = "http_path/load.rs"]
 mod load;
+#[path = "http_path/publisher.rs"]
+mod publisher;
 #[path = "http_path/reader.rs"]
 mod reader;
 
@@ -28,6 +35,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use load::{Ack, Plan, Publish, Report};
+use publisher::Client;
 
 type Results = Arc<Mutex<BTreeMap<&'static str, Vec<Report>>>>;
 
@@ -39,10 +47,13 @@ const SINGLE_ACKS: &str = "http, single acks";
 const PACED: &str = "http, half rate";
 const BATCH_PACED: &str = "http, batch (16), half";
 const CEILING: &str = "http, memory store";
+/// The headline with reqwest for the publishers instead of hyper's client connection.
+const REQWEST: &str = "http, reqwest publishers";
 /// The floor runs just before each run of the headline, the batch and the memory rows.
 const PAIRED: &str = "bus alone, paired";
 const BATCH_PAIRED: &str = "bus alone, paired (16)";
 const CEILING_PAIRED: &str = "bus alone, paired (mem)";
+const REQWEST_PAIRED: &str = "bus alone, paired (reqwest)";
 
 /// The floor row run just before each run of `label`, for the rows compared pair by pair.
 fn paired_with(label: &str) -> Option<&'static str> {
@@ -50,6 +61,7 @@ fn paired_with(label: &str) -> Option<&'static str> {
         HEADLINE => Some(PAIRED),
         BATCH => Some(BATCH_PAIRED),
         CEILING => Some(CEILING_PAIRED),
+        REQWEST => Some(REQWEST_PAIRED),
         _ => None,
     }
 }
@@ -126,6 +138,7 @@ fn plan(label: &str, results: &Results) -> Plan {
         publish: Publish::Single,
         ack: Ack::Batch,
         pace: None,
+        client: Client::Hyper,
         memory: false,
     };
     let batch = Plan {
@@ -149,6 +162,10 @@ fn plan(label: &str, results: &Results) -> Plan {
         },
         CEILING => Plan {
             memory: true,
+            ..headline
+        },
+        REQWEST => Plan {
+            client: Client::Reqwest,
             ..headline
         },
         _ => headline,
@@ -176,7 +193,7 @@ fn paired_ratio(results: &Results, label: &str) -> Option<f64> {
 
 fn summary(results: &Results) {
     // The column's floor: the headline's paired floor runs, else whichever floor rows ran.
-    let floor = [PAIRED, FLOOR, BATCH_PAIRED, CEILING_PAIRED]
+    let floor = [PAIRED, FLOOR, BATCH_PAIRED, CEILING_PAIRED, REQWEST_PAIRED]
         .into_iter()
         .find_map(|label| median(results, label, |r| r.msgs_per_s));
     println!(
@@ -209,6 +226,7 @@ fn summary(results: &Results) {
         (HEADLINE, "one publish a request"),
         (BATCH, "batch publishes of 16"),
         (CEILING, "one publish a request, in-memory store"),
+        (REQWEST, "one publish a request, reqwest publishers"),
     ] {
         if let Some(ratio) = paired_ratio(results, label) {
             println!(
@@ -238,6 +256,7 @@ fn main() {
         PACED,
         BATCH_PACED,
         CEILING,
+        REQWEST,
     ] {
         row(&mut c, &rt, &results, label);
     }

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chorus_server::{AgentEntry, Server, ServerConfig, Store, bind, hash_token};
-use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::publisher::{Client, Publisher};
 use crate::reader::{Consumed, Reader};
 
 /// Publishing tasks (one agent identity and one keep-alive connection each).
@@ -46,6 +46,8 @@ pub struct Plan {
     pub ack: Ack,
     /// Messages a second in all, spread over the publishers; none: as fast as answered.
     pub pace: Option<f64>,
+    /// What the publishers send their requests with.
+    pub client: Client,
     /// The server on the in-memory store (a store that costs almost nothing: what the HTTP
     /// path alone allows) instead of a fresh SQLite file.
     pub memory: bool,
@@ -223,10 +225,16 @@ pub async fn http_run(plan: &Plan, n: usize) -> Report {
         assert_eq!(response.status(), 200);
         readers.push((client, response));
     }
-    let publisher = client();
-    let warm = (0..PUBLISHERS).map(|_| publisher.get(format!("{base}/healthz")).send());
-    for r in futures::future::join_all(warm).await {
-        assert_eq!(r.expect("healthz").status(), 200);
+    let shared = client();
+    if plan.client == Client::Reqwest {
+        let warm = (0..PUBLISHERS).map(|_| shared.get(format!("{base}/healthz")).send());
+        for r in futures::future::join_all(warm).await {
+            assert_eq!(r.expect("healthz").status(), 200);
+        }
+    }
+    let mut publishers = Vec::with_capacity(PUBLISHERS);
+    for _ in 0..PUBLISHERS {
+        publishers.push(Publisher::open(plan.client, addr, &shared).await);
     }
     let (run, clock) = (run_id(), Clock::new(n));
     let consumers: Vec<_> = readers
@@ -244,16 +252,12 @@ pub async fn http_run(plan: &Plan, n: usize) -> Report {
             tokio::spawn(reader.consume(response, expect))
         })
         .collect();
-    let publishers: Vec<_> = (0..PUBLISHERS)
-        .map(|p| {
-            let (client, base, run, clock, plan) = (
-                publisher.clone(),
-                base.clone(),
-                run.clone(),
-                clock.clone(),
-                *plan,
-            );
-            tokio::spawn(async move { publish_all(&client, &base, &run, p, n, plan, &clock).await })
+    let publishers: Vec<_> = publishers
+        .into_iter()
+        .enumerate()
+        .map(|(p, mut publisher)| {
+            let (run, clock, plan) = (run.clone(), clock.clone(), *plan);
+            tokio::spawn(async move { publish_all(&mut publisher, &run, p, n, plan, &clock).await })
         })
         .collect();
     let report = gather(n, &clock, publishers, consumers, plan.pace).await;
@@ -304,8 +308,7 @@ pub async fn gather(
 
 /// Publishes publisher `p`'s share of the `n` messages; returns each message's publish latency.
 async fn publish_all(
-    client: &reqwest::Client,
-    base: &str,
+    publisher: &mut Publisher,
     run: &str,
     p: usize,
     n: usize,
@@ -334,26 +337,14 @@ async fn publish_all(
         for &i in group {
             clock.sent_at[i].store(began, Ordering::Relaxed);
         }
-        let (url, body) = match plan.publish {
-            Publish::Single => (format!("{base}/v1/messages"), message(run, group[0])),
+        let (path, body) = match plan.publish {
+            Publish::Single => ("/v1/messages", message(run, group[0])),
             Publish::Batch(_) => {
                 let items: Vec<String> = group.iter().map(|&i| message(run, i)).collect();
-                (
-                    format!("{base}/v1/messages/batch"),
-                    format!("[{}]", items.join(",")),
-                )
+                ("/v1/messages/batch", format!("[{}]", items.join(",")))
             }
         };
-        let response = client
-            .post(url)
-            .bearer_auth(&bearer)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .expect("publish request");
-        let status = response.status().as_u16();
-        let answer: Value = response.json().await.expect("a JSON answer");
+        let (status, answer) = publisher.post(path, &bearer, body).await;
         match plan.publish {
             Publish::Single => assert_eq!(status, 201, "{answer}"),
             Publish::Batch(_) => {
