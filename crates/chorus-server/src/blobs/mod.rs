@@ -138,7 +138,11 @@ impl BlobStore {
         std::fs::create_dir_all(&dir)
             .map_err(|e| BlobError(format!("cannot create {}: {e}", dir.display())))?;
         let store = BlobStore::with_place(Place::Dir(dir.clone()), config);
-        take_back::restore_dir(&dir, &store.files)?;
+        // The pruner tries again on each pass: a blob it cannot put back now is not a reason
+        // to refuse to start.
+        if let Err(e) = take_back::restore_dir(&dir, &store.files) {
+            tracing::warn!(error = %e, "blobs set aside could not be put back at start");
+        }
         Ok(store)
     }
 

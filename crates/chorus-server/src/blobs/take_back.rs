@@ -91,35 +91,66 @@ fn set_aside(file: &str) -> Option<&str> {
     checked_ext(name).map(|_| name)
 }
 
-/// [`BlobStore::restore_set_aside`] on a folder, under the lock take-backs hold (so a
-/// take-back of this process is never cut in two; one of another process that loses the race
-/// finds its file gone and leaves the blob in place: kept, never lost).
+/// [`BlobStore::restore_set_aside`] on a folder. The folder is listed without the lock; each
+/// file is linked back under the lock take-backs hold (so a take-back of this process is never
+/// cut in two; one of another process that loses the race finds its file gone and leaves the
+/// blob in place: kept, never lost). A file that cannot be linked back is logged and left for
+/// the next pass; only a folder that cannot be listed is an error.
 pub(super) fn restore_dir(dir: &Path, files: &Mutex<()>) -> Result<u64, BlobError> {
     let listing = std::fs::read_dir(dir)
         .map_err(|e| BlobError(format!("cannot list {}: {e}", dir.display())))?;
-    let _held = files.lock().unwrap_or_else(|p| p.into_inner());
+    let aside: Vec<(std::path::PathBuf, String)> = listing
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name();
+            let name = file.to_str().and_then(set_aside)?.to_owned();
+            Some((entry.path(), name))
+        })
+        .collect();
     let mut restored = 0;
-    for entry in listing.flatten() {
-        let file = entry.file_name();
-        let Some(name) = file.to_str().and_then(set_aside) else {
-            continue;
-        };
-        let back = match std::fs::hard_link(entry.path(), dir.join(name)) {
-            Ok(()) => true,
-            // Written anew meanwhile: the same bytes are in place.
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => false,
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+    for (path, name) in aside {
+        let _held = files.lock().unwrap_or_else(|p| p.into_inner());
+        match link_back(&path, &dir.join(&name)) {
+            Ok(back) => restored += u64::from(back),
             Err(e) => {
-                return Err(BlobError(format!(
-                    "cannot link {} back: {e}",
-                    entry.path().display()
-                )));
+                tracing::warn!(file = %path.display(), error = %e, "a blob set aside could not be put back; tried again on the pruner's next pass");
+                continue;
             }
-        };
-        restored += u64::from(back);
-        let _ = std::fs::remove_file(entry.path());
+        }
+        if let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != ErrorKind::NotFound
+        {
+            tracing::warn!(file = %path.display(), error = %e, "a blob set aside was put back but its copy aside not removed");
+        }
     }
     Ok(restored)
+}
+
+/// Puts the file `aside` back at `target` (true), or, when a file was written there meanwhile
+/// (the same bytes), marks that one carried now so that its own creator's take-back keeps it
+/// (false). The file aside stays where it is, except on a file system without hard links,
+/// where it is renamed into place.
+fn link_back(aside: &Path, target: &Path) -> std::io::Result<bool> {
+    let written_anew = |target: &Path| super::touch(target).map(|_| false);
+    match std::fs::hard_link(aside, target) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => written_anew(target),
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::Unsupported | ErrorKind::PermissionDenied
+            ) =>
+        {
+            match std::fs::symlink_metadata(target) {
+                Ok(_) => written_anew(target),
+                Err(absent) if absent.kind() == ErrorKind::NotFound => {
+                    std::fs::rename(aside, target).map(|()| true)
+                }
+                Err(other) => Err(other),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Removes `dir/<name>` when no put of this process carried it since its creation and its
@@ -155,19 +186,15 @@ fn take_back_file(
     let untouched = std::fs::metadata(&aside)
         .and_then(|m| m.modified())
         .is_ok_and(|at| at == made);
-    if !untouched {
-        match std::fs::hard_link(&aside, &target) {
-            // Written anew meanwhile: the same bytes are in place.
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-            // Put back as it was (a file of the same name has the same bytes).
-            Err(e) => {
-                std::fs::rename(&aside, &target)?;
-                return Err(e);
-            }
-        }
+    if !untouched && let Err(e) = link_back(&aside, &target) {
+        // Put back as it was (a file of the same name has the same bytes).
+        std::fs::rename(&aside, &target)?;
+        return Err(e);
     }
-    std::fs::remove_file(&aside)
+    match std::fs::remove_file(&aside) {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -286,6 +313,28 @@ mod tests {
         assert_eq!(store.restore_set_aside().await.unwrap(), 1);
         assert!(store.get(&name).await.unwrap().is_some());
         assert_eq!(store.restore_set_aside().await.unwrap(), 0);
+    }
+
+    /// Linking back onto a file written anew meanwhile leaves that file, marked carried now:
+    /// the take-back of its own creator (another server) then keeps it.
+    #[test]
+    fn linking_back_onto_a_new_file_marks_it_carried() {
+        let dir = tempfile::tempdir().unwrap();
+        let (aside, target) = (dir.path().join("aside"), dir.path().join("target"));
+        std::fs::write(&aside, b"same").unwrap();
+        std::fs::write(&target, b"same").unwrap();
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let file = std::fs::File::options().write(true).open(&target).unwrap();
+        file.set_modified(long_ago).unwrap();
+        assert!(
+            !link_back(&aside, &target).unwrap(),
+            "not linked: a file is there"
+        );
+        let touched = std::fs::metadata(&target).unwrap().modified().unwrap();
+        assert!(touched > long_ago + std::time::Duration::from_secs(3000));
+        std::fs::remove_file(&target).unwrap();
+        assert!(link_back(&aside, &target).unwrap(), "linked where none is");
+        assert_eq!(std::fs::read(&target).unwrap(), b"same");
     }
 
     #[tokio::test]
