@@ -59,8 +59,13 @@ pub trait Backend: Send + Sync {
     /// Acknowledges every delivery (concurrently, or settled together by the backend); on
     /// failure, the first error, after trying all of them.
     async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
-        let results = futures::future::join_all(deliveries.iter().map(|d| self.ack(d))).await;
-        results.into_iter().collect()
+        self.ack_each(deliveries).await.into_iter().collect()
+    }
+
+    /// Acknowledges every delivery as [`Backend::ack`] would (concurrently, or settled together
+    /// by the backend); one result each, in their order.
+    async fn ack_each(&self, deliveries: &[Delivery]) -> Vec<BusResult<()>> {
+        futures::future::join_all(deliveries.iter().map(|d| self.ack(d))).await
     }
 
     /// Negative acknowledgement: deliver again after `delay`.

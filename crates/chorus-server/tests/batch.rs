@@ -174,6 +174,7 @@ async fn a_batch_of_acks_settles_each_held_delivery_on_its_own() {
         {"message_id": "m2", "attempt": 2},
         {"message_id": "m9"},
         {"message_id": "m3"},
+        {"message_id": "m3"},
     ]);
     let (status, _) = post_json(&server, "/v1/agents/bob/inbox/ack", ALICE, &acks).await;
     assert_eq!(status, 403, "another agent's inbox");
@@ -192,10 +193,18 @@ async fn a_batch_of_acks_settles_each_held_delivery_on_its_own() {
         .collect();
     assert_eq!(
         results,
-        [("m1", 204), ("m2", 409), ("m9", 404), ("m3", 204)]
+        [
+            ("m1", 204),
+            ("m2", 409),
+            ("m9", 404),
+            ("m3", 204),
+            ("m3", 404)
+        ]
     );
     assert_eq!(answer["results"][1]["problem"]["error"], "superseded");
     assert_eq!(answer["results"][2]["problem"]["error"], "not_held");
+    // A repeated id is answered as a second ack of it would be, on every store.
+    assert_eq!(answer["results"][4]["problem"]["error"], "not_held");
 
     // m2 is still held (its attempt 1): acked on its own, then nothing is left.
     assert_eq!(

@@ -200,15 +200,19 @@ impl Backend for SqliteBus {
             .await
     }
 
-    async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
+    async fn ack_each(&self, deliveries: &[Delivery]) -> Vec<BusResult<()>> {
         let all = deliveries.to_vec();
-        self.writer
+        let settled = self
+            .writer
             .call(false, move |c| {
                 // The settled ones stay settled when another is stale: the job itself succeeds.
-                let results: Vec<_> = all.iter().map(|d| schema::settle(c, d)).collect();
-                Ok(results.into_iter().collect::<BusResult<()>>())
+                Ok(all.iter().map(|d| schema::settle(c, d)).collect::<Vec<_>>())
             })
-            .await?
+            .await;
+        match settled {
+            Ok(results) => results,
+            Err(e) => deliveries.iter().map(|_| Err(e.clone())).collect(),
+        }
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {

@@ -78,7 +78,7 @@ macro_rules! conformance_tests {
     ($setup:path, $backend:literal) => {
         $crate::conformance_tests!(@each $setup, $backend;
             invalid_is_refused_and_dead_lettered, validator_hook_refuses, seed_examples_through_core_validation, durable_before_ack,
-            ack_nack_and_in_progress, ack_all_settles_a_batch, redelivery_after_ack_deadline, max_deliver_dead_letters,
+            ack_nack_and_in_progress, ack_all_settles_a_batch, ack_each_answers_every_delivery, redelivery_after_ack_deadline, max_deliver_dead_letters,
             peek_shows_a_queue_without_claiming,
             duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
             expired_messages_never_reach_handlers, priority_order_and_fairness,
@@ -569,6 +569,41 @@ pub async fn ack_all_settles_a_batch(f: &Fixture) {
             .await
             .is_none(),
         "every acked delivery stays settled"
+    );
+}
+
+pub async fn ack_each_answers_every_delivery(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let ids: Vec<String> = (0..3).map(|_| mid()).collect();
+    for id in &ids {
+        publish(&bus, &packet(id, json!("each"), "MEDIUM", "NOTIFICATION")).await;
+    }
+    let mut got = Vec::new();
+    while got.len() < ids.len() {
+        let batch = bus.receive("each", 16, LONG).await.expect("receive");
+        assert!(!batch.is_empty(), "only {} of 3 delivered", got.len());
+        got.extend(batch);
+    }
+    assert!(bus.ack_each(&[]).await.is_empty(), "nothing to answer");
+    let first = bus.ack_each(&got[..2]).await;
+    assert_eq!(first.len(), 2, "one answer a delivery");
+    assert!(first.iter().all(Result::is_ok), "{first:?}");
+    // The answers keep the order of the deliveries: the held one is acknowledged, the one
+    // settled above is stale (backends that can tell) or accepted again.
+    let mixed = bus.ack_each(&[got[2].clone(), got[0].clone()]).await;
+    assert_eq!(mixed.len(), 2, "one answer a delivery");
+    assert!(mixed[0].is_ok(), "{:?}", mixed[0]);
+    if let Err(e) = &mixed[1] {
+        assert!(
+            matches!(e, chorus_bus::BusError::StaleDelivery { .. }),
+            "{e}"
+        );
+    }
+    assert!(
+        one(&bus, "each", Duration::from_millis(900))
+            .await
+            .is_none(),
+        "every acknowledged delivery stays settled"
     );
 }
 

@@ -1,13 +1,17 @@
 //! Batch requests, each item answered on its own: `POST /v1/messages/batch` publishes several
 //! documents (as SQS's SendMessageBatch), `POST /v1/agents/{agent}/inbox/ack` acknowledges
-//! several held deliveries. Every item goes through exactly what a single request does; the
-//! items run concurrently, so that the store commits them together.
+//! several held deliveries. Every item goes through the checks a single request makes; the
+//! documents are stored concurrently (sharing the store's commits), the acknowledgements in one
+//! call to the store.
+
+use std::collections::HashSet;
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
+use chorus_bus::Delivery;
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -15,7 +19,7 @@ use serde_path_to_error::Segment;
 use utoipa::ToSchema;
 
 use crate::api::extract::ApiPath;
-use crate::api::inbox::{Action, Delivered, SettleOptions, settle_as};
+use crate::api::inbox::{Delivered, SettleOptions, acked, held, not_held};
 use crate::api::publish::{body_error, named_id, publish_body, publisher};
 use crate::auth::Caller;
 use crate::config::MAX_IN_FLIGHT;
@@ -190,18 +194,51 @@ pub async fn ack_batch(
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let items = ack_items(&bytes)?;
     bounded(items.len(), MAX_ACKS, "acknowledgements")?;
-    let settled = items.into_iter().map(|item| {
-        let delivered = Delivered {
-            agent: agent.clone(),
-            message_id: item.message_id.clone(),
+    // Every item is checked as a single ack is (a repeated id as a second ack of it would be:
+    // not held); the held ones are then acknowledged together, in one call to the store (one
+    // writer job of one commit on SQLite), and each is answered on its own.
+    let mut outcomes: Vec<Result<(), ApiError>> = Vec::with_capacity(items.len());
+    let mut found = Vec::new();
+    let mut seen = HashSet::with_capacity(items.len());
+    for (at, item) in items.iter().enumerate() {
+        let checked = if seen.insert(item.message_id.as_str()) {
+            let delivered = Delivered {
+                agent: agent.clone(),
+                message_id: item.message_id.clone(),
+            };
+            let options = SettleOptions {
+                attempt: item.attempt,
+            };
+            held(&app, &caller, &delivered, options)
+        } else {
+            Err(not_held(&agent, &item.message_id))
         };
-        let options = SettleOptions {
-            attempt: item.attempt,
-        };
-        let one = settle_as(app.clone(), caller.clone(), delivered, Action::Ack, options);
-        async move {
-            let (status, problem) = match one.await {
-                Ok(status) => (status.as_u16(), None),
+        outcomes.push(checked.map(|delivery| found.push((at, delivery))));
+    }
+    if !found.is_empty() {
+        let deliveries: Vec<Delivery> = found.iter().map(|(_, h)| h.delivery().clone()).collect();
+        let mut settled = app.bus.ack_each(&deliveries).await.into_iter();
+        for (at, delivery) in found {
+            outcomes[at] = match settled.next() {
+                Some(Ok(())) => {
+                    acked(&app, &agent, delivery);
+                    Ok(())
+                }
+                Some(Err(e)) => Err(e.into()),
+                None => Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the store answered fewer acknowledgements than it was given",
+                )),
+            };
+        }
+    }
+    let results = items
+        .into_iter()
+        .zip(outcomes)
+        .map(|(item, outcome)| {
+            let (status, problem) = match outcome {
+                Ok(()) => (StatusCode::NO_CONTENT.as_u16(), None),
                 Err(e) => (e.status.as_u16(), Some(e.body)),
             };
             AckResult {
@@ -209,9 +246,8 @@ pub async fn ack_batch(
                 status,
                 problem,
             }
-        }
-    });
-    let results = join_all(settled).await;
+        })
+        .collect();
     Ok(Json(AckResults { results }))
 }
 

@@ -504,52 +504,28 @@ pub async fn settle(
 pub(crate) async fn settle_as(
     app: AppState,
     caller: Caller,
-    Delivered { agent, message_id }: Delivered,
+    delivered: Delivered,
     action: Action,
     options: SettleOptions,
 ) -> Result<StatusCode, ApiError> {
-    check_id("the agent id", &agent)?;
-    check_id("the message id", &message_id)?;
-    app.policy.may_read(&caller, &agent)?;
-    if let Caller::Agent(me) = &caller {
-        app.settle_rate.check(me)?;
-    }
-    let (d, held_for, tp) = app.inboxes.get(&agent, &message_id).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_held",
-            format!(
-                "no delivery of {message_id:?} is held for {agent:?}: it was never delivered over the inbox stream, or it was already settled"
-            ),
-        )
-    })?;
-    if let Some(attempt) = options.attempt
-        && attempt != d.attempt
-    {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "superseded",
-            format!(
-                "attempt {attempt} of {message_id:?} is no longer held: attempt {} was delivered since; settle that one",
-                d.attempt
-            ),
-        ));
-    }
+    let held = held(&app, &caller, &delivered, options)?;
+    let Delivered { agent, message_id } = delivered;
+    let d = &held.delivery;
     let word = action.word();
     match action {
         Action::InProgress => {
-            app.bus.in_progress(&d).await?;
+            app.bus.in_progress(d).await?;
             app.inboxes.renew(&agent, &message_id);
             tracing::debug!(%agent, %message_id, "in progress");
             return Ok(StatusCode::NO_CONTENT);
         }
         Action::Ack => {
-            app.bus.ack(&d).await?;
-            app.metrics.acked.inc();
-            app.metrics.ack_seconds.observe(held_for.as_secs_f64());
+            app.bus.ack(d).await?;
+            acked(&app, &agent, held);
+            return Ok(StatusCode::NO_CONTENT);
         }
         Action::Nack(delay) => {
-            app.bus.nack(&d, delay).await?;
+            app.bus.nack(d, delay).await?;
             app.metrics.nacked.inc();
         }
         Action::DeadLetter(error) => {
@@ -557,13 +533,91 @@ pub(crate) async fn settle_as(
                 attempts: d.attempt,
                 error,
             };
-            app.bus.dead_letter(&d, reason).await?;
+            app.bus.dead_letter(d, reason).await?;
         }
     }
-    app.inboxes.settle(&agent, &d);
-    let span = telemetry::span_for("settle", word.name(), &agent, &d, tp.as_deref());
-    tracing::info!(parent: &span, %agent, %message_id, action = ?word, "settled");
+    settled(&app, &agent, &held, word);
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A delivery held for an inbox stream, found for a settle.
+pub(crate) struct Held {
+    delivery: Delivery,
+    /// How long it has been held.
+    held_for: Duration,
+    traceparent: Option<String>,
+}
+
+impl Held {
+    /// The held delivery.
+    pub(crate) fn delivery(&self) -> &Delivery {
+        &self.delivery
+    }
+}
+
+/// The delivery a settle by `caller` acts on, after the checks every settle makes: safe ids,
+/// the caller may read the inbox and settle now (its rate), the delivery is held, and is the
+/// attempt named by `options`.
+pub(crate) fn held(
+    app: &AppState,
+    caller: &Caller,
+    Delivered { agent, message_id }: &Delivered,
+    options: SettleOptions,
+) -> Result<Held, ApiError> {
+    check_id("the agent id", agent)?;
+    check_id("the message id", message_id)?;
+    app.policy.may_read(caller, agent)?;
+    if let Caller::Agent(me) = caller {
+        app.settle_rate.check(me)?;
+    }
+    let (delivery, held_for, traceparent) = app
+        .inboxes
+        .get(agent, message_id)
+        .ok_or_else(|| not_held(agent, message_id))?;
+    if let Some(attempt) = options.attempt
+        && attempt != delivery.attempt
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "superseded",
+            format!(
+                "attempt {attempt} of {message_id:?} is no longer held: attempt {} was delivered since; settle that one",
+                delivery.attempt
+            ),
+        ));
+    }
+    Ok(Held {
+        delivery,
+        held_for,
+        traceparent,
+    })
+}
+
+/// 404: no delivery of `message_id` is held for `agent`.
+pub(crate) fn not_held(agent: &str, message_id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_held",
+        format!(
+            "no delivery of {message_id:?} is held for {agent:?}: it was never delivered over the inbox stream, or it was already settled"
+        ),
+    )
+}
+
+/// Records that the store acknowledged `held`, a delivery of `agent`'s inbox.
+pub(crate) fn acked(app: &AppState, agent: &str, held: Held) {
+    app.metrics.acked.inc();
+    app.metrics.ack_seconds.observe(held.held_for.as_secs_f64());
+    settled(app, agent, &held, Settle::Ack);
+}
+
+/// Lets go of `held` once the store settled it by `word`: its stream may send another.
+fn settled(app: &AppState, agent: &str, held: &Held, word: Settle) {
+    let d = &held.delivery;
+    app.inboxes.settle(agent, d);
+    let span = telemetry::span_for("settle", word.name(), agent, d, held.traceparent.as_deref());
+    let message_id = &d.envelope.id;
+    tracing::info!(parent: &span, %agent, %message_id, action = ?word, "settled");
 }
 
 /// The error of a dead-letter body: empty, or `{"error": "..."}`.
