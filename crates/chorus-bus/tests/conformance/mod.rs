@@ -539,51 +539,39 @@ pub async fn ack_nack_and_in_progress(f: &Fixture) {
     );
 }
 
-pub async fn ack_all_settles_a_batch(f: &Fixture) {
-    let bus = (f.open)(quick()).await;
-    let ids: Vec<String> = (0..5).map(|_| mid()).collect();
-    for id in &ids {
-        publish(&bus, &packet(id, json!("batch"), "MEDIUM", "NOTIFICATION")).await;
+/// Publishes `n` notifications to `queue` and receives them all (held, not yet settled).
+async fn published_and_received(
+    bus: &Arc<dyn Bus>,
+    queue: &str,
+    n: usize,
+) -> Vec<chorus_bus::Delivery> {
+    for _ in 0..n {
+        publish(bus, &packet(&mid(), json!(queue), "MEDIUM", "NOTIFICATION")).await;
     }
     let mut got = Vec::new();
-    while got.len() < ids.len() {
-        let batch = bus.receive("batch", 16, LONG).await.expect("receive");
-        assert!(!batch.is_empty(), "only {} of 5 delivered", got.len());
+    while got.len() < n {
+        let batch = bus.receive(queue, 16, LONG).await.expect("receive");
+        assert!(!batch.is_empty(), "only {} of {n} delivered", got.len());
         got.extend(batch);
     }
+    got
+}
+
+pub async fn ack_all_settles_a_batch(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let got = published_and_received(&bus, "batch", 5).await;
     let (first, rest) = got.split_at(2);
     bus.ack_all(first).await.expect("ack_all");
-    // A batch holding a delivery that is no longer held still settles the others (backends
-    // that can tell report the stale one; the others accept the repeated ack).
+    // A batch holding a delivery that is no longer held still settles the others.
     let mut mixed = rest.to_vec();
     mixed.push(first[0].clone());
-    if let Err(e) = bus.ack_all(&mixed).await {
-        assert!(
-            matches!(e, chorus_bus::BusError::StaleDelivery { .. }),
-            "{e}"
-        );
-    }
-    // ack_wait is 400 ms: nothing comes back after it.
-    assert!(
-        one(&bus, "batch", Duration::from_millis(900))
-            .await
-            .is_none(),
-        "every acked delivery stays settled"
-    );
+    stale_or_accepted(&bus.ack_all(&mixed).await);
+    settled_for_good(&bus, "batch").await;
 }
 
 pub async fn ack_each_answers_every_delivery(f: &Fixture) {
     let bus = (f.open)(quick()).await;
-    let ids: Vec<String> = (0..3).map(|_| mid()).collect();
-    for id in &ids {
-        publish(&bus, &packet(id, json!("each"), "MEDIUM", "NOTIFICATION")).await;
-    }
-    let mut got = Vec::new();
-    while got.len() < ids.len() {
-        let batch = bus.receive("each", 16, LONG).await.expect("receive");
-        assert!(!batch.is_empty(), "only {} of 3 delivered", got.len());
-        got.extend(batch);
-    }
+    let got = published_and_received(&bus, "each", 3).await;
     assert!(bus.ack_each(&[]).await.is_empty(), "nothing to answer");
     let first = bus.ack_each(&got[..2]).await;
     assert_eq!(first.len(), 2, "one answer a delivery");
@@ -593,16 +581,25 @@ pub async fn ack_each_answers_every_delivery(f: &Fixture) {
     let mixed = bus.ack_each(&[got[2].clone(), got[0].clone()]).await;
     assert_eq!(mixed.len(), 2, "one answer a delivery");
     assert!(mixed[0].is_ok(), "{:?}", mixed[0]);
-    if let Err(e) = &mixed[1] {
+    stale_or_accepted(&mixed[1]);
+    settled_for_good(&bus, "each").await;
+}
+
+/// The answer to an ack of a delivery already settled: stale (backends that can tell) or
+/// accepted again.
+fn stale_or_accepted(answer: &chorus_bus::BusResult<()>) {
+    if let Err(e) = answer {
         assert!(
             matches!(e, chorus_bus::BusError::StaleDelivery { .. }),
             "{e}"
         );
     }
+}
+
+/// Nothing of `queue` comes back after the ack wait (400 ms in [`quick`]).
+async fn settled_for_good(bus: &Arc<dyn Bus>, queue: &str) {
     assert!(
-        one(&bus, "each", Duration::from_millis(900))
-            .await
-            .is_none(),
+        one(bus, queue, Duration::from_millis(900)).await.is_none(),
         "every acknowledged delivery stays settled"
     );
 }
