@@ -98,17 +98,32 @@ pub trait Bus: Backend {
     /// As [`Bus::publish`], for a caller that has already parsed `bytes` into `document`
     /// (their JSON value, as the server has after its own checks): nothing is parsed again.
     async fn publish_parsed(&self, bytes: Bytes, document: &Value) -> BusResult<Receipt> {
+        self.publish_read(bytes, document, None).await
+    }
+
+    /// As [`Bus::publish_parsed`], with the envelope the caller read from this same `document`
+    /// with [`Envelope::from_document`] (its bytes aside), when it has one: it is not read
+    /// again.
+    async fn publish_read(
+        &self,
+        bytes: Bytes,
+        document: &Value,
+        read: Option<Envelope>,
+    ) -> BusResult<Receipt> {
         // Schema problems first: they explain a missing routing key better than extraction.
         let mut issues = match &self.config().validator {
             Some(v) => v.validate(document),
             None => Vec::new(),
         };
-        let env = if issues.is_empty() {
-            Envelope::from_document(document, bytes.clone())
+        let env = match read {
+            _ if !issues.is_empty() => None,
+            Some(env) => Some(Envelope {
+                bytes: bytes.clone(),
+                ..env
+            }),
+            None => Envelope::from_document(document, bytes.clone())
                 .map_err(|found| issues = found)
-                .ok()
-        } else {
-            None
+                .ok(),
         };
         match env {
             Some(env) => self.publish_routed(env, Some(document)).await,

@@ -2,6 +2,7 @@
 //! validation on publish.
 
 use bytes::Bytes;
+use serde::Deserialize;
 use serde_json::Value;
 
 use chorus_core::Message;
@@ -111,7 +112,9 @@ impl Envelope {
     ) -> Result<Envelope, Vec<Problem>> {
         match detect_kind(document) {
             Ok(Kind::Message) => {
-                let msg: Message = serde_json::from_value(document.clone()).map_err(|e| {
+                // Read from the borrowed value: a clone of the whole document (its content
+                // included) cost as much as the reading itself.
+                let msg = Message::deserialize(document).map_err(|e| {
                     vec![Problem::expected(
                         "",
                         "a chorus message",

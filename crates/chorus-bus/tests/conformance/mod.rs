@@ -77,7 +77,7 @@ pub async fn bounded(test: &str, backend: &str, body: impl Future<Output = ()> +
 macro_rules! conformance_tests {
     ($setup:path, $backend:literal) => {
         $crate::conformance_tests!(@each $setup, $backend;
-            invalid_is_refused_and_dead_lettered, validator_hook_refuses, seed_examples_through_core_validation, durable_before_ack,
+            invalid_is_refused_and_dead_lettered, publish_read_stores_the_callers_envelope_and_still_validates, validator_hook_refuses, seed_examples_through_core_validation, durable_before_ack,
             ack_nack_and_in_progress, ack_all_settles_a_batch, ack_each_answers_every_delivery, redelivery_after_ack_deadline, max_deliver_dead_letters,
             peek_shows_a_queue_without_claiming,
             duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
@@ -307,6 +307,44 @@ fn dead_between(letters: &[chorus_bus::DeadLetter], before: i64) {
             l.id
         );
     }
+}
+
+pub async fn publish_read_stores_the_callers_envelope_and_still_validates(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let doc = packet(&mid(), json!("agent"), "HIGH", "ESCALATION");
+    let id = doc["metadata"]["message_id"].as_str().unwrap().to_owned();
+    let read = Envelope::from_document(&doc, bytes::Bytes::new()).expect("a routable handoff");
+    let raw = bytes(&doc);
+    let receipt = bus
+        .publish_read(raw.clone().into(), &doc, Some(read.clone()))
+        .await
+        .expect("published");
+    assert_eq!(
+        (receipt.id.as_str(), receipt.queues),
+        (id.as_str(), vec!["agent".to_owned()])
+    );
+    let d = one(&bus, "agent", Duration::from_secs(5))
+        .await
+        .expect("delivered");
+    assert_eq!(
+        d.envelope.bytes, raw,
+        "the bytes given, not the envelope's (empty) ones"
+    );
+    assert_eq!(d.envelope.task_id, read.task_id);
+    bus.ack(&d).await.expect("acked");
+
+    // The envelope of a valid document does not let an invalid one past the validator.
+    let mut bad = packet(&mid(), json!("agent"), "HIGH", "ESCALATION");
+    bad["metadata"].as_object_mut().unwrap().remove("task_id");
+    let err = bus
+        .publish_read(bytes(&bad).into(), &bad, Some(read))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, BusError::Invalid { .. }), "{err}");
+    assert!(
+        drain(&bus, "agent").await.is_empty(),
+        "nothing invalid is delivered"
+    );
 }
 
 pub async fn invalid_is_refused_and_dead_lettered(f: &Fixture) {
