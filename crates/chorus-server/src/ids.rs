@@ -22,7 +22,7 @@ pub fn id_problem(id: &str) -> Option<String> {
 }
 
 /// Refuses (400) an id that could inject a path segment, a header line or an event field.
-pub fn check_id(what: &str, id: &str) -> Result<(), ApiError> {
+pub fn check_id(what: impl std::fmt::Display, id: &str) -> Result<(), ApiError> {
     match id_problem(id) {
         None => Ok(()),
         Some(why) => Err(ApiError::bad_request(

@@ -118,7 +118,7 @@ fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<Option<Envelo
                 check_sender(at, sender, agent)?;
             }
             if let Some(id) = document.pointer(at.id).and_then(Value::as_str) {
-                check_id(&format!("the message id at {}", at.id), id)?;
+                check_id(format_args!("the message id at {}", at.id), id)?;
             }
             return Ok(None);
         }
@@ -132,21 +132,18 @@ fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<Option<Envelo
             return Err(ApiError::invalid(vec![issue], None));
         }
     }
-    check_id(&format!("the message id at {}", at.id), &env.id)?;
+    check_id(format_args!("the message id at {}", at.id), &env.id)?;
     for r in &env.recipients {
-        check_id(&format!("the recipient at {}", at.recipients), r)?;
+        check_id(format_args!("the recipient at {}", at.recipients), r)?;
     }
-    for (what, id) in [
-        (format!("the task id at {}", at.task), &env.task_id),
-        (
-            "the correlation id at /metadata/correlation_id".to_owned(),
-            &env.correlation_id,
-        ),
-        ("the conversation id".to_owned(), &env.conversation_id),
-    ] {
-        if let Some(id) = id {
-            check_id(&what, id)?;
-        }
+    if let Some(id) = &env.task_id {
+        check_id(format_args!("the task id at {}", at.task), id)?;
+    }
+    if let Some(id) = &env.correlation_id {
+        check_id("the correlation id at /metadata/correlation_id", id)?;
+    }
+    if let Some(id) = &env.conversation_id {
+        check_id("the conversation id", id)?;
     }
     let recipients: Vec<&str> = env.recipients.iter().map(String::as_str).collect();
     policy.may_send(agent, &recipients, env.handoff_type.as_deref())?;
@@ -304,18 +301,21 @@ async fn store(
     started: std::time::Instant,
 ) -> Result<(StatusCode, Json<PublishReceipt>), ApiError> {
     let (bytes, mut document) = read?;
-    record_keys(&document);
+    // The pointers of the kind the document has (a document of no kind is refused by
+    // `admit`; until then, read as a handoff's).
+    let at = pointers(detect_kind(&document).unwrap_or(Kind::Handoff));
+    record_keys(at, &document);
     let env = admit(&app.policy, agent, &document)?;
     if let Some(key) = app.redactor.changed_routing(&document) {
         return Err(redacted_routing(&document, key));
     }
-    let taken = take_inboxes(app, agent, env.as_ref(), &document)?;
+    let taken = take_inboxes(app, agent, env.as_ref(), at)?;
     let stored = async {
         // Media is written only for a document the bus will take: one it refuses (kept as a
         // dead letter with its media inline, or expired) writes no file.
         // What it created is taken back when the store refuses the document as a conflict.
         let kept = match &env {
-            Some(env) if !refused_anyway(app, env, &document) => {
+            Some(env) if app.blobs.has_media(&document) && !refused_anyway(app, env, &document) => {
                 app.blobs.keep_media(&mut document).await?
             }
             _ => Kept::default(),
@@ -327,7 +327,8 @@ async fn store(
         let traced = context
             .as_deref()
             .is_some_and(|tp| telemetry::stamp(&mut document, tp));
-        let bytes = if kept.changed || redacted || traced {
+        let changed = kept.changed || redacted || traced;
+        let bytes = if changed {
             serde_json::to_vec(&document)
                 .map_err(|e| {
                     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
@@ -343,7 +344,13 @@ async fn store(
             (Some(env), Some(tp)) => keep_trace(app, env, tp).await,
             _ => false,
         };
-        let published = app.bus.publish_parsed(bytes, &document).await;
+        let forget = match (&env, trace_kept) {
+            (Some(env), true) => Some(env.id.clone()),
+            _ => None,
+        };
+        // The envelope read by the checks is the bus's own reading of an unchanged document.
+        let read = env.filter(|_| !changed);
+        let published = app.bus.publish_read(bytes, &document, read).await;
         match &published {
             // Nothing stored and no dead letter points at them: the blobs go. (Not for other
             // errors: a refusal kept as a dead letter points at them, and a store error may
@@ -351,8 +358,8 @@ async fn store(
             Err(BusError::Conflict { .. }) => app.blobs.take_back(kept.created).await,
             _ => app.blobs.settle(kept.created),
         }
-        if let (Err(_), true, Some(env)) = (&published, trace_kept, &env)
-            && let Err(e) = app.traces.forget(&env.id).await
+        if let (Err(_), Some(id)) = (&published, &forget)
+            && let Err(e) = app.traces.forget(id).await
         {
             tracing::warn!(error = %e, "the trace context of a refused message was not forgotten");
         }
@@ -391,7 +398,7 @@ fn take_inboxes(
     app: &AppState,
     agent: &str,
     env: Option<&Envelope>,
-    document: &Value,
+    at: &Pointers,
 ) -> Result<Vec<String>, ApiError> {
     let Some(env) = env else {
         return Ok(Vec::new());
@@ -402,8 +409,7 @@ fn take_inboxes(
         .map(String::as_str)
         .filter(|r| !app.policy.names(r))
         .collect();
-    let at = pointers(detect_kind(document).unwrap_or(Kind::Message)).recipients;
-    app.quota.take(agent, &fresh, at)
+    app.quota.take(agent, &fresh, at.recipients)
 }
 
 /// 409 for an id the bus holds with other content, the issue at the document's id.
@@ -424,19 +430,18 @@ fn conflict(document: &Value, id: &str, stored: ContentDigest, found: ContentDig
     e
 }
 
-/// True when `document` carries media and the bus would refuse it: expired, or refused by its
-/// validator (checked only then: the bus validates every document again when it is published).
+/// True when the bus would refuse `document`: expired, or refused by its validator (asked
+/// only for a document with media: the bus validates every document again when it is
+/// published).
 fn refused_anyway(app: &AppState, env: &Envelope, document: &Value) -> bool {
-    app.blobs.has_media(document)
-        && (env
-            .expires_at_ms
-            .is_some_and(|at| at <= chorus_bus::now_ms())
-            || app
-                .bus
-                .config()
-                .validator
-                .as_ref()
-                .is_some_and(|v| !v.validate(document).is_empty()))
+    env.expires_at_ms
+        .is_some_and(|at| at <= chorus_bus::now_ms())
+        || app
+            .bus
+            .config()
+            .validator
+            .as_ref()
+            .is_some_and(|v| !v.validate(document).is_empty())
 }
 
 /// Keeps the trace context of the message about to be stored by its id (for handoffs, whose
@@ -458,9 +463,11 @@ async fn keep_trace(app: &AppState, env: &Envelope, tp: &str) -> bool {
 
 /// Records the document's ids (never its contents) on the current span: only ids of the safe
 /// alphabet, so that nothing a client sent can break a log line or forge one.
-fn record_keys(document: &Value) {
+fn record_keys(at: &Pointers, document: &Value) {
     let span = tracing::Span::current();
-    let at = pointers(detect_kind(document).unwrap_or(Kind::Handoff));
+    if span.is_disabled() {
+        return;
+    }
     for (name, pointer) in [
         ("message_id", at.id),
         ("messaging.message.id", at.id),

@@ -1,5 +1,7 @@
 //! Finds images and audio in a stored document and replaces them by blob URLs.
 
+use std::fmt::Write;
+
 use axum::http::StatusCode;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -10,17 +12,18 @@ use super::media::{audio_format_type, extension};
 use super::{BLOB_PATH, BlobStore, Created};
 use crate::error::{ApiError, IssueBody};
 
-/// Where a piece of media was found and how to get its bytes.
-enum Source {
+/// Where a piece of media was found and how to get its bytes (borrowed from the document:
+/// looking for media copies nothing).
+enum Source<'a> {
     /// Base64 bytes of a known media type.
-    Inline { mime: String, base64: String },
+    Inline { mime: &'a str, base64: &'a str },
     /// An http(s) URL to fetch (only when fetching is configured).
-    Remote { url: String },
+    Remote { url: &'a str },
 }
 
-struct Job {
+struct Job<'a> {
     pointer: String,
-    source: Source,
+    source: Source<'a>,
 }
 
 /// A refusal naming the media's JSON pointer.
@@ -38,38 +41,56 @@ fn refuse(status: StatusCode, code: &str, pointer: &str, message: String, hint: 
     e
 }
 
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+/// Appends `/key` to the JSON pointer `at`, escaped as RFC 6901 says.
+fn push_key(at: &mut String, key: &str) {
+    at.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => at.push_str("~0"),
+            '/' => at.push_str("~1"),
+            c => at.push(c),
+        }
+    }
 }
 
-/// The job for a URL string at `pointer`, if it is media to keep.
-fn url_job(pointer: String, url: &str, fetch: bool, images_only: bool) -> Option<Job> {
+/// The job for a URL string at `at` + `suffix`, if it is media to keep.
+fn url_job<'a>(
+    at: &str,
+    suffix: &str,
+    url: &'a str,
+    fetch: bool,
+    images_only: bool,
+) -> Option<Job<'a>> {
+    let pointer = || format!("{at}{suffix}");
     if let Some(d) = DataUrl::parse(url) {
         let kept = extension(d.media_type).is_some();
         let wanted = !images_only || d.media_type.to_ascii_lowercase().starts_with("image/");
         return (kept && wanted).then(|| Job {
-            pointer,
+            pointer: pointer(),
             source: Source::Inline {
-                mime: d.media_type.to_owned(),
-                base64: d.base64.to_owned(),
+                mime: d.media_type,
+                base64: d.base64,
             },
         });
     }
     let remote = url.starts_with("https://") || url.starts_with("http://");
     (fetch && remote).then(|| Job {
-        pointer,
-        source: Source::Remote {
-            url: url.to_owned(),
-        },
+        pointer: pointer(),
+        source: Source::Remote { url },
     })
 }
 
-/// Collects the media of `v` (at `at`) into `jobs`.
-fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
+/// Collects the media of `v` (at the pointer `at`, which is extended while the children are
+/// read and left as it was) into `jobs`; a pointer is written out only for media found.
+fn collect<'a>(v: &'a Value, at: &mut String, fetch: bool, jobs: &mut Vec<Job<'a>>) {
+    let len = at.len();
     match v {
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                collect(item, &format!("{at}/{i}"), fetch, jobs);
+                // (Writing into a String cannot fail.)
+                let _ = write!(at, "/{i}");
+                collect(item, at, fetch, jobs);
+                at.truncate(len);
             }
         }
         Value::Object(map) => {
@@ -77,11 +98,11 @@ fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
             match kind {
                 Some("image_url") => match map.get("image_url") {
                     Some(Value::String(url)) => {
-                        jobs.extend(url_job(format!("{at}/image_url"), url, fetch, true));
+                        jobs.extend(url_job(at, "/image_url", url, fetch, true));
                     }
                     Some(Value::Object(image)) => {
                         if let Some(url) = image.get("url").and_then(Value::as_str) {
-                            jobs.extend(url_job(format!("{at}/image_url/url"), url, fetch, true));
+                            jobs.extend(url_job(at, "/image_url/url", url, fetch, true));
                         }
                     }
                     _ => {}
@@ -90,17 +111,13 @@ fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
                     if let Some(audio) = map.get("input_audio").and_then(Value::as_object)
                         && let Some(data) = audio.get("data").and_then(Value::as_str)
                     {
-                        let pointer = format!("{at}/input_audio/data");
                         let format = audio.get("format").and_then(Value::as_str);
                         if data.starts_with("data:") {
-                            jobs.extend(url_job(pointer, data, false, false));
+                            jobs.extend(url_job(at, "/input_audio/data", data, false, false));
                         } else if let Some(mime) = format.and_then(audio_format_type) {
                             jobs.push(Job {
-                                pointer,
-                                source: Source::Inline {
-                                    mime: mime.to_owned(),
-                                    base64: data.to_owned(),
-                                },
+                                pointer: format!("{at}/input_audio/data"),
+                                source: Source::Inline { mime, base64: data },
                             });
                         }
                     }
@@ -108,16 +125,11 @@ fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
                 Some("file") => {
                     if let Some(file) = map.get("file").and_then(Value::as_object) {
                         if let Some(data) = file.get("file_data").and_then(Value::as_str) {
-                            jobs.extend(url_job(
-                                format!("{at}/file/file_data"),
-                                data,
-                                false,
-                                false,
-                            ));
+                            jobs.extend(url_job(at, "/file/file_data", data, false, false));
                         }
                         // Remote files are kept only when they turn out to be images or audio.
                         if let Some(url) = file.get("url").and_then(Value::as_str) {
-                            jobs.extend(url_job(format!("{at}/file/url"), url, fetch, false));
+                            jobs.extend(url_job(at, "/file/url", url, fetch, false));
                         }
                     }
                 }
@@ -127,7 +139,9 @@ fn collect(v: &Value, at: &str, fetch: bool, jobs: &mut Vec<Job>) {
                 if kind == Some(k.as_str()) {
                     continue;
                 }
-                collect(child, &format!("{at}/{}", escape(k)), fetch, jobs);
+                push_key(at, k);
+                collect(child, at, fetch, jobs);
+                at.truncate(len);
             }
         }
         _ => {}
@@ -148,7 +162,12 @@ impl BlobStore {
     /// True when `document` has images or audio that [`BlobStore::keep_media`] would move.
     pub fn has_media(&self, document: &Value) -> bool {
         let mut jobs = Vec::new();
-        collect(document, "", self.config.fetch_remote, &mut jobs);
+        collect(
+            document,
+            &mut String::new(),
+            self.config.fetch_remote,
+            &mut jobs,
+        );
         !jobs.is_empty()
     }
 
@@ -157,7 +176,12 @@ impl BlobStore {
     /// that a refused piece writes nothing; a write that fails takes back what was written.
     pub async fn keep_media(&self, document: &mut Value) -> Result<Kept, ApiError> {
         let mut jobs = Vec::new();
-        collect(document, "", self.config.fetch_remote, &mut jobs);
+        collect(
+            document,
+            &mut String::new(),
+            self.config.fetch_remote,
+            &mut jobs,
+        );
         let mut read = Vec::with_capacity(jobs.len());
         for job in jobs {
             let (bytes, mime) = match job.source {
@@ -171,9 +195,9 @@ impl BlobStore {
                             "give standard base64 (RFC 4648, with padding)",
                         )
                     })?;
-                    (bytes, mime)
+                    (bytes, mime.to_owned())
                 }
-                Source::Remote { url } => match self.fetch(&url, &job.pointer).await? {
+                Source::Remote { url } => match self.fetch(url, &job.pointer).await? {
                     Some(found) => found,
                     None => continue,
                 },
@@ -328,6 +352,30 @@ mod tests {
                 .unwrap()
                 .starts_with("data:")
         );
+    }
+
+    #[tokio::test]
+    async fn finds_media_under_keys_that_need_escaping() {
+        // The pointer is built as the document is walked: `/` and `~` in a key are escaped
+        // (RFC 6901), or the piece would be read but never replaced.
+        let store = BlobStore::in_memory(MediaConfig::default());
+        let png = STANDARD.encode(b"\x89PNG fake");
+        let part =
+            json!({"type": "image_url", "image_url": format!("data:image/png;base64,{png}")});
+        let mut doc = json!({"metadata": {"a/b~c": [{"x": 1}, part], "plain": "text"}});
+        assert!(store.has_media(&doc));
+        assert!(!store.has_media(&json!({"metadata": {"a/b~c": [{"x": 1}], "n": 2}})));
+        assert!(store.keep_media(&mut doc).await.unwrap().changed);
+        let url = doc["metadata"]["a/b~c"][1]["image_url"].as_str().unwrap();
+        assert!(url.starts_with(BLOB_PATH), "{url}");
+        let big = STANDARD.encode(b"12345");
+        let tiny = BlobStore::in_memory(MediaConfig {
+            max_blob_bytes: 4,
+            ..MediaConfig::default()
+        });
+        let mut doc = json!({"k~/": {"type": "image_url", "image_url": format!("data:image/png;base64,{big}")}});
+        let e = tiny.keep_media(&mut doc).await.unwrap_err();
+        assert_eq!(e.body.issues[0].pointer, "/k~0~1/image_url");
     }
 
     #[tokio::test]
