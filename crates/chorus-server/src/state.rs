@@ -69,6 +69,8 @@ pub struct Shared {
     pub request_timeout: Option<std::time::Duration>,
     /// Turns true when the server shuts down; open event streams end then.
     pub stopping: watch::Receiver<bool>,
+    /// Where the changes the admin's event streams show are announced.
+    pub live: crate::api::events::Live,
 }
 
 impl AppState {

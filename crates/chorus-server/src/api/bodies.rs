@@ -72,7 +72,7 @@ pub(crate) async fn stored(
         seq,
         published_ms,
         traceparent: telemetry::of_stored(&app.traces, &env.id, &env.bytes).await,
-        message: document(&env.bytes),
+        message: document(&env.bytes).into_owned(),
         id: env.id,
         sender: env.sender,
         recipients: env.recipients,
@@ -85,7 +85,7 @@ impl From<DeadLetter> for DeadLetterBody {
     fn from(d: DeadLetter) -> DeadLetterBody {
         DeadLetterBody {
             reason: serde_json::to_value(&d.reason).unwrap_or(Value::Null),
-            message: document(&d.bytes),
+            message: document(&d.bytes).into_owned(),
             id: d.id,
             message_id: d.message_id,
             queue: d.queue,

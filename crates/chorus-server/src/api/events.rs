@@ -4,18 +4,20 @@
 //! dead letters (a refused publish, an expired message, one past its last attempt).
 
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use axum::Extension;
-use axum::extract::{Request, State};
-use axum::http::Method;
-use axum::middleware::Next;
+use axum::extract::State;
+use axum::http::{Method, Request};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
+use pin_project_lite::pin_project;
 use serde::Serialize;
 use tokio::sync::broadcast;
+use tower::{Layer, Service};
 use utoipa::ToSchema;
 
 use crate::api::extract::Admin;
@@ -69,6 +71,11 @@ impl Live {
     pub fn announce(&self, change: Change) {
         let _ = self.tx.send(change);
     }
+
+    /// True when a stream is open to hear announcements.
+    fn watched(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
 }
 
 /// What a writing request answered with `status` changed, if anything.
@@ -96,18 +103,91 @@ fn kind_of(path: &str, status: u16) -> Option<&'static str> {
     })
 }
 
-/// Middleware: announces every writing request that changed something.
-pub async fn observe(Extension(live): Extension<Arc<Live>>, req: Request, next: Next) -> Response {
-    let writes = req.method() != Method::GET && req.method() != Method::HEAD;
-    let path = req.uri().path().to_owned();
-    let response = next.run(req).await;
-    if writes && let Some(kind) = kind_of(&path, response.status().as_u16()) {
-        live.announce(Change {
-            kind: kind.to_owned(),
-            path,
-        });
+/// The layer that announces every writing request that changed something, once it is
+/// answered (around every route). A plain tower layer: axum's `from_fn` boxes each request's
+/// future and clones the routes behind it, for every request, watched or not.
+#[derive(Clone)]
+pub struct Observe {
+    live: Live,
+}
+
+impl Observe {
+    /// Announces to `live`.
+    pub fn new(live: Live) -> Observe {
+        Observe { live }
     }
-    response
+}
+
+impl<S> Layer<S> for Observe {
+    type Service = Observed<S>;
+
+    fn layer(&self, inner: S) -> Observed<S> {
+        Observed {
+            inner,
+            live: self.live.clone(),
+        }
+    }
+}
+
+/// A service whose writing requests are announced (see [`Observe`]).
+#[derive(Clone)]
+pub struct Observed<S> {
+    inner: S,
+    live: Live,
+}
+
+impl<S, B> Service<Request<B>> for Observed<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Announcing<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let writes = req.method() != Method::GET && req.method() != Method::HEAD;
+        // Nothing to announce to when no stream is open (the path is not even copied).
+        let to = (writes && self.live.watched())
+            .then(|| (self.live.clone(), req.uri().path().to_owned()));
+        Announcing {
+            answer: self.inner.call(req),
+            to,
+        }
+    }
+}
+
+pin_project! {
+    /// A request's answer, announced when it has changed something.
+    pub struct Announcing<F> {
+        #[pin]
+        answer: F,
+        to: Option<(Live, String)>,
+    }
+}
+
+impl<F, E> Future for Announcing<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let answer = ready!(this.answer.poll(cx));
+        if let (Ok(response), Some((live, path))) = (&answer, this.to.take())
+            && let Some(kind) = kind_of(&path, response.status().as_u16())
+        {
+            live.announce(Change {
+                kind: kind.to_owned(),
+                path,
+            });
+        }
+        Poll::Ready(answer)
+    }
 }
 
 /// Announces `dead_lettered` whenever the number of dead letters moved from `seen` (the
@@ -150,10 +230,9 @@ fn dead_letter_watch(app: AppState, seen: u64) -> impl futures::Stream<Item = Ch
 )]
 pub async fn events(
     State(app): State<AppState>,
-    Extension(live): Extension<Arc<Live>>,
     _admin: Admin,
 ) -> Result<impl IntoResponse, ApiError> {
-    let rx = live.tx.subscribe();
+    let rx = app.live.tx.subscribe();
     let changes = stream::unfold(rx, |mut rx| async move {
         let event = match rx.recv().await {
             Ok(change) => Event::default()

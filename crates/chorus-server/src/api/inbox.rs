@@ -1,7 +1,7 @@
 //! An agent's inbox: a Server-Sent Events stream resuming from `Last-Event-ID`, ack and nack.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::Response;
 use chorus_bus::Delivery;
 use futures::{Stream, StreamExt, stream};
 use serde::{Deserialize, Serialize};
@@ -17,9 +17,9 @@ use serde_json::value::RawValue;
 use tokio::sync::Notify;
 use utoipa::{IntoParams, IntoResponses, ToSchema};
 
-use crate::api::document;
 use crate::api::extract::{ApiPath, ApiQuery};
 use crate::api::publish::body_error;
+use crate::api::{document, frames};
 use crate::auth::Caller;
 use crate::config::MAX_IN_FLIGHT;
 use crate::error::{ApiError, ErrorBody};
@@ -39,21 +39,21 @@ const IDLE_WAIT: Duration = Duration::from_secs(30);
 
 /// The data of one `message` event.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct InboxEvent {
+pub struct InboxEvent<'a> {
     /// The message id; acknowledge with it.
-    pub message_id: String,
+    pub message_id: &'a str,
     /// 1 on the first delivery, more on redeliveries.
     pub attempt: u32,
     /// The document exactly as published.
     #[schema(value_type = Object)]
-    pub message: Box<RawValue>,
+    pub message: Cow<'a, RawValue>,
     /// The W3C trace context the message travels in, when known: the one in its metadata, or
     /// the one kept by the server for it (a handoff published with a `traceparent` header, or
     /// without one under a correlation id that had one). Pass it on as the `traceparent`
     /// header of what you publish in answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")]
-    pub traceparent: Option<String>,
+    pub traceparent: Option<&'a str>,
 }
 
 /// Body of a nack.
@@ -74,18 +74,15 @@ pub struct DeadLetterSettle {
     pub error: String,
 }
 
-fn event(app: &AppState, seq: u64, d: &Delivery, traceparent: Option<String>) -> Event {
+fn event(app: &AppState, seq: u64, d: &Delivery, traceparent: Option<&str>) -> Bytes {
     let data = InboxEvent {
-        message_id: d.envelope.id.clone(),
+        message_id: &d.envelope.id,
         attempt: d.attempt,
         message: document(&d.envelope.bytes),
         traceparent,
     };
-    Event::default()
-        .id(app.inboxes.event_id(seq))
-        .event("message")
-        .json_data(&data)
-        .unwrap_or_else(|_| Event::default().event("error").data("unencodable message"))
+    let size = d.envelope.bytes.len() + d.envelope.id.len() + 128;
+    frames::json(&app.inboxes.event_id(seq), "message", &data, size)
 }
 
 /// One open inbox stream: a competing consumer of the inbox that holds at most
@@ -134,10 +131,10 @@ impl Drop for Reader {
 impl Reader {
     /// The next event: a held delivery no other stream has, else new deliveries from the bus,
     /// waiting while the stream holds `max_in_flight`; an error event ends the stream.
-    async fn next(&mut self) -> Result<Event, Event> {
+    async fn next(&mut self) -> Result<Bytes, Bytes> {
         loop {
             if let Some((seq, d, traceparent)) = self.pending.pop_front() {
-                return Ok(event(&self.app, seq, &d, traceparent));
+                return Ok(event(&self.app, seq, &d, traceparent.as_deref()));
             }
             let app = self.app.clone();
             let changed = self.changed.notified();
@@ -157,11 +154,7 @@ impl Reader {
                 .bus
                 .receive(&self.agent, want, Duration::ZERO)
                 .await
-                .map_err(|e| {
-                    // Event data may not hold a carriage return.
-                    let text = e.to_string().replace('\r', " ");
-                    Event::default().event("error").data(text)
-                })?;
+                .map_err(|e| frames::text("error", &e.to_string()))?;
             if deliveries.is_empty() {
                 tokio::select! {
                     () = app.bus.wait_for(&self.agent, IDLE_WAIT) => {}
@@ -199,7 +192,7 @@ fn events(
     skip: u64,
     max_in_flight: usize,
     ticket: Option<StreamTicket>,
-) -> impl Stream<Item = Event> {
+) -> impl Stream<Item = Bytes> + Send + 'static {
     let stopped = app.stopped();
     let (stream, changed) = app.inboxes.open_stream(&agent);
     let reader = Reader {
@@ -262,7 +255,7 @@ pub async fn inbox(
     ApiPath(agent): ApiPath<String>,
     ApiQuery(options): ApiQuery<ReadOptions>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     check_id("the agent id", &agent)?;
     app.policy.may_read(&caller, &agent)?;
     let max_in_flight = match options.max_in_flight {
@@ -281,8 +274,13 @@ pub async fn inbox(
     };
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let skip = app.inboxes.resume_after(last);
-    let stream = events(app, agent, skip, max_in_flight, ticket).map(Ok);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(frames::response(events(
+        app,
+        agent,
+        skip,
+        max_in_flight,
+        ticket,
+    )))
 }
 
 /// How a delivery is settled.

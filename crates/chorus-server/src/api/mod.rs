@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod confirmations;
 pub mod events;
 pub mod extract;
+mod frames;
 pub mod inbox;
 pub mod journal;
 pub mod ops;
@@ -15,6 +16,8 @@ pub mod pages;
 pub mod peek;
 pub mod publish;
 pub mod search;
+
+use std::borrow::Cow;
 
 use axum::Json;
 use axum::Router;
@@ -31,19 +34,22 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Stored bytes as JSON for an answer, on one line: passed through as they are when they hold
-/// no line break, without building a tree and serialising it again; written again compactly
-/// when they do (an event's `data:` must stay one line for the line-by-line readers of curl
-/// and shell clients); a string when they are not JSON.
-fn document(bytes: &[u8]) -> Box<RawValue> {
+/// no line break, without building a tree and serialising it again (borrowed: an event copies
+/// them once, into its frame); written again compactly when they do (an event's `data:` must
+/// stay one line for the line-by-line readers of curl and shell clients); a string when they
+/// are not JSON.
+fn document(bytes: &[u8]) -> Cow<'_, RawValue> {
     let one_line = !bytes.iter().any(|&b| b == b'\n' || b == b'\r');
-    let raw = if one_line {
-        serde_json::from_slice::<&RawValue>(bytes).map(RawValue::to_owned)
-    } else {
-        serde_json::from_slice::<serde_json::Value>(bytes)
-            .and_then(|value| serde_json::value::to_raw_value(&value))
-    };
-    raw.or_else(|_| serde_json::value::to_raw_value(&String::from_utf8_lossy(bytes)))
-        .unwrap_or_else(|_| RawValue::NULL.to_owned())
+    if one_line && let Ok(raw) = serde_json::from_slice::<&RawValue>(bytes) {
+        return Cow::Borrowed(raw);
+    }
+    let again = serde_json::from_slice::<serde_json::Value>(bytes)
+        .and_then(|value| serde_json::value::to_raw_value(&value));
+    Cow::Owned(
+        again
+            .or_else(|_| serde_json::value::to_raw_value(&String::from_utf8_lossy(bytes)))
+            .unwrap_or_else(|_| RawValue::NULL.to_owned()),
+    )
 }
 
 /// The document's fixed parts; the paths are added from the handlers.
@@ -186,10 +192,7 @@ pub fn router(
             )
         })
         .layer(DefaultBodyLimit::max(limit))
-        .layer(axum::middleware::from_fn(events::observe))
-        .layer(axum::Extension(
-            std::sync::Arc::new(events::Live::default()),
-        ))
+        .layer(events::Observe::new(state.live.clone()))
         .with_state(state);
     (router, openapi)
 }

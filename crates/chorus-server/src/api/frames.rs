@@ -1,0 +1,162 @@
+//! The inbox stream's Server-Sent Events, each written out once into a buffer of its size.
+//!
+//! axum's `Event` grows its buffer field by field and takes the data through its line checks
+//! in pieces: with the message's JSON copied before and after, four buffers the size of the
+//! message for every delivery. Here an event is one buffer; the stream keeps axum's framing
+//! (`id`, `event`, `data`, a blank line) and its keep-alive comment.
+
+use std::convert::Infallible;
+use std::io::Write;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use serde::Serialize;
+use tokio::time::{Instant, Sleep};
+
+/// A stream silent for a whole period this long sends a keep-alive comment (axum's interval).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The comment sent after a silent period.
+const PING: &[u8] = b":\n\n";
+
+/// One event named `event` with the id `id` and `data` as JSON, about `size_hint` bytes of it;
+/// an `error` event when `data` cannot be written.
+///
+/// The JSON is one line: serde_json escapes line breaks within strings, and the raw values it
+/// passes through are one line ([`super::document`]).
+pub(super) fn json(id: &str, event: &str, data: &impl Serialize, size_hint: usize) -> Bytes {
+    let mut frame = Vec::with_capacity(size_hint + id.len() + event.len() + 32);
+    let _ = write!(frame, "id: {id}\nevent: {event}\ndata: ");
+    match serde_json::to_writer(&mut frame, data) {
+        Ok(()) => {
+            frame.extend_from_slice(b"\n\n");
+            frame.into()
+        }
+        Err(_) => text("error", "unencodable message"),
+    }
+}
+
+/// One event named `event` with `data`; a line break in `data` starts another `data:` line,
+/// and carriage returns become spaces.
+pub(super) fn text(event: &str, data: &str) -> Bytes {
+    let mut frame = format!("event: {event}\n");
+    for line in data.split('\n') {
+        frame.push_str("data: ");
+        frame.push_str(&line.replace('\r', " "));
+        frame.push('\n');
+    }
+    frame.push('\n');
+    frame.into()
+}
+
+/// The response of an event stream: `text/event-stream` with `events`, and a keep-alive
+/// comment after a silence of 15 to 30 s.
+pub(super) fn response(events: impl Stream<Item = Bytes> + Send + 'static) -> Response {
+    let body = KeepAlive::new(events, KEEP_ALIVE);
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// The events of a stream, with a keep-alive comment at the end of each period of
+/// [`KEEP_ALIVE`] in which it sent nothing (the timer is not touched for each event).
+struct KeepAlive {
+    events: Pin<Box<dyn Stream<Item = Bytes> + Send>>,
+    every: Duration,
+    period: Pin<Box<Sleep>>,
+    /// An event was sent in the current period.
+    spoke: bool,
+}
+
+impl KeepAlive {
+    fn new(events: impl Stream<Item = Bytes> + Send + 'static, every: Duration) -> KeepAlive {
+        KeepAlive {
+            events: Box::pin(events),
+            every,
+            period: Box::pin(tokio::time::sleep(every)),
+            spoke: false,
+        }
+    }
+}
+
+impl Stream for KeepAlive {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = this.events.as_mut().poll_next(cx) {
+            this.spoke = true;
+            return Poll::Ready(frame.map(Ok));
+        }
+        while this.period.as_mut().poll(cx).is_ready() {
+            this.period.as_mut().reset(Instant::now() + this.every);
+            if !std::mem::take(&mut this.spoke) {
+                return Poll::Ready(Some(Ok(Bytes::from_static(PING))));
+            }
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::{StreamExt, stream};
+    use serde_json::{Value, json};
+
+    #[test]
+    fn an_event_is_one_frame_with_its_data_on_one_line() {
+        let data = json!({"message_id": "m-1", "text": "two\nlines\r\nand ünïcode"});
+        let frame = json("run-7", "message", &data, 10);
+        let text = std::str::from_utf8(&frame).unwrap();
+        let lines: Vec<&str> = text.split('\n').collect();
+        assert_eq!(lines[..2], ["id: run-7", "event: message"]);
+        let read: Value = serde_json::from_str(lines[2].strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(read, data);
+        assert_eq!(lines[3..], ["", ""], "{text:?}");
+        assert!(!text.contains('\r'));
+    }
+
+    #[test]
+    fn a_text_event_puts_each_line_in_its_own_data_field() {
+        let frame = text("error", "the store failed:\r\nlocked\nretry");
+        assert_eq!(
+            &frame[..],
+            b"event: error\ndata: the store failed: \ndata: locked\ndata: retry\n\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_silent_period_sends_a_comment_and_a_spoken_one_does_not() {
+        let every = Duration::from_millis(40);
+        let started = Instant::now();
+        let mut silent = KeepAlive::new(stream::pending(), every);
+        assert_eq!(silent.next().await.unwrap().unwrap(), PING);
+        assert!(started.elapsed() >= every);
+
+        // An event in the first period: that period ends without a comment, the next silent
+        // one with one.
+        let started = Instant::now();
+        let once = stream::once(async move {
+            tokio::time::sleep(every / 4).await;
+            Bytes::from_static(b"event: message\n\n")
+        });
+        let mut spoken = KeepAlive::new(once.chain(stream::pending()), every);
+        assert_eq!(
+            spoken.next().await.unwrap().unwrap(),
+            &b"event: message\n\n"[..]
+        );
+        assert_eq!(spoken.next().await.unwrap().unwrap(), PING);
+        assert!(started.elapsed() >= every * 2, "{:?}", started.elapsed());
+    }
+}
