@@ -45,7 +45,7 @@ struct Entry {
 impl Held {
     /// Forgets deliveries whose lease ended more than `grace` ago.
     fn sweep(&mut self, now: Instant, grace: Duration) {
-        let Held { by_seq, seq_of } = self;
+        let Held { by_seq, seq_of, .. } = self;
         by_seq.retain(|_, e| {
             let keep = e.lease_until + grace > now;
             if !keep {
@@ -53,13 +53,27 @@ impl Held {
             }
             keep
         });
+        self.swept = Some(now);
+    }
+
+    /// [`Held::sweep`], unless it ran less than [`SWEEP_EVERY`] ago: what a sweep forgets is
+    /// never handed out or counted anyway (its lease ended), and a sweep reads every entry.
+    fn sweep_now_and_then(&mut self, now: Instant, grace: Duration) {
+        if self.swept.is_none_or(|at| now >= at + SWEEP_EVERY) {
+            self.sweep(now, grace);
+        }
     }
 }
+
+/// How often holding a delivery also sweeps its inbox's ended leases.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct Held {
     by_seq: BTreeMap<u64, Entry>,
     seq_of: HashMap<String, u64>,
+    /// When the last sweep ran.
+    swept: Option<Instant>,
 }
 
 impl Inboxes {
@@ -121,7 +135,7 @@ impl Inboxes {
         let mut agents = self.agents.lock().expect("inboxes lock");
         let held = agents.entry(agent.to_owned()).or_default();
         let now = Instant::now();
-        held.sweep(now, self.ack_wait_of(agent));
+        held.sweep_now_and_then(now, self.ack_wait_of(agent));
         let seq = self.last_seq.fetch_add(1, Ordering::Relaxed) + 1;
         let id = delivery.envelope.id.clone();
         if let Some(old) = held.seq_of.insert(id, seq) {
@@ -226,7 +240,7 @@ impl Inboxes {
             return Vec::new();
         };
         let now = Instant::now();
-        let Held { by_seq, seq_of } = held;
+        let Held { by_seq, seq_of, .. } = held;
         let mut out = Vec::new();
         by_seq.retain(|_, e| {
             let orphan = e.stream.is_none() && e.lease_until > now;
