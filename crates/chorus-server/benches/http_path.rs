@@ -5,10 +5,12 @@
 //! the batch-publish, the in-memory and the reqwest rows, so that each pair sees the same load
 //! on a shared machine). Prints medians, percentiles and the ratios to the paired floor.
 //!
-//! The publishers use hyper's client connection (one each), the leanest load generator the
-//! well-kept crates give: the floor pays for no client, and every cycle a client spends is taken
-//! from the server on the same cores. The row "reqwest publishers" runs the headline with
-//! reqwest instead, as most Rust programs would call the server.
+//! The publishers, and the consumers' batch acks, use hyper's client connection (one each), the
+//! leanest load generator the well-kept crates give: the floor pays for no client, and every
+//! cycle a client spends is taken from the server on the same cores. The consumers read their
+//! streams with reqwest and chorus-agent's SSE reader, as an agent does. The row "reqwest
+//! publishers" runs the headline with reqwest for the publishers and the acks, as most Rust
+//! programs would call the server.
 //!
 //! `cargo bench -p chorus-server --bench http_path` (about two minutes; `CHORUS_BENCH_MESSAGES`
 //! sets the messages per run, 5,000 unless set; `CHORUS_BENCH_WORKERS` the tokio workers that

@@ -236,14 +236,21 @@ pub async fn http_run(plan: &Plan, n: usize) -> Report {
     for _ in 0..PUBLISHERS {
         publishers.push(Publisher::open(plan.client, addr, &shared).await);
     }
+    // Each consumer's batch acks go over a connection of the same kind as the publishers'.
+    let mut ackers = Vec::with_capacity(AGENTS);
+    for _ in 0..AGENTS {
+        ackers.push(Publisher::open(plan.client, addr, &shared).await);
+    }
     let (run, clock) = (run_id(), Clock::new(n));
     let consumers: Vec<_> = readers
         .into_iter()
         .zip(expected(n))
+        .zip(ackers)
         .enumerate()
-        .map(|(j, ((client, response), expect))| {
+        .map(|(j, (((client, response), expect), batch_acks))| {
             let reader = Reader {
                 client,
+                batch_acks,
                 base: base.clone(),
                 agent: agent(j),
                 ack: plan.ack,

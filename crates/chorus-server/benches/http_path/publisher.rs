@@ -20,7 +20,7 @@ pub enum Client {
     Reqwest,
 }
 
-/// One publisher's way to the server.
+/// One client connection to the server (a publisher's, or a consumer's for its batch acks).
 pub enum Publisher {
     Hyper {
         send: SendRequest<Full<Bytes>>,

@@ -1,15 +1,16 @@
-//! One agent's consumer in the HTTP path bench: reads its inbox stream over SSE and
-//! acknowledges what it read, one request per delivery or in batches.
+//! One agent's consumer in the HTTP path bench: reads its inbox stream over SSE (reqwest and
+//! chorus-agent's SSE reader) and acknowledges what it read, one request per delivery or in
+//! batches (over a connection of the publishers' kind).
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::load::{Ack, Clock, PATIENCE, index, token};
+use crate::publisher::Publisher;
 
 /// Acknowledgements sent in one batch request at most.
 const MAX_ACKS: usize = 1000;
@@ -26,6 +27,13 @@ struct Held {
     id: String,
     attempt: u32,
     read_at: u64,
+}
+
+/// One item of a batch ack.
+#[derive(Serialize)]
+struct AckItem<'a> {
+    message_id: &'a str,
+    attempt: u32,
 }
 
 #[derive(Deserialize)]
@@ -46,7 +54,10 @@ fn event_data(event: chorus_agent::sse::Event) -> EventData {
 
 /// One agent's consumer: reads its inbox stream, hands each delivery to its acker.
 pub struct Reader {
+    /// Reads the stream, and sends the acks of [`Ack::Single`] (many at once).
     pub client: reqwest::Client,
+    /// Sends the acks of [`Ack::Batch`], one request at a time.
+    pub batch_acks: Publisher,
     pub base: String,
     pub agent: String,
     pub ack: Ack,
@@ -93,12 +104,12 @@ impl Reader {
 
     /// Acknowledges what the reader hands over until it stops; returns the ack latencies and
     /// when the last ack was answered.
-    async fn acker(self, mut rx: mpsc::UnboundedReceiver<Held>) -> (Vec<u64>, u64) {
+    async fn acker(mut self, mut rx: mpsc::UnboundedReceiver<Held>) -> (Vec<u64>, u64) {
         let (mut latencies, mut last) = (Vec::new(), 0);
         let bearer = token(&self.agent);
         match self.ack {
             Ack::Batch => {
-                let url = format!("{}/v1/agents/{}/inbox/ack", self.base, self.agent);
+                let path = format!("/v1/agents/{}/inbox/ack", self.agent);
                 while let Some(first) = rx.recv().await {
                     let mut batch = vec![first];
                     while batch.len() < MAX_ACKS
@@ -106,20 +117,15 @@ impl Reader {
                     {
                         batch.push(h);
                     }
-                    let body: Vec<Value> = batch
+                    let items: Vec<AckItem> = batch
                         .iter()
-                        .map(|h| json!({"message_id": h.id, "attempt": h.attempt}))
+                        .map(|h| AckItem {
+                            message_id: &h.id,
+                            attempt: h.attempt,
+                        })
                         .collect();
-                    let response = self
-                        .client
-                        .post(&url)
-                        .bearer_auth(&bearer)
-                        .json(&body)
-                        .send()
-                        .await
-                        .expect("ack request");
-                    let status = response.status().as_u16();
-                    let answer: Value = response.json().await.expect("a JSON answer");
+                    let body = serde_json::to_string(&items).expect("acks as JSON");
+                    let (status, answer) = self.batch_acks.post(&path, &bearer, body).await;
                     assert_eq!(status, 200, "{answer}");
                     let results = answer["results"].as_array().expect("results");
                     assert!(results.iter().all(|r| r["status"] == 204), "{answer}");
