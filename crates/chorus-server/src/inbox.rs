@@ -63,6 +63,13 @@ impl Held {
             self.sweep(now, grace);
         }
     }
+
+    /// The entry of `message_id`, unless a sweep at `now` would forget it (so that whether a
+    /// late settle finds it does not depend on when the last sweep ran).
+    fn entry_mut(&mut self, message_id: &str, now: Instant, grace: Duration) -> Option<&mut Entry> {
+        let entry = self.by_seq.get_mut(self.seq_of.get(message_id)?)?;
+        (entry.lease_until + grace > now).then_some(entry)
+    }
 }
 
 /// How often holding a delivery also sweeps its inbox's ended leases.
@@ -263,9 +270,11 @@ impl Inboxes {
         agent: &str,
         message_id: &str,
     ) -> Option<(Delivery, Duration, Option<String>)> {
-        let agents = self.agents.lock().expect("inboxes lock");
-        let held = agents.get(agent)?;
-        let entry = held.by_seq.get(held.seq_of.get(message_id)?)?;
+        let mut agents = self.agents.lock().expect("inboxes lock");
+        let grace = self.ack_wait_of(agent);
+        let entry = agents
+            .get_mut(agent)?
+            .entry_mut(message_id, Instant::now(), grace)?;
         Some((
             entry.delivery.clone(),
             entry.since.elapsed(),
@@ -276,11 +285,12 @@ impl Inboxes {
     /// Starts the lease of the held delivery of `message_id` again (after `in-progress`).
     pub fn renew(&self, agent: &str, message_id: &str) {
         let mut agents = self.agents.lock().expect("inboxes lock");
-        if let Some(held) = agents.get_mut(agent)
-            && let Some(seq) = held.seq_of.get(message_id)
-            && let Some(entry) = held.by_seq.get_mut(seq)
+        let (now, wait) = (Instant::now(), self.ack_wait_of(agent));
+        if let Some(entry) = agents
+            .get_mut(agent)
+            .and_then(|held| held.entry_mut(message_id, now, wait))
         {
-            entry.lease_until = Instant::now() + self.ack_wait_of(agent);
+            entry.lease_until = now + wait;
         }
     }
 
@@ -370,6 +380,20 @@ mod tests {
         assert_eq!(inboxes.resume_after(Some(&inboxes.event_id(s3))), s3);
         assert_eq!(inboxes.resume_after(Some("otherrun-5")), 0);
         assert_eq!(inboxes.resume_after(None), 0);
+    }
+
+    #[test]
+    fn a_delivery_past_its_lease_and_grace_is_gone_whenever_the_last_sweep_ran() {
+        let wait = Duration::from_millis(20);
+        let inboxes = Inboxes::new(wait);
+        inboxes.hold("a", 1, delivery("m1", "t1"), None);
+        std::thread::sleep(wait * 3);
+        // Held within a second of the first: no sweep ran, yet m1 is not found nor renewed.
+        inboxes.hold("a", 1, delivery("m2", "t2"), None);
+        assert!(inboxes.get("a", "m1").is_none());
+        inboxes.renew("a", "m1");
+        assert!(inboxes.get("a", "m1").is_none());
+        assert!(inboxes.get("a", "m2").is_some());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{Method, Request};
+use axum::http::{Method, Request, Uri};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
@@ -105,7 +105,8 @@ fn kind_of(path: &str, status: u16) -> Option<&'static str> {
 
 /// The layer that announces every writing request that changed something, once it is
 /// answered (around every route). A plain tower layer: axum's `from_fn` boxes each request's
-/// future and clones the routes behind it, for every request, watched or not.
+/// future and clones the routes behind it, for every request; this copies nothing but the
+/// writing requests' URIs (shared buffers), and reads them only while an admin stream is open.
 #[derive(Clone)]
 pub struct Observe {
     live: Live,
@@ -150,9 +151,9 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let writes = req.method() != Method::GET && req.method() != Method::HEAD;
-        // Nothing to announce to when no stream is open (the path is not even copied).
-        let to = (writes && self.live.watched())
-            .then(|| (self.live.clone(), req.uri().path().to_owned()));
+        // Whether a stream is open is asked when the answer is ready (one opened meanwhile
+        // hears of it); the URI is shared, not copied.
+        let to = writes.then(|| (self.live.clone(), req.uri().clone()));
         Announcing {
             answer: self.inner.call(req),
             to,
@@ -165,7 +166,7 @@ pin_project! {
     pub struct Announcing<F> {
         #[pin]
         answer: F,
-        to: Option<(Live, String)>,
+        to: Option<(Live, Uri)>,
     }
 }
 
@@ -178,12 +179,13 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let answer = ready!(this.answer.poll(cx));
-        if let (Ok(response), Some((live, path))) = (&answer, this.to.take())
-            && let Some(kind) = kind_of(&path, response.status().as_u16())
+        if let (Ok(response), Some((live, uri))) = (&answer, this.to.take())
+            && live.watched()
+            && let Some(kind) = kind_of(uri.path(), response.status().as_u16())
         {
             live.announce(Change {
                 kind: kind.to_owned(),
-                path,
+                path: uri.path().to_owned(),
             });
         }
         Poll::Ready(answer)

@@ -18,10 +18,10 @@ use futures::Stream;
 use serde::Serialize;
 use tokio::time::{Instant, Sleep};
 
-/// A stream silent for a whole period this long sends a keep-alive comment (axum's interval).
+/// A stream silent this long sends a keep-alive comment (axum's interval).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// The comment sent after a silent period.
+/// The comment sent after a silence of [`KEEP_ALIVE`].
 const PING: &[u8] = b":\n\n";
 
 /// One event named `event` with the id `id` and `data` as JSON, about `size_hint` bytes of it;
@@ -55,7 +55,7 @@ pub(super) fn text(event: &str, data: &str) -> Bytes {
 }
 
 /// The response of an event stream: `text/event-stream` with `events`, and a keep-alive
-/// comment after a silence of 15 to 30 s.
+/// comment after 15 s without one.
 pub(super) fn response(events: impl Stream<Item = Bytes> + Send + 'static) -> Response {
     let body = KeepAlive::new(events, KEEP_ALIVE);
     (
@@ -68,14 +68,14 @@ pub(super) fn response(events: impl Stream<Item = Bytes> + Send + 'static) -> Re
         .into_response()
 }
 
-/// The events of a stream, with a keep-alive comment at the end of each period of
-/// [`KEEP_ALIVE`] in which it sent nothing (the timer is not touched for each event).
+/// The events of a stream, with a keep-alive comment whenever they pause for `every` (as
+/// axum's keep-alive; the timer is moved only when it fires, not for each event).
 struct KeepAlive {
     events: Pin<Box<dyn Stream<Item = Bytes> + Send>>,
     every: Duration,
-    period: Pin<Box<Sleep>>,
-    /// An event was sent in the current period.
-    spoke: bool,
+    timer: Pin<Box<Sleep>>,
+    /// When the last event or comment was sent.
+    last: Instant,
 }
 
 impl KeepAlive {
@@ -83,8 +83,8 @@ impl KeepAlive {
         KeepAlive {
             events: Box::pin(events),
             every,
-            period: Box::pin(tokio::time::sleep(every)),
-            spoke: false,
+            timer: Box::pin(tokio::time::sleep(every)),
+            last: Instant::now(),
         }
     }
 }
@@ -95,12 +95,17 @@ impl Stream for KeepAlive {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         if let Poll::Ready(frame) = this.events.as_mut().poll_next(cx) {
-            this.spoke = true;
+            this.last = Instant::now();
             return Poll::Ready(frame.map(Ok));
         }
-        while this.period.as_mut().poll(cx).is_ready() {
-            this.period.as_mut().reset(Instant::now() + this.every);
-            if !std::mem::take(&mut this.spoke) {
+        while this.timer.as_mut().poll(cx).is_ready() {
+            let due = this.last + this.every;
+            if due > Instant::now() {
+                // Something was sent since the timer was set: wait for the rest of the silence.
+                this.timer.as_mut().reset(due);
+            } else {
+                this.last = Instant::now();
+                this.timer.as_mut().reset(this.last + this.every);
                 return Poll::Ready(Some(Ok(Bytes::from_static(PING))));
             }
         }
@@ -137,18 +142,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_silent_period_sends_a_comment_and_a_spoken_one_does_not() {
-        let every = Duration::from_millis(40);
+    async fn a_comment_follows_every_silence_of_the_interval_and_only_those() {
+        let every = Duration::from_millis(60);
         let started = Instant::now();
         let mut silent = KeepAlive::new(stream::pending(), every);
         assert_eq!(silent.next().await.unwrap().unwrap(), PING);
         assert!(started.elapsed() >= every);
 
-        // An event in the first period: that period ends without a comment, the next silent
-        // one with one.
+        // An event late in the first interval: the comment comes a whole interval after it,
+        // not when the first interval ends.
         let started = Instant::now();
         let once = stream::once(async move {
-            tokio::time::sleep(every / 4).await;
+            tokio::time::sleep(every / 2).await;
             Bytes::from_static(b"event: message\n\n")
         });
         let mut spoken = KeepAlive::new(once.chain(stream::pending()), every);
@@ -156,7 +161,13 @@ mod tests {
             spoken.next().await.unwrap().unwrap(),
             &b"event: message\n\n"[..]
         );
+        let sent = Instant::now();
         assert_eq!(spoken.next().await.unwrap().unwrap(), PING);
-        assert!(started.elapsed() >= every * 2, "{:?}", started.elapsed());
+        assert!(sent.elapsed() >= every, "{:?}", sent.elapsed());
+        assert!(
+            started.elapsed() >= every * 3 / 2,
+            "{:?}",
+            started.elapsed()
+        );
     }
 }
