@@ -35,6 +35,7 @@ mod error;
 mod ids;
 mod inbox;
 mod layers;
+mod live;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod metrics;

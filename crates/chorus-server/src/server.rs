@@ -244,7 +244,7 @@ impl Server {
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout(),
             stopping,
-            live: crate::api::events::Live::default(),
+            live: crate::live::Live::default(),
         });
         let pruner = Pruner::new(state.clone(), config.retention.clone());
         let extra = crate::a2a::routes();

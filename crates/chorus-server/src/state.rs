@@ -70,7 +70,7 @@ pub struct Shared {
     /// Turns true when the server shuts down; open event streams end then.
     pub stopping: watch::Receiver<bool>,
     /// Where the changes the admin's event streams show are announced.
-    pub live: crate::api::events::Live,
+    pub live: crate::live::Live,
 }
 
 impl AppState {

@@ -22,23 +22,11 @@ use utoipa::ToSchema;
 
 use crate::api::extract::Admin;
 use crate::error::{ApiError, ErrorBody};
+use crate::live::{Change, Live};
 use crate::state::AppState;
 
-/// Changes kept for a slow reader before it is told to re-read everything.
-const BUFFER: usize = 256;
 /// How often an open stream looks for new dead letters.
 const DEAD_LETTER_CHECK: Duration = Duration::from_secs(1);
-
-/// The data of one `change` event.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Change {
-    /// published, acked, nacked, replayed, confirmation, changed, or dead_lettered (the number
-    /// of dead letters moved); `ready` (the stream is open) and `resync` (changes were missed:
-    /// re-read everything) with the stream's own path.
-    pub kind: String,
-    /// The request path that made the change.
-    pub path: String,
-}
 
 /// One event of the `/v1/events` stream as a client reads it (the OpenAPI 3.2 reading of a
 /// `text/event-stream` schema: the fields of each event).
@@ -50,32 +38,6 @@ pub struct ChangeEvent {
     /// A [`Change`] as JSON.
     #[schema(content_media_type = "application/json")]
     pub data: String,
-}
-
-/// Where changes are announced; shared by the middleware and the streams.
-#[derive(Debug, Clone)]
-pub struct Live {
-    tx: broadcast::Sender<Change>,
-}
-
-impl Default for Live {
-    fn default() -> Live {
-        Live {
-            tx: broadcast::channel(BUFFER).0,
-        }
-    }
-}
-
-impl Live {
-    /// Announces a change to every open stream (none open: nothing happens).
-    pub fn announce(&self, change: Change) {
-        let _ = self.tx.send(change);
-    }
-
-    /// True when a stream is open to hear announcements.
-    fn watched(&self) -> bool {
-        self.tx.receiver_count() > 0
-    }
 }
 
 /// What a writing request answered with `status` changed, if anything.
@@ -234,7 +196,7 @@ pub async fn events(
     State(app): State<AppState>,
     _admin: Admin,
 ) -> Result<impl IntoResponse, ApiError> {
-    let rx = app.live.tx.subscribe();
+    let rx = app.live.subscribe();
     let changes = stream::unfold(rx, |mut rx| async move {
         let event = match rx.recv().await {
             Ok(change) => Event::default()
