@@ -11,13 +11,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::Router;
+use std::convert::Infallible;
+
+use axum::BoxError;
+use axum::body::{Bytes, HttpBody};
+use axum::http::{Request, Response};
 use axum::serve::Listener;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::Semaphore;
+use tower::Service;
 
 /// How many connections the server keeps and how long it waits for a request.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +46,14 @@ pub enum Scheme {
 }
 
 impl Scheme {
+    /// The scheme of a listener whose connections are `Io` (axum's `Listener` says nothing of
+    /// TLS; the connection type does).
+    pub fn of<Io: 'static>() -> Scheme {
+        let tls = std::any::TypeId::of::<Io>()
+            == std::any::TypeId::of::<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>();
+        if tls { Scheme::Https } else { Scheme::Http }
+    }
+
     /// `http` or `https`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -49,19 +63,22 @@ impl Scheme {
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then lets the requests under way
+/// Serves `app` on `listener` until `shutdown` resolves, then lets the requests under way
 /// finish.
-pub async fn serve<L: Listener>(
+pub async fn serve<L, S, B>(
     mut listener: L,
-    router: Router,
+    app: S,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) {
-    // axum's `Listener` says nothing of TLS; the connection type does.
-    let tls = std::any::TypeId::of::<L::Io>()
-        == std::any::TypeId::of::<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>();
-    let scheme = if tls { Scheme::Https } else { Scheme::Http };
-    let router = router.layer(axum::Extension(scheme));
+) where
+    L: Listener,
+    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: HttpBody<Data = Bytes, Error: Into<BoxError>> + Send + 'static,
+{
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let warned = AtomicBool::new(false);
@@ -90,7 +107,7 @@ pub async fn serve<L: Listener>(
         };
         warned.store(false, Ordering::Relaxed);
         no_delay(&mut io);
-        let service = TowerToHyperService::new(router.clone());
+        let service = TowerToHyperService::new(app.clone());
         let connection = builder
             .serve_connection(TokioIo::new(io), service)
             .into_owned();

@@ -17,7 +17,9 @@ use crate::auth::{Tokens, hash_token};
 use crate::blobs::BlobStore;
 use crate::config::ServerConfig;
 use crate::connections::ConnectionLimits;
+use crate::connections::Scheme;
 use crate::inbox::Inboxes;
+use crate::layers::Outer;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::pruner::Pruner;
@@ -187,6 +189,7 @@ impl SideStores {
 /// A server ready to accept connections.
 pub struct Server {
     router: Router,
+    outer: Outer,
     limits: ConnectionLimits,
     openapi: utoipa::openapi::OpenApi,
     stop: watch::Sender<bool>,
@@ -250,10 +253,11 @@ impl Server {
         let extra = crate::a2a::routes();
         #[cfg(feature = "mcp")]
         let extra = extra.merge(crate::mcp::routes(state.clone()));
+        let outer = Outer::new(&config.cors, state.max_body_bytes, state.live.clone());
         let (router, openapi) = router(state, config.request_timeout(), extra);
-        let router = crate::layers::around(router, &config.cors);
         Server {
             router,
+            outer,
             limits: ConnectionLimits {
                 header_timeout: Duration::from_secs(config.header_timeout_secs.max(1)),
                 max_connections: config.max_connections,
@@ -289,7 +293,8 @@ impl Server {
     {
         let stop = self.stop;
         let pruner = tokio::spawn(self.pruner.run(stop.subscribe()));
-        crate::connections::serve(listener, self.router, self.limits, async move {
+        let app = crate::layers::around(self.router, self.outer, Scheme::of::<L::Io>());
+        crate::connections::serve(listener, app, self.limits, async move {
             shutdown.await;
             let _ = stop.send(true);
         })

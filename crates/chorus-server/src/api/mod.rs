@@ -21,7 +21,6 @@ use std::borrow::Cow;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use serde_json::value::RawValue;
@@ -135,7 +134,6 @@ pub fn router(
     timeout: Option<std::time::Duration>,
     extra: Router<AppState>,
 ) -> (Router, utoipa::openapi::OpenApi) {
-    let limit = state.max_body_bytes;
     let router = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(publish::publish))
         .routes(routes!(batch::publish_batch))
@@ -191,8 +189,6 @@ pub fn router(
                 "no such route; the API is described at /openapi.json",
             )
         })
-        .layer(DefaultBodyLimit::max(limit))
-        .layer(events::Observe::new(state.live.clone()))
         .with_state(state);
     (router, openapi)
 }
