@@ -92,15 +92,11 @@ fn run(conn: Connection, rx: Receiver<Job>, max_batch: usize) {
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
             }
         }
-        // Claims, acks and reads commit first without waiting for the disk; the writes that
-        // must be durable commit after them with one fsync. Jobs of one batch were concurrent,
-        // so either order is one their callers could have seen.
-        let (durable, quick): (Vec<Job>, Vec<Job>) = batch.into_iter().partition(|j| j.durable);
-        for part in [quick, durable] {
-            if !part.is_empty() {
-                commit_batch(&conn, part);
-            }
-        }
+        // One transaction for the batch, fsync'd when a job in it must be durable. Claims, acks
+        // and reads run first: jobs of one batch were concurrent, so that order is one their
+        // callers could have seen.
+        batch.sort_by_key(|j| j.durable);
+        commit_batch(&conn, batch);
     }
 }
 
