@@ -95,12 +95,17 @@ pub(crate) fn around(
 /// matched), with the request id, child of the caller's `traceparent` when it sent one.
 fn request_span<B>(request: &Request<B>) -> Span {
     let method = request.method().as_str();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    // The fields are written out only when a subscriber listens.
     let span = tracing::info_span!(
         "request",
-        otel.name = Empty,
+        otel.name = %SpanName { method, route },
         otel.kind = "server",
         http.request.method = method,
-        http.route = Empty,
+        http.route = route,
         url.path = request.uri().path(),
         request.id = request
             .headers()
@@ -110,23 +115,27 @@ fn request_span<B>(request: &Request<B>) -> Span {
         http.response.status_code = Empty,
         error.type = Empty,
     );
-    // Named before the span is linked or entered (an exported span's name is fixed then), and
-    // only when a subscriber listens.
     if !span.is_disabled() {
-        match request.extensions().get::<MatchedPath>() {
-            Some(route) => {
-                span.record("otel.name", format!("{method} {}", route.as_str()));
-                span.record("http.route", route.as_str());
-            }
-            None => {
-                span.record("otel.name", method);
-            }
-        }
         // A caller's W3C `traceparent` makes the request part of its trace.
         let traceparent = crate::observe::traceparent(request.headers());
         crate::telemetry::link(&span, traceparent.as_deref());
     }
     span
+}
+
+/// A request span's name, written only when the span is.
+struct SpanName<'a> {
+    method: &'a str,
+    route: Option<&'a str>,
+}
+
+impl std::fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.route {
+            Some(route) => write!(f, "{} {route}", self.method),
+            None => f.write_str(self.method),
+        }
+    }
 }
 
 /// Records the status (and `error.type` for a 5xx) on the request's span, and logs the answer

@@ -94,7 +94,10 @@ fn run(conn: Connection, rx: Receiver<Job>, max_batch: usize) {
         }
         // One transaction for the batch, fsync'd when a job in it must be durable. Claims, acks
         // and reads run first: jobs of one batch were concurrent, so that order is one their
-        // callers could have seen.
+        // callers could have seen. They wait for the publishes' fsync (about 0.2 ms here), and
+        // a commit that fails fails them all, reads included; two commits per batch (quick,
+        // then durable) cost the writer a second commit of the same pages, 8-10 % of the
+        // throughput of the bus and of the server (docs/performance.md).
         batch.sort_by_key(|j| j.durable);
         commit_batch(&conn, batch);
     }
