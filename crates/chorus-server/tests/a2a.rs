@@ -91,6 +91,20 @@ async fn state_of(server: &common::TestServer, token: &str, task: &str) -> Value
     rpc(server, "/a2a/bob", token, "GetTask", json!({"id": task})).await["result"]["status"].clone()
 }
 
+/// The task's status once its state is `wanted` (the last one read when the patience ran out):
+/// a message past its last delivery becomes a dead letter when its inbox is next read, a moment
+/// after the last nack was answered.
+async fn state_once(server: &common::TestServer, token: &str, task: &str, wanted: &str) -> Value {
+    let until = std::time::Instant::now() + PATIENCE;
+    loop {
+        let status = state_of(server, token, task).await;
+        if status["state"] == wanted || std::time::Instant::now() > until {
+            return status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn the_cards_name_each_agent_its_endpoint_the_tokens_and_the_handoff_extension() {
     let (_dir, server) = fresh(30).await;
@@ -728,7 +742,7 @@ async fn a_task_whose_message_becomes_a_dead_letter_is_rejected_until_it_is_repl
         assert_eq!(at, attempt);
         assert_eq!(common::settle(&server, "bob", BOB, &id, "nack").await, 204);
     }
-    let status = state_of(&server, ALICE, &ignored).await;
+    let status = state_once(&server, ALICE, &ignored, "TASK_STATE_REJECTED").await;
     assert_eq!(status["state"], "TASK_STATE_REJECTED", "{status}");
     let text = status["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("delivered 5 times"), "{text}");
