@@ -6,12 +6,11 @@
 //! this loop is the same accept-and-serve with those limits (hyper's own builder and graceful
 //! shutdown do the work).
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-use std::convert::Infallible;
 
 use axum::BoxError;
 use axum::body::{Bytes, HttpBody};
