@@ -1,7 +1,8 @@
 //! The one Server-Sent Events reader of chorus, on `eventsource-stream` (the WHATWG parsing
 //! rules: `event:`, `id:`, `retry:`, multi-line `data:`, comments, CR/LF/CRLF line ends, a
 //! byte-order mark), byte-safe across chunk boundaries (a character split between two network
-//! chunks is joined, never replaced by U+FFFD), with an optional silence limit.
+//! chunks is joined, never replaced by U+FFFD), in time linear in a chunk of many events, with
+//! an optional silence limit.
 //!
 //! It lives in chorus-agent because its production readers are here (the model clients and the
 //! inbox client of `chorus run --server`) and chorus-server, whose tests and benches read inbox
@@ -10,6 +11,7 @@
 use std::fmt::Display;
 use std::time::Duration;
 
+use bytes::Bytes;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -62,7 +64,7 @@ impl SseReader {
             Some(idle) => until_silent(bytes, idle).boxed(),
             None => bytes.boxed(),
         };
-        let events = without_bom(bytes)
+        let events = at_event_ends(without_bom(bytes))
             .eventsource()
             .map(|event| {
                 event.map_err(|e| match e {
@@ -95,7 +97,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// `eventsource-stream` 0.2.3 slices one byte off a leading mark, which panics on its three;
 /// it never sees one here. The blank line dispatches nothing and keeps any further mark (part
 /// of the first line's field name, as the rules say) away from that slicing.
-fn without_bom<S, B>(bytes: S) -> impl Stream<Item = Result<Vec<u8>, SseError>> + Send
+fn without_bom<S, B>(bytes: S) -> impl Stream<Item = Result<Bytes, SseError>> + Send
 where
     S: Stream<Item = Result<B, SseError>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
@@ -105,20 +107,55 @@ where
         chunk.map(|chunk| {
             let chunk = chunk.as_ref();
             let Some(mut start) = head.take() else {
-                return chunk.to_vec();
+                return Bytes::copy_from_slice(chunk);
             };
             start.extend_from_slice(chunk);
             if start.len() < BOM.len() && BOM.starts_with(&start) {
                 head = Some(start);
-                return Vec::new();
+                return Bytes::new();
             }
             if start.starts_with(BOM) {
                 start.drain(..BOM.len());
             }
-            start
+            Bytes::from(start)
         })
     });
-    futures::stream::once(async { Ok(b"\n".to_vec()) }).chain(body)
+    futures::stream::once(async { Ok(Bytes::from_static(b"\n")) }).chain(body)
+}
+
+/// The chunks of `bytes` cut (without copying) after each blank line, so that the parser is
+/// handed one event at a time.
+///
+/// `eventsource-stream` 0.2.3 copies what is left of its buffer after every line it reads: a
+/// chunk of k lines cost it k copies of the chunk, so a chunk of many events (a server that
+/// writes what it has at once, an HTTP/2 frame of model tokens) was read in time quadratic in
+/// its size (`cargo bench -p chorus-agent --bench sse`). Only LF and CRLF blank lines cut; a
+/// stream of CR line ends alone reaches the parser as it came.
+fn at_event_ends<S>(bytes: S) -> impl Stream<Item = Result<Bytes, SseError>> + Send
+where
+    S: Stream<Item = Result<Bytes, SseError>> + Send + 'static,
+{
+    bytes.flat_map(|chunk| {
+        let pieces: Vec<Result<Bytes, SseError>> = match chunk {
+            Err(e) => vec![Err(e)],
+            Ok(chunk) => {
+                let ends = memchr::memchr_iter(b'\n', &chunk)
+                    .filter(|&at| chunk[..at].ends_with(b"\n") || chunk[..at].ends_with(b"\n\r"))
+                    .map(|at| at + 1);
+                let mut pieces = Vec::new();
+                let mut start = 0;
+                for end in ends {
+                    pieces.push(Ok(chunk.slice(start..end)));
+                    start = end;
+                }
+                if start < chunk.len() {
+                    pieces.push(Ok(chunk.slice(start..)));
+                }
+                pieces
+            }
+        };
+        futures::stream::iter(pieces)
+    })
 }
 
 /// The chunks of `bytes`, ending with [`SseError::Idle`] after `idle` without one.
@@ -193,6 +230,78 @@ mod tests {
         let bytes = STREAM.as_bytes();
         check(&read_all(bytes.iter().map(|b| vec![*b]).collect()).await);
         check(&read_all(vec![bytes.to_vec()]).await);
+    }
+
+    /// An event stream of `events` (name, data lines, id), each line ended by the next of
+    /// `ends` (LF, CRLF or CR, in turn).
+    fn stream_text(
+        events: &[(Option<String>, Vec<String>, Option<String>)],
+        ends: &[usize],
+    ) -> String {
+        let mut lines = Vec::new();
+        for (name, data, id) in events {
+            lines.extend(name.iter().map(|n| format!("event: {n}")));
+            lines.extend(id.iter().map(|i| format!("id: {i}")));
+            lines.extend(data.iter().map(|d| format!("data: {d}")));
+            lines.push(String::new());
+        }
+        let mut text = String::new();
+        for (i, line) in lines.iter().enumerate() {
+            text.push_str(line);
+            text.push_str(["\n", "\r\n", "\r"][ends[i % ends.len()]]);
+        }
+        text
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+        /// The oracle is `eventsource-stream` itself, handed the whole stream at once: however
+        /// the bytes are cut (inside characters too, between CR and LF), and whatever the line
+        /// ends, the reader reads the same events.
+        #[test]
+        fn any_cutting_reads_what_the_parser_reads_from_the_whole_stream(
+            events in proptest::collection::vec((
+                proptest::option::of("[a-zé_]{1,6}"),
+                proptest::collection::vec("[^\r\n]{0,24}", 1..4),
+                proptest::option::of("[0-9a-fж]{1,4}"),
+            ), 1..16),
+            ends in proptest::collection::vec(0..3usize, 1..8),
+            cuts in proptest::collection::vec(0..2000usize, 0..24),
+        ) {
+            let text = stream_text(&events, &ends);
+            let whole = futures::executor::block_on(
+                eventsource_stream::EventStream::new(futures::stream::iter([
+                    Ok::<_, std::convert::Infallible>(text.clone().into_bytes()),
+                ]))
+                .map(|e| e.expect("the parser reads its own stream"))
+                .collect::<Vec<_>>(),
+            );
+            let mut at: Vec<usize> = cuts.into_iter().map(|c| c % (text.len() + 1)).collect();
+            at.extend([0, text.len()]);
+            at.sort_unstable();
+            at.dedup();
+            let chunks = at.windows(2).map(|w| text.as_bytes()[w[0]..w[1]].to_vec()).collect();
+            let read = futures::executor::block_on(read_all(chunks));
+            proptest::prop_assert_eq!(read, whole);
+        }
+    }
+
+    #[tokio::test]
+    async fn many_events_in_one_chunk_read_as_one_event_a_chunk() {
+        let events: Vec<String> = (0..500)
+            .map(|i| {
+                format!(
+                    "id: {i}\nevent: message\ndata: {{\"n\":{i},\"text\":\"{}\"}}\n\n",
+                    "ü".repeat(i % 40)
+                )
+            })
+            .collect();
+        let one = read_all(vec![events.concat().into_bytes()]).await;
+        let each = read_all(events.into_iter().map(String::into_bytes).collect()).await;
+        assert_eq!(one.len(), 500);
+        assert_eq!(one, each);
+        assert_eq!(one[499].id, "499");
     }
 
     #[tokio::test]
