@@ -27,9 +27,19 @@ pub struct Inboxes {
     /// The last sequence number given, across inboxes (so an inbox can be forgotten when empty).
     last_seq: AtomicU64,
     agents: Mutex<HashMap<String, Held>>,
-    /// Per inbox, its open streams and what wakes them when one of its held deliveries is
-    /// settled or handed back, so that they look again (other inboxes' streams sleep on).
-    wakers: Mutex<HashMap<String, (usize, Arc<Notify>)>>,
+    /// Per inbox, its open streams and what wakes them (other inboxes' streams sleep on).
+    wakers: Mutex<HashMap<String, (usize, Arc<StreamWakers>)>>,
+}
+
+/// What wakes the open streams of one inbox. A settle frees room but brings nothing to send,
+/// so it wakes only streams waiting for room; a hand-back brings deliveries, so it wakes only
+/// streams waiting for something to send (each would otherwise ask the store again for nothing).
+#[derive(Default)]
+pub struct StreamWakers {
+    /// A held delivery of the inbox was settled: a stream at its `max_in_flight` has room.
+    pub settled: Notify,
+    /// A closing stream handed deliveries back: a waiting stream takes them.
+    pub handed_back: Notify,
 }
 
 /// One held delivery and the stream it was sent on (none once that stream closed).
@@ -110,9 +120,9 @@ impl Inboxes {
     }
 
     /// Opens a stream of `agent`'s inbox: its number, unique for the server's run, and what
-    /// wakes it when a held delivery of the inbox is settled or handed back (create its
+    /// wakes it when a held delivery of the inbox is settled or handed back (create the
     /// `notified()` before looking). [`Inboxes::release`] closes it.
-    pub fn open_stream(&self, agent: &str) -> (u64, Arc<Notify>) {
+    pub fn open_stream(&self, agent: &str) -> (u64, Arc<StreamWakers>) {
         let mut wakers = self.wakers.lock().expect("inbox wakers lock");
         let (streams, notify) = wakers.entry(agent.to_owned()).or_default();
         *streams += 1;
@@ -122,11 +132,11 @@ impl Inboxes {
         )
     }
 
-    /// Wakes the waiting streams of `agent`'s inbox.
-    fn wake(&self, agent: &str) {
+    /// Wakes the streams of `agent`'s inbox that wait on what `which` picks.
+    fn wake(&self, agent: &str, which: fn(&StreamWakers) -> &Notify) {
         let wakers = self.wakers.lock().expect("inbox wakers lock");
         if let Some((_, notify)) = wakers.get(agent) {
-            notify.notify_waiters();
+            which(notify).notify_waiters();
         }
     }
 
@@ -228,7 +238,7 @@ impl Inboxes {
         }
         drop(agents);
         if any {
-            self.wake(agent);
+            self.wake(agent, |w| &w.handed_back);
         }
         last && any
     }
@@ -314,7 +324,7 @@ impl Inboxes {
             }
         }
         drop(agents);
-        self.wake(agent);
+        self.wake(agent, |w| &w.settled);
     }
 
     /// The SSE event id of sequence number `seq`.
@@ -396,11 +406,15 @@ mod tests {
         assert!(inboxes.get("a", "m2").is_some());
     }
 
-    #[test]
-    fn a_held_delivery_belongs_to_one_stream_until_that_stream_closes() {
+    #[tokio::test]
+    async fn a_held_delivery_belongs_to_one_stream_until_that_stream_closes() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
-        let (a, b) = (inboxes.open_stream("pool").0, inboxes.open_stream("pool").0);
+        let (a, (b, wakes_b)) = (inboxes.open_stream("pool").0, inboxes.open_stream("pool"));
         inboxes.hold("pool", a, delivery("m1", "t1"), None);
+        let (handed_b, room_b) = (wakes_b.handed_back.notified(), wakes_b.settled.notified());
+        tokio::pin!(handed_b, room_b);
+        handed_b.as_mut().enable();
+        room_b.as_mut().enable();
         assert!(
             inboxes.claim_after("pool", b, 0).is_none(),
             "held by a, not offered to b"
@@ -408,6 +422,15 @@ mod tests {
         assert_eq!(inboxes.in_flight("pool", a), 1);
         assert_eq!(inboxes.in_flight("pool", b), 0);
         inboxes.release("pool", a);
+        let wait = Duration::from_millis(50);
+        assert!(
+            tokio::time::timeout(wait, handed_b).await.is_ok(),
+            "b, waiting for deliveries, is woken by the hand-back"
+        );
+        assert!(
+            tokio::time::timeout(wait, room_b).await.is_err(),
+            "a hand-back settles nothing"
+        );
         let (_, d, _) = inboxes.claim_after("pool", b, 0).expect("handed back to b");
         assert_eq!(d.envelope.id, "m1");
         assert!(
@@ -418,24 +441,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_settle_wakes_the_streams_of_its_own_inbox_only() {
+    async fn a_settle_wakes_the_streams_of_its_own_inbox_waiting_for_room_only() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
         let (a, wakes_a) = inboxes.open_stream("a");
         let (_, wakes_b) = inboxes.open_stream("b");
         inboxes.hold("a", a, delivery("m1", "t1"), None);
-        let (woken_a, woken_b) = (wakes_a.notified(), wakes_b.notified());
-        tokio::pin!(woken_a, woken_b);
-        woken_a.as_mut().enable();
-        woken_b.as_mut().enable();
+        let (room_a, room_b) = (wakes_a.settled.notified(), wakes_b.settled.notified());
+        let handed_a = wakes_a.handed_back.notified();
+        tokio::pin!(room_a, room_b, handed_a);
+        room_a.as_mut().enable();
+        room_b.as_mut().enable();
+        handed_a.as_mut().enable();
         inboxes.settle("a", &delivery("m1", "t1"));
         let wait = Duration::from_millis(50);
         assert!(
-            tokio::time::timeout(wait, woken_a).await.is_ok(),
+            tokio::time::timeout(wait, room_a).await.is_ok(),
             "a is woken"
         );
         assert!(
-            tokio::time::timeout(wait, woken_b).await.is_err(),
+            tokio::time::timeout(wait, room_b).await.is_err(),
             "b sleeps on"
+        );
+        assert!(
+            tokio::time::timeout(wait, handed_a).await.is_err(),
+            "a settle hands nothing back: a stream waiting for deliveries sleeps on"
         );
         inboxes.release("a", a);
         assert!(

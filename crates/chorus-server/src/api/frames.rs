@@ -1,9 +1,10 @@
-//! The inbox stream's Server-Sent Events, each written out once into a buffer of its size.
+//! The inbox stream's Server-Sent Events, written out once into a buffer of their size.
 //!
 //! axum's `Event` grows its buffer field by field and takes the data through its line checks
 //! in pieces: with the message's JSON copied before and after, four buffers the size of the
-//! message for every delivery. Here an event is one buffer; the stream keeps axum's framing
-//! (`id`, `event`, `data`, a blank line) and its keep-alive comment.
+//! message for every delivery. Here the events sent together are one buffer (one chunk of the
+//! response); the stream keeps axum's framing (`id`, `event`, `data`, a blank line) and its
+//! keep-alive comment.
 
 use std::convert::Infallible;
 use std::io::Write;
@@ -24,20 +25,20 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The comment sent after a silence of [`KEEP_ALIVE`].
 const PING: &[u8] = b":\n\n";
 
-/// One event named `event` with the id `id` and `data` as JSON, about `size_hint` bytes of it;
-/// an `error` event when `data` cannot be written.
+/// Appends to `frame` one event named `event` with the id `id` and `data` as JSON; an `error`
+/// event instead when `data` cannot be written.
 ///
 /// The JSON is one line: serde_json escapes line breaks within strings, and the raw values it
 /// passes through are one line ([`super::document`]).
-pub(super) fn json(id: &str, event: &str, data: &impl Serialize, size_hint: usize) -> Bytes {
-    let mut frame = Vec::with_capacity(size_hint + id.len() + event.len() + 32);
+pub(super) fn push_json(frame: &mut Vec<u8>, id: &str, event: &str, data: &impl Serialize) {
+    let start = frame.len();
     let _ = write!(frame, "id: {id}\nevent: {event}\ndata: ");
-    match serde_json::to_writer(&mut frame, data) {
-        Ok(()) => {
-            frame.extend_from_slice(b"\n\n");
-            frame.into()
+    match serde_json::to_writer(&mut *frame, data) {
+        Ok(()) => frame.extend_from_slice(b"\n\n"),
+        Err(_) => {
+            frame.truncate(start);
+            frame.extend_from_slice(&text("error", "unencodable message"));
         }
-        Err(_) => text("error", "unencodable message"),
     }
 }
 
@@ -120,15 +121,17 @@ mod tests {
     use serde_json::{Value, json};
 
     #[test]
-    fn an_event_is_one_frame_with_its_data_on_one_line() {
+    fn an_event_is_appended_whole_with_its_data_on_one_line() {
         let data = json!({"message_id": "m-1", "text": "two\nlines\r\nand ünïcode"});
-        let frame = json("run-7", "message", &data, 10);
+        let mut frame = b"id: run-6\nevent: message\ndata: {}\n\n".to_vec();
+        push_json(&mut frame, "run-7", "message", &data);
         let text = std::str::from_utf8(&frame).unwrap();
         let lines: Vec<&str> = text.split('\n').collect();
-        assert_eq!(lines[..2], ["id: run-7", "event: message"]);
-        let read: Value = serde_json::from_str(lines[2].strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(lines[..4], ["id: run-6", "event: message", "data: {}", ""]);
+        assert_eq!(lines[4..6], ["id: run-7", "event: message"]);
+        let read: Value = serde_json::from_str(lines[6].strip_prefix("data: ").unwrap()).unwrap();
         assert_eq!(read, data);
-        assert_eq!(lines[3..], ["", ""], "{text:?}");
+        assert_eq!(lines[7..], ["", ""], "{text:?}");
         assert!(!text.contains('\r'));
     }
 

@@ -1,7 +1,6 @@
 //! An agent's inbox: a Server-Sent Events stream resuming from `Last-Event-ID`, ack and nack.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +13,6 @@ use chorus_bus::Delivery;
 use futures::{Stream, StreamExt, stream};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use tokio::sync::Notify;
 use utoipa::{IntoParams, IntoResponses, ToSchema};
 
 use crate::api::extract::{ApiPath, ApiQuery};
@@ -24,6 +22,7 @@ use crate::auth::Caller;
 use crate::config::MAX_IN_FLIGHT;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
+use crate::inbox::StreamWakers;
 use crate::state::AppState;
 use crate::streams::StreamTicket;
 use crate::telemetry;
@@ -74,15 +73,21 @@ pub struct DeadLetterSettle {
     pub error: String,
 }
 
-fn event(app: &AppState, seq: u64, d: &Delivery, traceparent: Option<&str>) -> Bytes {
+/// Appends to `frame` the `message` event of held delivery `seq`.
+fn push_event(
+    frame: &mut Vec<u8>,
+    app: &AppState,
+    seq: u64,
+    d: &Delivery,
+    traceparent: Option<&str>,
+) {
     let data = InboxEvent {
         message_id: &d.envelope.id,
         attempt: d.attempt,
         message: document(&d.envelope.bytes),
         traceparent,
     };
-    let size = d.envelope.bytes.len() + d.envelope.id.len() + 128;
-    frames::json(&app.inboxes.event_id(seq), "message", &data, size)
+    frames::push_json(frame, &app.inboxes.event_id(seq), "message", &data);
 }
 
 /// One open inbox stream: a competing consumer of the inbox that holds at most
@@ -92,12 +97,12 @@ struct Reader {
     agent: String,
     stream: u64,
     /// Wakes the stream when a held delivery of its inbox is settled or handed back.
-    changed: Arc<Notify>,
+    wakers: Arc<StreamWakers>,
     /// Held deliveries numbered up to this were seen before a reconnection (`Last-Event-ID`).
     skip: u64,
     max_in_flight: usize,
     /// Deliveries taken for this stream and not yet sent, with their trace contexts.
-    pending: VecDeque<(u64, Delivery, Option<String>)>,
+    pending: Vec<(u64, Delivery, Option<String>)>,
     /// Counts the stream against its caller's `max_streams_per_agent` while it is open.
     _ticket: Option<StreamTicket>,
 }
@@ -129,24 +134,42 @@ impl Drop for Reader {
 }
 
 impl Reader {
-    /// The next event: a held delivery no other stream has, else new deliveries from the bus,
-    /// waiting while the stream holds `max_in_flight`; an error event ends the stream.
+    /// The next events, written together: a held delivery no other stream has, else new
+    /// deliveries from the bus, waiting while the stream holds `max_in_flight`; an error event
+    /// ends the stream.
     async fn next(&mut self) -> Result<Bytes, Bytes> {
         loop {
-            if let Some((seq, d, traceparent)) = self.pending.pop_front() {
-                return Ok(event(&self.app, seq, &d, traceparent.as_deref()));
+            if !self.pending.is_empty() {
+                // One chunk for what one fetch took: one write, where an event each cost the
+                // server a chunk and a write and the reader a read.
+                let size: usize = (self.pending.iter())
+                    .map(|(_, d, _)| d.envelope.bytes.len() + d.envelope.id.len() + 160)
+                    .sum();
+                let mut frame = Vec::with_capacity(size);
+                for (seq, d, traceparent) in self.pending.drain(..) {
+                    push_event(&mut frame, &self.app, seq, &d, traceparent.as_deref());
+                }
+                return Ok(frame.into());
             }
             let app = self.app.clone();
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
             let held = app.inboxes.in_flight(&self.agent, self.stream);
             if held >= self.max_in_flight {
-                let _ = tokio::time::timeout(WAIT, changed).await;
+                // Armed before the second look, so that a settle in between is not missed.
+                let wakers = self.wakers.clone();
+                let settled = wakers.settled.notified();
+                tokio::pin!(settled);
+                settled.as_mut().enable();
+                if app.inboxes.in_flight(&self.agent, self.stream) >= self.max_in_flight {
+                    let _ = tokio::time::timeout(WAIT, settled).await;
+                }
                 continue;
             }
+            let wakers = self.wakers.clone();
+            let handed_back = wakers.handed_back.notified();
+            tokio::pin!(handed_back);
+            handed_back.as_mut().enable();
             if let Some(next) = app.inboxes.claim_after(&self.agent, self.stream, self.skip) {
-                self.pending.push_back(next);
+                self.pending.push(next);
                 continue;
             }
             let want = BATCH.min(self.max_in_flight - held);
@@ -155,31 +178,36 @@ impl Reader {
                 .receive(&self.agent, want, Duration::ZERO)
                 .await
                 .map_err(|e| frames::text("error", &e.to_string()))?;
-            if deliveries.is_empty() {
-                tokio::select! {
-                    () = app.bus.wait_for(&self.agent, IDLE_WAIT) => {}
-                    () = changed => {}
-                }
+            if !deliveries.is_empty() {
+                self.take(deliveries).await;
                 continue;
             }
-            let traces = telemetry::of_deliveries(&app.traces, &deliveries).await;
-            for (d, tp) in deliveries.into_iter().zip(traces) {
-                app.metrics.delivered.inc();
-                let span =
-                    telemetry::span_for("deliver", "receive", &self.agent, &d, tp.as_deref());
-                tracing::info!(
-                    parent: &span,
-                    agent = %self.agent,
-                    message_id = %d.envelope.id,
-                    attempt = d.attempt,
-                    correlation_id = %d.envelope.correlation_id.as_deref().unwrap_or("-"),
-                    "delivered"
-                );
-                let seq = app
-                    .inboxes
-                    .hold(&self.agent, self.stream, d.clone(), tp.clone());
-                self.pending.push_back((seq, d, tp));
+            tokio::select! {
+                () = app.bus.wait_for(&self.agent, IDLE_WAIT) => {}
+                () = handed_back => {}
             }
+        }
+    }
+
+    /// Holds new `deliveries` for this stream, to be sent in order.
+    async fn take(&mut self, deliveries: Vec<Delivery>) {
+        let app = &self.app;
+        let traces = telemetry::of_deliveries(&app.traces, &deliveries).await;
+        for (d, tp) in deliveries.into_iter().zip(traces) {
+            app.metrics.delivered.inc();
+            let span = telemetry::span_for("deliver", "receive", &self.agent, &d, tp.as_deref());
+            tracing::info!(
+                parent: &span,
+                agent = %self.agent,
+                message_id = %d.envelope.id,
+                attempt = d.attempt,
+                correlation_id = %d.envelope.correlation_id.as_deref().unwrap_or("-"),
+                "delivered"
+            );
+            let seq = app
+                .inboxes
+                .hold(&self.agent, self.stream, d.clone(), tp.clone());
+            self.pending.push((seq, d, tp));
         }
     }
 }
@@ -194,15 +222,15 @@ fn events(
     ticket: Option<StreamTicket>,
 ) -> impl Stream<Item = Bytes> + Send + 'static {
     let stopped = app.stopped();
-    let (stream, changed) = app.inboxes.open_stream(&agent);
+    let (stream, wakers) = app.inboxes.open_stream(&agent);
     let reader = Reader {
         app,
         agent,
         stream,
-        changed,
+        wakers,
         skip,
         max_in_flight,
-        pending: VecDeque::new(),
+        pending: Vec::new(),
         _ticket: ticket,
     };
     stream::unfold(Some(reader), |reader| async move {
