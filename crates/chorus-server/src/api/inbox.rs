@@ -143,7 +143,7 @@ impl Reader {
                 // One chunk for what one fetch took: one write, where an event each cost the
                 // server a chunk and a write and the reader a read.
                 let size: usize = (self.pending.iter())
-                    .map(|(_, d, _)| d.envelope.bytes.len() + d.envelope.id.len() + 160)
+                    .map(|(_, d, _)| d.envelope.bytes.len() + d.envelope.id.len() + 200)
                     .sum();
                 let mut frame = Vec::with_capacity(size);
                 for (seq, d, traceparent) in self.pending.drain(..) {
