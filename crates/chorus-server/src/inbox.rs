@@ -50,6 +50,17 @@ struct Entry {
     since: Instant,
     lease_until: Instant,
     stream: Option<u64>,
+    /// The stream that held it last, once that stream closed: a client resuming that stream
+    /// with `Last-Event-ID` keeps what it had read.
+    was: Option<u64>,
+}
+
+/// Where a stream resumes (from `Last-Event-ID`): the stream that sent the client's last event
+/// and that event's number. The client has read what that stream sent up to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    pub stream: u64,
+    pub seq: u64,
 }
 
 impl Held {
@@ -166,28 +177,38 @@ impl Inboxes {
                 since: now,
                 lease_until: now + self.ack_wait_of(agent),
                 stream: Some(stream),
+                was: None,
             },
         );
         seq
     }
 
-    /// Takes for `stream` the first held delivery of `agent` numbered after `after` that no open
-    /// stream holds: its sequence number, the delivery and its trace context.
-    pub fn claim_after(
+    /// Takes for `stream` the first held delivery of `agent` that no open stream holds: its
+    /// sequence number, the delivery and its trace context. A stream resumed from `resumed`
+    /// first takes back, without sending them again, the deliveries its client had read (those
+    /// the resumed stream held, up to the client's last event); any other is taken whatever its
+    /// number.
+    pub fn claim(
         &self,
         agent: &str,
         stream: u64,
-        after: u64,
+        resumed: Option<Resume>,
     ) -> Option<(u64, Delivery, Option<String>)> {
         let mut agents = self.agents.lock().expect("inboxes lock");
         let held = agents.get_mut(agent)?;
         let now = Instant::now();
-        let (seq, entry) = held
-            .by_seq
-            .range_mut(after + 1..)
-            .find(|(_, e)| e.stream.is_none() && e.lease_until > now)?;
-        entry.stream = Some(stream);
-        Some((*seq, entry.delivery.clone(), entry.traceparent.clone()))
+        let read_before =
+            |seq: u64, e: &Entry| resumed.is_some_and(|r| e.was == Some(r.stream) && seq <= r.seq);
+        for (&seq, entry) in held.by_seq.iter_mut() {
+            if entry.stream.is_some() || entry.lease_until <= now {
+                continue;
+            }
+            entry.stream = Some(stream);
+            if !read_before(seq, entry) {
+                return Some((seq, entry.delivery.clone(), entry.traceparent.clone()));
+            }
+        }
+        None
     }
 
     /// How many deliveries `stream` holds unsettled.
@@ -230,6 +251,7 @@ impl Inboxes {
         for entry in held.by_seq.values_mut() {
             if entry.stream == Some(stream) {
                 entry.stream = None;
+                entry.was = Some(stream);
                 any = true;
             }
         }
@@ -327,19 +349,22 @@ impl Inboxes {
         self.wake(agent, |w| &w.settled);
     }
 
-    /// The SSE event id of sequence number `seq`.
-    pub fn event_id(&self, seq: u64) -> String {
-        format!("{}-{seq}", self.run)
+    /// The SSE event id of delivery `seq` sent on `stream`: `<server run>-<stream>-<seq>`.
+    pub fn event_id(&self, stream: u64, seq: u64) -> String {
+        format!("{}-{stream}-{seq}", self.run)
     }
 
-    /// The sequence number of an event id of this server run (0 for any other run or none):
-    /// a client resumes after it.
-    pub fn resume_after(&self, last_event_id: Option<&str>) -> u64 {
-        last_event_id
-            .and_then(|s| s.strip_prefix(self.run.as_str()))
-            .and_then(|s| s.strip_prefix('-'))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
+    /// Where a client resumes from the event id it read last; none for an id of another server
+    /// run (or of another form), or none at all.
+    pub fn resume_after(&self, last_event_id: Option<&str>) -> Option<Resume> {
+        let rest = last_event_id?
+            .strip_prefix(self.run.as_str())?
+            .strip_prefix('-')?;
+        let (stream, seq) = rest.split_once('-')?;
+        Some(Resume {
+            stream: stream.parse().ok()?,
+            seq: seq.parse().ok()?,
+        })
     }
 }
 
@@ -361,22 +386,19 @@ mod tests {
     }
 
     #[test]
-    fn resumes_after_the_last_event_and_replaces_redeliveries() {
+    fn a_stream_resumed_keeps_what_its_client_read_and_replaces_redeliveries() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
         let (first, _) = inboxes.open_stream("a");
         let s1 = inboxes.hold("a", first, delivery("m1", "t1"), Some(TP.into()));
         let s2 = inboxes.hold("a", first, delivery("m2", "t2"), None);
         inboxes.release("a", first);
+        // Without Last-Event-ID, everything handed back comes again, with its trace context.
         let (stream, _) = inboxes.open_stream("a");
-        let (seq, _, traceparent) = inboxes.claim_after("a", stream, 0).unwrap();
-        assert_eq!(
-            (seq, traceparent.as_deref()),
-            (s1, Some(TP)),
-            "handed back with its trace context"
-        );
-        assert_eq!(inboxes.claim_after("a", stream, s1).unwrap().0, s2);
-        assert!(inboxes.claim_after("a", stream, s2).is_none());
-        let s3 = inboxes.hold("a", stream, delivery("m1", "t3"), None);
+        let (seq, _, traceparent) = inboxes.claim("a", stream, None).unwrap();
+        assert_eq!((seq, traceparent.as_deref()), (s1, Some(TP)));
+        assert_eq!(inboxes.claim("a", stream, None).unwrap().0, s2);
+        assert!(inboxes.claim("a", stream, None).is_none());
+        inboxes.hold("a", stream, delivery("m1", "t3"), None);
         assert_eq!(inboxes.in_flight("a", stream), 2);
         let (d, _, traceparent) = inboxes.get("a", "m1").unwrap();
         assert_eq!((d.token.as_str(), traceparent), ("t3", None));
@@ -387,9 +409,42 @@ mod tests {
         );
         inboxes.settle("a", &delivery("m1", "t3"));
         assert!(inboxes.get("a", "m1").is_none());
-        assert_eq!(inboxes.resume_after(Some(&inboxes.event_id(s3))), s3);
-        assert_eq!(inboxes.resume_after(Some("otherrun-5")), 0);
-        assert_eq!(inboxes.resume_after(None), 0);
+        // Resumed after m2's event: m2 is kept for the new stream, not sent again.
+        let s4 = inboxes.hold("a", stream, delivery("m4", "t4"), None);
+        inboxes.release("a", stream);
+        let resumed = inboxes.resume_after(Some(&inboxes.event_id(stream, s2)));
+        assert_eq!(resumed, Some(Resume { stream, seq: s2 }));
+        let (again, _) = inboxes.open_stream("a");
+        assert_eq!(inboxes.claim("a", again, resumed).unwrap().0, s4);
+        assert!(inboxes.claim("a", again, resumed).is_none());
+        assert_eq!(inboxes.in_flight("a", again), 2, "m2 kept, m4 sent");
+        for other in [
+            Some("otherrun-1-5"),
+            Some(&*format!("{}-5", inboxes.run)),
+            None,
+        ] {
+            assert_eq!(inboxes.resume_after(other), None, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn a_resumed_stream_takes_what_other_streams_hand_back_whatever_its_number() {
+        let inboxes = Inboxes::new(Duration::from_secs(30));
+        let ((a, _), (b, _)) = (inboxes.open_stream("pool"), inboxes.open_stream("pool"));
+        let early = inboxes.hold("pool", a, delivery("early", "t1"), None);
+        let mine = inboxes.hold("pool", b, delivery("mine", "t2"), None);
+        inboxes.release("pool", b);
+        let resumed = inboxes.resume_after(Some(&inboxes.event_id(b, mine)));
+        let (again, _) = inboxes.open_stream("pool");
+        assert!(inboxes.claim("pool", again, resumed).is_none());
+        assert_eq!(inboxes.in_flight("pool", again), 1, "mine is held again");
+        inboxes.release("pool", a);
+        let (seq, d, _) = inboxes.claim("pool", again, resumed).expect("handed back");
+        assert_eq!((seq, d.envelope.id.as_str()), (early, "early"));
+        assert!(
+            early < mine,
+            "numbered before the resumed stream's last event"
+        );
     }
 
     #[test]
@@ -416,7 +471,7 @@ mod tests {
         handed_b.as_mut().enable();
         room_b.as_mut().enable();
         assert!(
-            inboxes.claim_after("pool", b, 0).is_none(),
+            inboxes.claim("pool", b, None).is_none(),
             "held by a, not offered to b"
         );
         assert_eq!(inboxes.in_flight("pool", a), 1);
@@ -431,12 +486,9 @@ mod tests {
             tokio::time::timeout(wait, room_b).await.is_err(),
             "a hand-back settles nothing"
         );
-        let (_, d, _) = inboxes.claim_after("pool", b, 0).expect("handed back to b");
+        let (_, d, _) = inboxes.claim("pool", b, None).expect("handed back to b");
         assert_eq!(d.envelope.id, "m1");
-        assert!(
-            inboxes.claim_after("pool", a, 0).is_none(),
-            "b holds it now"
-        );
+        assert!(inboxes.claim("pool", a, None).is_none(), "b holds it now");
         assert_eq!(inboxes.in_flight("pool", b), 1);
     }
 

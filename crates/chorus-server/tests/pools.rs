@@ -247,6 +247,64 @@ async fn a_closed_stream_hands_its_messages_to_another_server_on_the_same_store(
     hands_back_to_another_server(&one, &other, "x").await;
 }
 
+/// Opens the pool's inbox as bob with `max_in_flight`, resuming after `last_event_id`.
+async fn open_pool(server: &TestServer, max_in_flight: usize, last_event_id: &str) -> SseReader {
+    let url = server.url(&format!(
+        "/v1/agents/pool/inbox?max_in_flight={max_in_flight}"
+    ));
+    SseReader::try_open_url(&url, BOB, Some(last_event_id))
+        .await
+        .expect("inbox stream")
+}
+
+/// A worker that reconnects with `Last-Event-ID` keeps what it had already received (not sent
+/// again, counted against its `max_in_flight`), and still takes at once what another worker of
+/// the pool hands back, whatever the event numbers: before, a resumed stream skipped every
+/// handed-back delivery numbered up to its `Last-Event-ID`, and those waited for the ack wait.
+#[tokio::test]
+async fn a_resumed_stream_keeps_what_it_read_and_takes_what_others_hand_back() {
+    let (_dir, server) = sqlite_server(30).await;
+    publish_to_pool(&server, "early", 1).await;
+    let mut other = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
+    assert_eq!(delivered(&other.next().await).0, "early-0");
+    publish_to_pool(&server, "mine", 1).await;
+    let mut mine = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
+    let read = mine.next().await;
+    assert_eq!(delivered(&read).0, "mine-0");
+    drop(mine);
+    let last = read.id.expect("events carry ids");
+    let mut resumed = open_pool(&server, 2, &last).await;
+    resumed
+        .assert_quiet(
+            Duration::from_millis(500),
+            "mine-0 sent again although the client had read it",
+        )
+        .await;
+    // The other worker goes away: what it held, numbered before the resumed stream's
+    // Last-Event-ID, comes to the resumed stream at once (the ack wait is 30 s).
+    drop(other);
+    let started = std::time::Instant::now();
+    let handed = resumed
+        .next_within(Duration::from_secs(5))
+        .await
+        .expect("the other worker's message handed back to the resumed stream");
+    assert_eq!(delivered(&handed), ("early-0".into(), 1));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // It holds two now (mine-0, kept from before, and early-0): a third waits for room.
+    publish_to_pool(&server, "late", 1).await;
+    resumed
+        .assert_quiet(
+            Duration::from_millis(500),
+            "a third delivery while the resumed stream holds two",
+        )
+        .await;
+    assert_eq!(settle(&server, "pool", BOB, "mine-0", "ack").await, 204);
+    assert_eq!(delivered(&resumed.next().await).0, "late-0");
+    for id in ["early-0", "late-0"] {
+        assert_eq!(settle(&server, "pool", BOB, id, "ack").await, 204, "{id}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_message_of_a_pool_goes_to_one_worker_on_sqlite() {
     for workers in [1, 4, 16] {

@@ -22,7 +22,7 @@ use crate::auth::Caller;
 use crate::config::MAX_IN_FLIGHT;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
-use crate::inbox::StreamWakers;
+use crate::inbox::{Resume, StreamWakers};
 use crate::state::AppState;
 use crate::streams::StreamTicket;
 use crate::telemetry;
@@ -73,11 +73,11 @@ pub struct DeadLetterSettle {
     pub error: String,
 }
 
-/// Appends to `frame` the `message` event of held delivery `seq`.
+/// Appends to `frame` the `message` event of held delivery `seq`, sent on `stream`.
 fn push_event(
     frame: &mut Vec<u8>,
     app: &AppState,
-    seq: u64,
+    (stream, seq): (u64, u64),
     d: &Delivery,
     traceparent: Option<&str>,
 ) {
@@ -87,7 +87,7 @@ fn push_event(
         message: document(&d.envelope.bytes),
         traceparent,
     };
-    frames::push_json(frame, &app.inboxes.event_id(seq), "message", &data);
+    frames::push_json(frame, &app.inboxes.event_id(stream, seq), "message", &data);
 }
 
 /// One open inbox stream: a competing consumer of the inbox that holds at most
@@ -98,8 +98,8 @@ struct Reader {
     stream: u64,
     /// Wakes the stream when a held delivery of its inbox is settled or handed back.
     wakers: Arc<StreamWakers>,
-    /// Held deliveries numbered up to this were seen before a reconnection (`Last-Event-ID`).
-    skip: u64,
+    /// The stream and event a reconnecting client read last (`Last-Event-ID`).
+    resumed: Option<Resume>,
     max_in_flight: usize,
     /// Deliveries taken for this stream and not yet sent, with their trace contexts.
     pending: Vec<(u64, Delivery, Option<String>)>,
@@ -147,7 +147,13 @@ impl Reader {
                     .sum();
                 let mut frame = Vec::with_capacity(size);
                 for (seq, d, traceparent) in self.pending.drain(..) {
-                    push_event(&mut frame, &self.app, seq, &d, traceparent.as_deref());
+                    push_event(
+                        &mut frame,
+                        &self.app,
+                        (self.stream, seq),
+                        &d,
+                        traceparent.as_deref(),
+                    );
                 }
                 return Ok(frame.into());
             }
@@ -168,7 +174,7 @@ impl Reader {
             let handed_back = wakers.handed_back.notified();
             tokio::pin!(handed_back);
             handed_back.as_mut().enable();
-            if let Some(next) = app.inboxes.claim_after(&self.agent, self.stream, self.skip) {
+            if let Some(next) = app.inboxes.claim(&self.agent, self.stream, self.resumed) {
                 self.pending.push(next);
                 continue;
             }
@@ -212,12 +218,13 @@ impl Reader {
     }
 }
 
-/// The events of `agent`'s inbox for one stream: held deliveries first (after `skip`), then new
+/// The events of `agent`'s inbox for one stream: held deliveries first (but those its client
+/// read before it reconnected, from `resumed`), then new
 /// ones as they arrive; ends when the server stops or after reporting a store failure.
 fn events(
     app: AppState,
     agent: String,
-    skip: u64,
+    resumed: Option<Resume>,
     max_in_flight: usize,
     ticket: Option<StreamTicket>,
 ) -> impl Stream<Item = Bytes> + Send + 'static {
@@ -228,7 +235,7 @@ fn events(
         agent,
         stream,
         wakers,
-        skip,
+        resumed,
         max_in_flight,
         pending: Vec::new(),
         _ticket: ticket,
@@ -257,8 +264,8 @@ pub struct ReadOptions {
 /// Streams `agent`'s inbox as Server-Sent Events (`event: message`, data [`InboxEvent`]).
 ///
 /// Every delivery is held until acked or nacked; one not settled within the ack deadline is
-/// delivered again. Reconnecting with `Last-Event-ID` sends again the held deliveries after
-/// that event; without it, every held delivery.
+/// delivered again. Reconnecting with `Last-Event-ID` keeps, unsent, what the client read up to
+/// that event and sends the rest; without it, every held delivery comes again.
 #[utoipa::path(
     get,
     path = "/v1/agents/{agent}/inbox",
@@ -301,11 +308,11 @@ pub async fn inbox(
         _ => None,
     };
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
-    let skip = app.inboxes.resume_after(last);
+    let resumed = app.inboxes.resume_after(last);
     Ok(frames::response(events(
         app,
         agent,
-        skip,
+        resumed,
         max_in_flight,
         ticket,
     )))
