@@ -211,6 +211,17 @@ impl Inboxes {
         None
     }
 
+    /// When the first lease of what `stream` holds ends (then it no longer counts against the
+    /// stream's `max_in_flight`, and the store delivers it again).
+    pub fn next_lease_end(&self, agent: &str, stream: u64) -> Option<Instant> {
+        let agents = self.agents.lock().expect("inboxes lock");
+        let now = Instant::now();
+        (agents.get(agent)?.by_seq.values())
+            .filter(|e| e.stream == Some(stream) && e.lease_until > now)
+            .map(|e| e.lease_until)
+            .min()
+    }
+
     /// How many deliveries `stream` holds unsettled.
     pub fn in_flight(&self, agent: &str, stream: u64) -> usize {
         let agents = self.agents.lock().expect("inboxes lock");

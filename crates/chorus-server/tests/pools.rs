@@ -348,6 +348,29 @@ async fn a_stream_holds_at_most_max_in_flight() {
     }
 }
 
+/// A stream at its `max_in_flight` whose delivery's lease ends (the ack wait passed with no
+/// settle) gets that message again as soon as the store gives it again: its room is counted
+/// again when the lease ends, not at the stream's next periodic look (5 s).
+#[tokio::test]
+async fn a_full_stream_gets_a_delivery_again_when_its_lease_ends() {
+    let (_dir, server) = sqlite_server(1).await;
+    publish_to_pool(&server, "lease", 1).await;
+    let mut inbox = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
+    assert_eq!(delivered(&inbox.next().await), ("lease-0".into(), 1));
+    let read = std::time::Instant::now();
+    let again = inbox
+        .next_within(Duration::from_secs(10))
+        .await
+        .expect("delivered again after the ack wait");
+    let after = read.elapsed();
+    assert_eq!(delivered(&again), ("lease-0".into(), 2));
+    assert!(
+        after < Duration::from_millis(2500),
+        "delivered again {after:?} after the first delivery, with an ack wait of 1 s"
+    );
+    assert_eq!(settle(&server, "pool", BOB, "lease-0", "ack").await, 204);
+}
+
 #[tokio::test]
 async fn a_closed_stream_hands_its_messages_back_at_once() {
     let (_dir, server) = sqlite_server(30).await;

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -29,8 +29,8 @@ use crate::telemetry;
 
 /// Deliveries fetched from the store at once for one stream.
 const BATCH: usize = 32;
-/// How long a stream at its `max_in_flight` waits for a settle before it looks again (a lease
-/// that ran out frees a place without one).
+/// The longest a stream at its `max_in_flight` waits before it looks again; it wakes sooner on a
+/// settle, or when the first lease of what it holds ends (which frees a place without one).
 const WAIT: Duration = Duration::from_secs(5);
 /// How long one wait for new messages lasts before it is started again: the store wakes the
 /// stream when one arrives, so an idle stream costs nothing in between.
@@ -166,7 +166,11 @@ impl Reader {
                 tokio::pin!(settled);
                 settled.as_mut().enable();
                 if app.inboxes.in_flight(&self.agent, self.stream) >= self.max_in_flight {
-                    let _ = tokio::time::timeout(WAIT, settled).await;
+                    // Until a settle, or the first lease of what it holds ends.
+                    let lease_end = app.inboxes.next_lease_end(&self.agent, self.stream);
+                    let until =
+                        lease_end.map_or(WAIT, |at| at.saturating_duration_since(Instant::now()));
+                    let _ = tokio::time::timeout(until.min(WAIT), settled).await;
                 }
                 continue;
             }
