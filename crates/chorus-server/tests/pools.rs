@@ -264,16 +264,21 @@ async fn open_pool(server: &TestServer, max_in_flight: usize, last_event_id: &st
 #[tokio::test]
 async fn a_resumed_stream_keeps_what_it_read_and_takes_what_others_hand_back() {
     let (_dir, server) = sqlite_server(30).await;
-    publish_to_pool(&server, "early", 1).await;
-    let mut other = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
+    resumed_stream(&server).await;
+}
+
+/// [`a_resumed_stream_keeps_what_it_read_and_takes_what_others_hand_back`] on `server`.
+async fn resumed_stream(server: &TestServer) {
+    publish_to_pool(server, "early", 1).await;
+    let mut other = SseReader::open_with(server, "pool", BOB, "max_in_flight=1").await;
     assert_eq!(delivered(&other.next().await).0, "early-0");
-    publish_to_pool(&server, "mine", 1).await;
-    let mut mine = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
+    publish_to_pool(server, "mine", 1).await;
+    let mut mine = SseReader::open_with(server, "pool", BOB, "max_in_flight=1").await;
     let read = mine.next().await;
     assert_eq!(delivered(&read).0, "mine-0");
     drop(mine);
     let last = read.id.expect("events carry ids");
-    let mut resumed = open_pool(&server, 2, &last).await;
+    let mut resumed = open_pool(server, 2, &last).await;
     resumed
         .assert_quiet(
             Duration::from_millis(500),
@@ -291,17 +296,17 @@ async fn a_resumed_stream_keeps_what_it_read_and_takes_what_others_hand_back() {
     assert_eq!(delivered(&handed), ("early-0".into(), 1));
     assert!(started.elapsed() < Duration::from_secs(5));
     // It holds two now (mine-0, kept from before, and early-0): a third waits for room.
-    publish_to_pool(&server, "late", 1).await;
+    publish_to_pool(server, "late", 1).await;
     resumed
         .assert_quiet(
             Duration::from_millis(500),
             "a third delivery while the resumed stream holds two",
         )
         .await;
-    assert_eq!(settle(&server, "pool", BOB, "mine-0", "ack").await, 204);
+    assert_eq!(settle(server, "pool", BOB, "mine-0", "ack").await, 204);
     assert_eq!(delivered(&resumed.next().await).0, "late-0");
     for id in ["early-0", "late-0"] {
-        assert_eq!(settle(&server, "pool", BOB, id, "ack").await, 204, "{id}");
+        assert_eq!(settle(server, "pool", BOB, id, "ack").await, 204, "{id}");
     }
 }
 
@@ -354,8 +359,14 @@ async fn a_stream_holds_at_most_max_in_flight() {
 #[tokio::test]
 async fn a_full_stream_gets_a_delivery_again_when_its_lease_ends() {
     let (_dir, server) = sqlite_server(1).await;
-    publish_to_pool(&server, "lease", 1).await;
-    let mut inbox = SseReader::open_with(&server, "pool", BOB, "max_in_flight=1").await;
+    lease_ends(&server).await;
+}
+
+/// [`a_full_stream_gets_a_delivery_again_when_its_lease_ends`] on a server with an ack wait of
+/// 1 s.
+async fn lease_ends(server: &TestServer) {
+    publish_to_pool(server, "lease", 1).await;
+    let mut inbox = SseReader::open_with(server, "pool", BOB, "max_in_flight=1").await;
     assert_eq!(delivered(&inbox.next().await), ("lease-0".into(), 1));
     let read = std::time::Instant::now();
     let again = inbox
@@ -368,7 +379,7 @@ async fn a_full_stream_gets_a_delivery_again_when_its_lease_ends() {
         after < Duration::from_millis(2500),
         "delivered again {after:?} after the first delivery, with an ack wait of 1 s"
     );
-    assert_eq!(settle(&server, "pool", BOB, "lease-0", "ack").await, 204);
+    assert_eq!(settle(server, "pool", BOB, "lease-0", "ack").await, 204);
 }
 
 #[tokio::test]
@@ -465,6 +476,7 @@ async fn on_store(backend: &str, var: &str) {
             // A second server on the same store, with a connection of its own.
             let other_bus = store.open(&config).await.expect("open the store again");
             let other = TestServer::start_on(other_bus, &config).await;
+            resumed_stream(&server).await;
             hands_back_to_another_server(&server, &other, "back").await;
         }
         drop(bus);
@@ -477,6 +489,12 @@ async fn on_store(backend: &str, var: &str) {
     config.accept_volatile_store = true;
     let bus = store.open(&config).await.expect("open the store");
     slow_handlers(Arc::new(TestServer::start_on(bus, &config).await)).await;
+    destroy_namespace(&address).await;
+    // A lease that ends on a full stream, with the same ack wait.
+    let address = fresh_namespace(&url);
+    let store = chorus_server::Store::parse(&address).unwrap();
+    let bus = store.open(&config).await.expect("open the store");
+    lease_ends(&TestServer::start_on(bus, &config).await).await;
     destroy_namespace(&address).await;
 }
 
