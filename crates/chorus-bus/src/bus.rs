@@ -243,6 +243,19 @@ pub trait Bus: Backend {
         }
     }
 
+    /// Not done: `delivery` comes again after `delay`, unless this was its last attempt
+    /// (`max_deliver` of its queue): then it becomes a dead letter now, not when it is next
+    /// fetched (which, with no consumer reading, could be never). True when it was dead-lettered.
+    async fn nack_or_dead_letter(&self, delivery: &Delivery, delay: Duration) -> BusResult<bool> {
+        if delivery.attempt >= self.config().max_deliver_for(&delivery.queue) {
+            let attempts = delivery.attempt;
+            self.dead_letter(delivery, DeadReason::MaxDeliver { attempts })
+                .await?;
+            return Ok(true);
+        }
+        self.nack(delivery, delay).await.map(|()| false)
+    }
+
     /// Stores a dead letter again on its queue (with a fresh delivery count), or publishes
     /// refused bytes again, then deletes the dead letter.
     ///
@@ -355,7 +368,8 @@ async fn reject<B: Bus + ?Sized>(
 /// id is committed together with the handler's effect, then the delivery is acknowledged.
 ///
 /// A redelivery after a crash finds the id recorded, skips the handler and acknowledges.
-/// A handler error nacks the delivery (redelivered at once) and is returned.
+/// A handler error nacks the delivery (redelivered at once, or a dead letter after its last
+/// attempt) and is returned.
 pub async fn handle_once<B, F, Fut>(
     bus: &B,
     delivery: &Delivery,
@@ -375,7 +389,7 @@ where
     let effect = match f(&delivery.envelope).await {
         Ok(effect) => effect,
         Err(e) => {
-            bus.nack(delivery, Duration::ZERO).await?;
+            bus.nack_or_dead_letter(delivery, Duration::ZERO).await?;
             return Err(BusError::Handler(e));
         }
     };

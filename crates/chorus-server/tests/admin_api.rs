@@ -27,6 +27,30 @@ fn seed_handoff(name: &str, id: &str) -> Value {
     handoff
 }
 
+/// A nack of a delivery's last attempt makes it a dead letter before the nack is answered, with
+/// no stream reading the inbox: before, it went back to the queue and became a dead letter only
+/// when a stream fetched it again.
+#[tokio::test]
+async fn the_last_attempts_nack_is_a_dead_letter_at_once() {
+    let (_dir, server) = fresh(30).await;
+    publish(&server, ALICE, &message("last", "alice", "bob", "x")).await;
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    for attempt in 1..5 {
+        assert_eq!(delivered(&inbox.next().await), ("last".into(), attempt));
+        assert_eq!(settle(&server, "bob", BOB, "last", "nack").await, 204);
+    }
+    assert_eq!(delivered(&inbox.next().await), ("last".into(), 5));
+    drop(inbox);
+    assert_eq!(settle(&server, "bob", BOB, "last", "nack").await, 204);
+    let (status, letters) = admin_get(&server, "/v1/dead-letters", ADMIN).await;
+    assert_eq!(status, 200);
+    assert_eq!(letters["total"], 1, "{letters}");
+    assert_eq!(letters["items"][0]["message_id"], "last");
+    assert_eq!(letters["items"][0]["reason"]["kind"], "max_deliver");
+    assert_eq!(letters["items"][0]["reason"]["attempts"], 5, "{letters}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_message_nacked_past_max_deliver_is_a_dead_letter_and_replays() {
     let (_dir, server) = fresh(30).await;

@@ -79,6 +79,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@each $setup, $backend;
             invalid_is_refused_and_dead_lettered, publish_read_stores_the_callers_envelope_and_still_validates, validator_hook_refuses, seed_examples_through_core_validation, durable_before_ack,
             ack_nack_and_in_progress, ack_all_settles_a_batch, ack_each_answers_every_delivery, redelivery_after_ack_deadline, max_deliver_dead_letters,
+            the_last_attempts_nack_is_a_dead_letter_at_once,
             peek_shows_a_queue_without_claiming,
             duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
             expired_messages_never_reach_handlers, priority_order_and_fairness,
@@ -688,6 +689,24 @@ pub async fn max_deliver_dead_letters(f: &Fixture) {
     assert_eq!(letters[0].reason, DeadReason::MaxDeliver { attempts: 3 });
     assert_eq!(letters[0].queue.as_deref(), Some("agent"));
     dead_between(&letters, before);
+}
+
+/// A nack of the last attempt is a dead letter before it returns, with no receive after it.
+pub async fn the_last_attempts_nack_is_a_dead_letter_at_once(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let id = mid();
+    publish(&bus, &packet(&id, json!("agent"), "LOW", "NOTIFICATION")).await;
+    for attempt in 1..=3 {
+        let d = one(&bus, "agent", LONG).await.expect("delivered");
+        assert_eq!(d.attempt, attempt);
+        let dead = bus.nack_or_dead_letter(&d, Duration::ZERO).await.unwrap();
+        assert_eq!(dead, attempt == 3, "attempt {attempt}");
+    }
+    let letters = bus.dead_letters().await.unwrap();
+    assert_eq!(letters.len(), 1, "a dead letter before any further receive");
+    assert_eq!(letters[0].message_id.as_deref(), Some(id.as_str()));
+    assert_eq!(letters[0].reason, DeadReason::MaxDeliver { attempts: 3 });
+    assert_eq!(bus.depth("agent").await.unwrap(), 0, "no longer in the queue");
 }
 
 pub async fn duplicate_ids_are_delivered_once(f: &Fixture) {

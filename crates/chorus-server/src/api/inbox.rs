@@ -562,7 +562,7 @@ pub(crate) async fn settle_as(
             return Ok(StatusCode::NO_CONTENT);
         }
         Action::Nack(delay) => {
-            app.bus.nack(d, delay).await?;
+            app.bus.nack_or_dead_letter(d, delay).await?;
             app.metrics.nacked.inc();
         }
         Action::DeadLetter(error) => {
