@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use chorus_bus::Delivery;
 use tokio::sync::Notify;
 
-/// Held deliveries of every inbox; event ids are `<server run>-<sequence>`.
+/// Held deliveries of every inbox; event ids are `<server run>-<stream>-<sequence>`.
 ///
 /// A delivery whose lease (the ack wait, started again by `in-progress`) has passed is no longer
 /// offered or counted: the store delivers it again, or dead-letters it. It is forgotten once a
@@ -28,7 +28,17 @@ pub struct Inboxes {
     last_seq: AtomicU64,
     agents: Mutex<HashMap<String, Held>>,
     /// Per inbox, its open streams and what wakes them (other inboxes' streams sleep on).
-    wakers: Mutex<HashMap<String, (usize, Arc<StreamWakers>)>>,
+    wakers: Mutex<HashMap<String, Open>>,
+}
+
+/// The open streams of one inbox.
+#[derive(Default)]
+struct Open {
+    streams: usize,
+    wakers: Arc<StreamWakers>,
+    /// The open streams resumed with `Last-Event-ID`, and where: what their clients read is
+    /// kept for them, not taken by the inbox's other streams.
+    resumed: Vec<(u64, Resume)>,
 }
 
 /// What wakes the open streams of one inbox. A settle frees room but brings nothing to send,
@@ -42,17 +52,27 @@ pub struct StreamWakers {
     pub handed_back: Notify,
 }
 
-/// One held delivery and the stream it was sent on (none once that stream closed).
+/// One held delivery, numbered by when it was last sent, and the stream that holds it.
 struct Entry {
     delivery: Delivery,
     /// The trace context it travels in, looked up once when it was first handed out.
     traceparent: Option<String>,
     since: Instant,
     lease_until: Instant,
+    /// The stream that holds it (none once that stream closed).
     stream: Option<u64>,
-    /// The stream that held it last, once that stream closed: a client resuming that stream
-    /// with `Last-Event-ID` keeps what it had read.
-    was: Option<u64>,
+    /// The stream it was last sent on, under its number.
+    sent_on: u64,
+    /// The stream resumed with `Last-Event-ID` that took it back without sending it (its
+    /// client had read it): a client resuming that stream in turn has it too.
+    kept_by: Option<u64>,
+}
+
+impl Entry {
+    /// Whether the client resuming at `r` has read this delivery, numbered `seq`.
+    fn read_by(&self, seq: u64, r: Resume) -> bool {
+        self.kept_by == Some(r.stream) || (self.sent_on == r.stream && seq <= r.seq)
+    }
 }
 
 /// Where a stream resumes (from `Last-Event-ID`): the stream that sent the client's last event
@@ -130,24 +150,26 @@ impl Inboxes {
         self.ack_waits.get(inbox).copied().unwrap_or(self.ack_wait)
     }
 
-    /// Opens a stream of `agent`'s inbox: its number, unique for the server's run, and what
-    /// wakes it when a held delivery of the inbox is settled or handed back (create the
-    /// `notified()` before looking). [`Inboxes::release`] closes it.
-    pub fn open_stream(&self, agent: &str) -> (u64, Arc<StreamWakers>) {
+    /// Opens a stream of `agent`'s inbox, resumed at `resumed` (from `Last-Event-ID`): its
+    /// number, unique for the server's run, and what wakes it when a held delivery of the inbox
+    /// is settled or handed back (create the `notified()` before looking).
+    /// [`Inboxes::release`] closes it.
+    pub fn open_stream(&self, agent: &str, resumed: Option<Resume>) -> (u64, Arc<StreamWakers>) {
         let mut wakers = self.wakers.lock().expect("inbox wakers lock");
-        let (streams, notify) = wakers.entry(agent.to_owned()).or_default();
-        *streams += 1;
-        (
-            self.next_stream.fetch_add(1, Ordering::Relaxed),
-            notify.clone(),
-        )
+        let open = wakers.entry(agent.to_owned()).or_default();
+        open.streams += 1;
+        let stream = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        if let Some(r) = resumed {
+            open.resumed.push((stream, r));
+        }
+        (stream, open.wakers.clone())
     }
 
     /// Wakes the streams of `agent`'s inbox that wait on what `which` picks.
     fn wake(&self, agent: &str, which: fn(&StreamWakers) -> &Notify) {
         let wakers = self.wakers.lock().expect("inbox wakers lock");
-        if let Some((_, notify)) = wakers.get(agent) {
-            which(notify).notify_waiters();
+        if let Some(open) = wakers.get(agent) {
+            which(&open.wakers).notify_waiters();
         }
     }
 
@@ -177,38 +199,67 @@ impl Inboxes {
                 since: now,
                 lease_until: now + self.ack_wait_of(agent),
                 stream: Some(stream),
-                was: None,
+                sent_on: stream,
+                kept_by: None,
             },
         );
         seq
     }
 
-    /// Takes for `stream` the first held delivery of `agent` that no open stream holds: its
-    /// sequence number, the delivery and its trace context. A stream resumed from `resumed`
-    /// first takes back, without sending them again, the deliveries its client had read (those
-    /// the resumed stream held, up to the client's last event); any other is taken whatever its
+    /// Takes for `stream`, while it holds fewer than `max_in_flight`, the first held delivery of
+    /// `agent` that no open stream holds: its new number (it is sent again, and a stream's
+    /// numbers rise in the order it sends), the delivery and its trace context.
+    ///
+    /// A stream resumed at `resumed` first takes back, without sending them, the deliveries its
+    /// client had read (whatever its room: the client holds them); those are kept for it and
+    /// never taken by the inbox's other streams while it is open. Any other is taken whatever its
     /// number.
     pub fn claim(
         &self,
         agent: &str,
         stream: u64,
         resumed: Option<Resume>,
+        max_in_flight: usize,
     ) -> Option<(u64, Delivery, Option<String>)> {
+        let others: Vec<Resume> = {
+            let wakers = self.wakers.lock().expect("inbox wakers lock");
+            let open = wakers
+                .get(agent)
+                .map(|o| o.resumed.as_slice())
+                .unwrap_or(&[]);
+            (open.iter())
+                .filter(|(s, _)| *s != stream)
+                .map(|(_, r)| *r)
+                .collect()
+        };
         let mut agents = self.agents.lock().expect("inboxes lock");
         let held = agents.get_mut(agent)?;
         let now = Instant::now();
-        let read_before =
-            |seq: u64, e: &Entry| resumed.is_some_and(|r| e.was == Some(r.stream) && seq <= r.seq);
+        let (mut holds, mut first) = (0, None);
         for (&seq, entry) in held.by_seq.iter_mut() {
-            if entry.stream.is_some() || entry.lease_until <= now {
+            if entry.lease_until <= now || entry.stream.is_some_and(|s| s != stream) {
                 continue;
             }
-            entry.stream = Some(stream);
-            if !read_before(seq, entry) {
-                return Some((seq, entry.delivery.clone(), entry.traceparent.clone()));
+            if entry.stream == Some(stream) {
+                holds += 1;
+            } else if resumed.is_some_and(|r| entry.read_by(seq, r)) {
+                entry.stream = Some(stream);
+                entry.kept_by = Some(stream);
+                holds += 1;
+            } else if first.is_none() && !others.iter().any(|&r| entry.read_by(seq, r)) {
+                first = Some(seq);
             }
         }
-        None
+        if holds >= max_in_flight {
+            return None;
+        }
+        let mut entry = held.by_seq.remove(&first?)?;
+        let seq = self.last_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        (entry.stream, entry.sent_on, entry.kept_by) = (Some(stream), stream, None);
+        held.seq_of.insert(entry.delivery.envelope.id.clone(), seq);
+        let taken = (seq, entry.delivery.clone(), entry.traceparent.clone());
+        held.by_seq.insert(seq, entry);
+        Some(taken)
     }
 
     /// When the first lease of what `stream` holds ends (then it no longer counts against the
@@ -242,9 +293,10 @@ impl Inboxes {
         let last = {
             let mut wakers = self.wakers.lock().expect("inbox wakers lock");
             match wakers.get_mut(agent) {
-                Some((streams, _)) => {
-                    *streams -= 1;
-                    let last = *streams == 0;
+                Some(open) => {
+                    open.streams -= 1;
+                    open.resumed.retain(|(s, _)| *s != stream);
+                    let last = open.streams == 0;
                     if last {
                         wakers.remove(agent);
                     }
@@ -262,7 +314,6 @@ impl Inboxes {
         for entry in held.by_seq.values_mut() {
             if entry.stream == Some(stream) {
                 entry.stream = None;
-                entry.was = Some(stream);
                 any = true;
             }
         }
@@ -396,19 +447,28 @@ mod tests {
         }
     }
 
+    /// Room enough for every test below that is not about `max_in_flight`.
+    const ROOM: usize = 16;
+
     #[test]
     fn a_stream_resumed_keeps_what_its_client_read_and_replaces_redeliveries() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
-        let (first, _) = inboxes.open_stream("a");
+        let (first, _) = inboxes.open_stream("a", None);
         let s1 = inboxes.hold("a", first, delivery("m1", "t1"), Some(TP.into()));
-        let s2 = inboxes.hold("a", first, delivery("m2", "t2"), None);
+        inboxes.hold("a", first, delivery("m2", "t2"), None);
         inboxes.release("a", first);
-        // Without Last-Event-ID, everything handed back comes again, with its trace context.
-        let (stream, _) = inboxes.open_stream("a");
-        let (seq, _, traceparent) = inboxes.claim("a", stream, None).unwrap();
-        assert_eq!((seq, traceparent.as_deref()), (s1, Some(TP)));
-        assert_eq!(inboxes.claim("a", stream, None).unwrap().0, s2);
-        assert!(inboxes.claim("a", stream, None).is_none());
+        // Without Last-Event-ID, everything handed back comes again, in order, with its trace
+        // context, under new numbers.
+        let (stream, _) = inboxes.open_stream("a", None);
+        let (seq, d, traceparent) = inboxes.claim("a", stream, None, ROOM).unwrap();
+        assert_eq!(
+            (d.envelope.id.as_str(), traceparent.as_deref()),
+            ("m1", Some(TP))
+        );
+        assert!(seq > s1, "sent again under a new number");
+        let (s2, d, _) = inboxes.claim("a", stream, None, ROOM).unwrap();
+        assert_eq!(d.envelope.id, "m2");
+        assert!(inboxes.claim("a", stream, None, ROOM).is_none());
         inboxes.hold("a", stream, delivery("m1", "t3"), None);
         assert_eq!(inboxes.in_flight("a", stream), 2);
         let (d, _, traceparent) = inboxes.get("a", "m1").unwrap();
@@ -420,20 +480,19 @@ mod tests {
         );
         inboxes.settle("a", &delivery("m1", "t3"));
         assert!(inboxes.get("a", "m1").is_none());
-        // Resumed after m2's event: m2 is kept for the new stream, not sent again.
-        let s4 = inboxes.hold("a", stream, delivery("m4", "t4"), None);
+        // Resumed after m2's event: m2 is kept for the new stream, not sent again; m4, sent
+        // after it, is sent again.
+        inboxes.hold("a", stream, delivery("m4", "t4"), None);
         inboxes.release("a", stream);
         let resumed = inboxes.resume_after(Some(&inboxes.event_id(stream, s2)));
         assert_eq!(resumed, Some(Resume { stream, seq: s2 }));
-        let (again, _) = inboxes.open_stream("a");
-        assert_eq!(inboxes.claim("a", again, resumed).unwrap().0, s4);
-        assert!(inboxes.claim("a", again, resumed).is_none());
+        let (again, _) = inboxes.open_stream("a", resumed);
+        let (_, d, _) = inboxes.claim("a", again, resumed, ROOM).unwrap();
+        assert_eq!(d.envelope.id, "m4");
+        assert!(inboxes.claim("a", again, resumed, ROOM).is_none());
         assert_eq!(inboxes.in_flight("a", again), 2, "m2 kept, m4 sent");
-        for other in [
-            Some("otherrun-1-5"),
-            Some(&*format!("{}-5", inboxes.run)),
-            None,
-        ] {
+        let other_form = format!("{}-5", inboxes.run);
+        for other in [Some("otherrun-1-5"), Some(other_form.as_str()), None] {
             assert_eq!(inboxes.resume_after(other), None, "{other:?}");
         }
     }
@@ -441,21 +500,124 @@ mod tests {
     #[test]
     fn a_resumed_stream_takes_what_other_streams_hand_back_whatever_its_number() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
-        let ((a, _), (b, _)) = (inboxes.open_stream("pool"), inboxes.open_stream("pool"));
+        let (a, b) = (
+            inboxes.open_stream("pool", None).0,
+            inboxes.open_stream("pool", None).0,
+        );
         let early = inboxes.hold("pool", a, delivery("early", "t1"), None);
         let mine = inboxes.hold("pool", b, delivery("mine", "t2"), None);
         inboxes.release("pool", b);
         let resumed = inboxes.resume_after(Some(&inboxes.event_id(b, mine)));
-        let (again, _) = inboxes.open_stream("pool");
-        assert!(inboxes.claim("pool", again, resumed).is_none());
+        let (again, _) = inboxes.open_stream("pool", resumed);
+        assert!(inboxes.claim("pool", again, resumed, ROOM).is_none());
         assert_eq!(inboxes.in_flight("pool", again), 1, "mine is held again");
         inboxes.release("pool", a);
-        let (seq, d, _) = inboxes.claim("pool", again, resumed).expect("handed back");
-        assert_eq!((seq, d.envelope.id.as_str()), (early, "early"));
+        let (_, d, _) = inboxes
+            .claim("pool", again, resumed, ROOM)
+            .expect("handed back");
+        assert_eq!(d.envelope.id, "early");
         assert!(
             early < mine,
             "numbered before the resumed stream's last event"
         );
+    }
+
+    #[test]
+    fn what_a_resumed_streams_client_read_is_kept_from_the_other_streams() {
+        let inboxes = Inboxes::new(Duration::from_secs(30));
+        let (old, _) = inboxes.open_stream("pool", None);
+        let s1 = inboxes.hold("pool", old, delivery("m1", "t1"), None);
+        // The client comes back before the server saw its old stream close.
+        let resumed = inboxes.resume_after(Some(&inboxes.event_id(old, s1)));
+        let (again, _) = inboxes.open_stream("pool", resumed);
+        let (other, _) = inboxes.open_stream("pool", None);
+        inboxes.release("pool", old);
+        assert!(
+            inboxes.claim("pool", other, None, ROOM).is_none(),
+            "kept for the client that read it"
+        );
+        assert!(inboxes.claim("pool", again, resumed, ROOM).is_none());
+        assert_eq!(inboxes.in_flight("pool", again), 1);
+        // Once the resumed stream closes too, anyone takes it.
+        inboxes.release("pool", again);
+        let (_, d, _) = inboxes
+            .claim("pool", other, None, ROOM)
+            .expect("handed back");
+        assert_eq!(d.envelope.id, "m1");
+    }
+
+    #[test]
+    fn a_resumed_stream_keeps_what_its_client_read_whatever_its_room_and_sends_no_more() {
+        let inboxes = Inboxes::new(Duration::from_secs(30));
+        let ((old, _), (other, _)) = (
+            inboxes.open_stream("pool", None),
+            inboxes.open_stream("pool", None),
+        );
+        inboxes.hold("pool", old, delivery("m1", "t1"), None);
+        let s2 = inboxes.hold("pool", old, delivery("m2", "t2"), None);
+        inboxes.hold("pool", other, delivery("m3", "t3"), None);
+        inboxes.release("pool", old);
+        inboxes.release("pool", other);
+        let resumed = inboxes.resume_after(Some(&inboxes.event_id(old, s2)));
+        let (again, _) = inboxes.open_stream("pool", resumed);
+        assert!(
+            inboxes.claim("pool", again, resumed, 1).is_none(),
+            "m3 waits: the stream holds two of its one"
+        );
+        assert_eq!(inboxes.in_flight("pool", again), 2, "m1 and m2 kept");
+        inboxes.settle("pool", &delivery("m1", "t1"));
+        inboxes.settle("pool", &delivery("m2", "t2"));
+        let (_, d, _) = inboxes
+            .claim("pool", again, resumed, 1)
+            .expect("room again");
+        assert_eq!(d.envelope.id, "m3");
+    }
+
+    #[test]
+    fn a_stream_numbers_what_it_sends_in_the_order_it_sends_it() {
+        let inboxes = Inboxes::new(Duration::from_secs(30));
+        let ((a, _), (t, _)) = (
+            inboxes.open_stream("pool", None),
+            inboxes.open_stream("pool", None),
+        );
+        inboxes.hold("pool", t, delivery("m1", "t1"), None);
+        let s2 = inboxes.hold("pool", a, delivery("m2", "t2"), None);
+        inboxes.release("pool", t);
+        // m1, numbered before m2, is sent on a after m2: under a number after m2's.
+        let (s1, d, _) = inboxes.claim("pool", a, None, ROOM).unwrap();
+        assert_eq!(d.envelope.id, "m1");
+        assert!(s1 > s2);
+        inboxes.release("pool", a);
+        // The client read m2 and lost m1's event: m1 is sent again, m2 is kept.
+        let resumed = inboxes.resume_after(Some(&inboxes.event_id(a, s2)));
+        let (b, _) = inboxes.open_stream("pool", resumed);
+        let (_, d, _) = inboxes.claim("pool", b, resumed, ROOM).expect("m1 again");
+        assert_eq!(d.envelope.id, "m1");
+        assert!(inboxes.claim("pool", b, resumed, ROOM).is_none());
+        assert_eq!(inboxes.in_flight("pool", b), 2);
+    }
+
+    #[test]
+    fn a_client_that_comes_back_twice_keeps_what_it_read() {
+        let inboxes = Inboxes::new(Duration::from_secs(30));
+        let (a, _) = inboxes.open_stream("a", None);
+        let s1 = inboxes.hold("a", a, delivery("m1", "t1"), None);
+        inboxes.release("a", a);
+        let at_a = inboxes.resume_after(Some(&inboxes.event_id(a, s1)));
+        let (b, _) = inboxes.open_stream("a", at_a);
+        assert!(inboxes.claim("a", b, at_a, ROOM).is_none());
+        inboxes.release("a", b);
+        // b sent nothing, so the client still has a's last event id: m1 is kept.
+        let (c, _) = inboxes.open_stream("a", at_a);
+        assert!(inboxes.claim("a", c, at_a, ROOM).is_none());
+        assert_eq!(inboxes.in_flight("a", c), 1);
+        // A client that got an event of c's resumes with c's id: m1 is kept too.
+        let s2 = inboxes.hold("a", c, delivery("m2", "t2"), None);
+        inboxes.release("a", c);
+        let at_c = inboxes.resume_after(Some(&inboxes.event_id(c, s2)));
+        let (d, _) = inboxes.open_stream("a", at_c);
+        assert!(inboxes.claim("a", d, at_c, ROOM).is_none());
+        assert_eq!(inboxes.in_flight("a", d), 2);
     }
 
     #[test]
@@ -475,14 +637,17 @@ mod tests {
     #[tokio::test]
     async fn a_held_delivery_belongs_to_one_stream_until_that_stream_closes() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
-        let (a, (b, wakes_b)) = (inboxes.open_stream("pool").0, inboxes.open_stream("pool"));
+        let (a, (b, wakes_b)) = (
+            inboxes.open_stream("pool", None).0,
+            inboxes.open_stream("pool", None),
+        );
         inboxes.hold("pool", a, delivery("m1", "t1"), None);
         let (handed_b, room_b) = (wakes_b.handed_back.notified(), wakes_b.settled.notified());
         tokio::pin!(handed_b, room_b);
         handed_b.as_mut().enable();
         room_b.as_mut().enable();
         assert!(
-            inboxes.claim("pool", b, None).is_none(),
+            inboxes.claim("pool", b, None, ROOM).is_none(),
             "held by a, not offered to b"
         );
         assert_eq!(inboxes.in_flight("pool", a), 1);
@@ -497,17 +662,22 @@ mod tests {
             tokio::time::timeout(wait, room_b).await.is_err(),
             "a hand-back settles nothing"
         );
-        let (_, d, _) = inboxes.claim("pool", b, None).expect("handed back to b");
+        let (_, d, _) = inboxes
+            .claim("pool", b, None, ROOM)
+            .expect("handed back to b");
         assert_eq!(d.envelope.id, "m1");
-        assert!(inboxes.claim("pool", a, None).is_none(), "b holds it now");
+        assert!(
+            inboxes.claim("pool", a, None, ROOM).is_none(),
+            "b holds it now"
+        );
         assert_eq!(inboxes.in_flight("pool", b), 1);
     }
 
     #[tokio::test]
     async fn a_settle_wakes_the_streams_of_its_own_inbox_waiting_for_room_only() {
         let inboxes = Inboxes::new(Duration::from_secs(30));
-        let (a, wakes_a) = inboxes.open_stream("a");
-        let (_, wakes_b) = inboxes.open_stream("b");
+        let (a, wakes_a) = inboxes.open_stream("a", None);
+        let (_, wakes_b) = inboxes.open_stream("b", None);
         inboxes.hold("a", a, delivery("m1", "t1"), None);
         let (room_a, room_b) = (wakes_a.settled.notified(), wakes_b.settled.notified());
         let handed_a = wakes_a.handed_back.notified();

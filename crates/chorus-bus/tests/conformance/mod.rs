@@ -706,7 +706,11 @@ pub async fn the_last_attempts_nack_is_a_dead_letter_at_once(f: &Fixture) {
     assert_eq!(letters.len(), 1, "a dead letter before any further receive");
     assert_eq!(letters[0].message_id.as_deref(), Some(id.as_str()));
     assert_eq!(letters[0].reason, DeadReason::MaxDeliver { attempts: 3 });
-    assert_eq!(bus.depth("agent").await.unwrap(), 0, "no longer in the queue");
+    assert_eq!(
+        bus.depth("agent").await.unwrap(),
+        0,
+        "no longer in the queue"
+    );
 }
 
 pub async fn duplicate_ids_are_delivered_once(f: &Fixture) {

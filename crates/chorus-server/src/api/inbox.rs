@@ -158,28 +158,33 @@ impl Reader {
                 return Ok(frame.into());
             }
             let app = self.app.clone();
-            let held = app.inboxes.in_flight(&self.agent, self.stream);
-            if held >= self.max_in_flight {
-                // Armed before the second look, so that a settle in between is not missed.
-                let wakers = self.wakers.clone();
-                let settled = wakers.settled.notified();
-                tokio::pin!(settled);
-                settled.as_mut().enable();
-                if app.inboxes.in_flight(&self.agent, self.stream) >= self.max_in_flight {
-                    // Until a settle, or the first lease of what it holds ends.
-                    let lease_end = app.inboxes.next_lease_end(&self.agent, self.stream);
-                    let until =
-                        lease_end.map_or(WAIT, |at| at.saturating_duration_since(Instant::now()));
-                    let _ = tokio::time::timeout(until.min(WAIT), settled).await;
-                }
-                continue;
-            }
             let wakers = self.wakers.clone();
             let handed_back = wakers.handed_back.notified();
             tokio::pin!(handed_back);
             handed_back.as_mut().enable();
-            if let Some(next) = app.inboxes.claim(&self.agent, self.stream, self.resumed) {
+            let (agent, stream, max) = (&self.agent, self.stream, self.max_in_flight);
+            if let Some(next) = app.inboxes.claim(agent, stream, self.resumed, max) {
                 self.pending.push(next);
+                continue;
+            }
+            // Counted after the claim, which may have taken back what the client had read.
+            let held = app.inboxes.in_flight(agent, stream);
+            if held >= max {
+                // Armed before the second look, so that a settle in between is not missed.
+                let settled = wakers.settled.notified();
+                tokio::pin!(settled);
+                settled.as_mut().enable();
+                if app.inboxes.in_flight(agent, stream) >= max {
+                    // Until a settle, the first lease of what it holds ends, or a hand-back
+                    // (which may bring back what a resumed stream's client read).
+                    let lease_end = app.inboxes.next_lease_end(agent, stream);
+                    let until =
+                        lease_end.map_or(WAIT, |at| at.saturating_duration_since(Instant::now()));
+                    tokio::select! {
+                        _ = tokio::time::timeout(until.min(WAIT), settled) => {}
+                        () = handed_back => {}
+                    }
+                }
                 continue;
             }
             let want = BATCH.min(self.max_in_flight - held);
@@ -233,7 +238,7 @@ fn events(
     ticket: Option<StreamTicket>,
 ) -> impl Stream<Item = Bytes> + Send + 'static {
     let stopped = app.stopped();
-    let (stream, wakers) = app.inboxes.open_stream(&agent);
+    let (stream, wakers) = app.inboxes.open_stream(&agent, resumed);
     let reader = Reader {
         app,
         agent,
@@ -443,7 +448,8 @@ pub async fn ack(
     settle_as(app, caller, delivered, Action::Ack, options).await
 }
 
-/// Gives a held delivery of `agent`'s inbox back: delivered again after `delay_ms`.
+/// Gives a held delivery of `agent`'s inbox back: delivered again after `delay_ms`; on its last
+/// attempt (`max_deliver`) it becomes a dead letter instead.
 #[utoipa::path(
     post,
     path = "/v1/agents/{agent}/inbox/{message_id}/nack",
@@ -451,7 +457,7 @@ pub async fn ack(
     params(Delivered, SettleOptions),
     request_body(content = NackBody, content_type = "application/json", description = "Optional: an empty body is a nack without delay"),
     responses(
-        (status = 204, description = "Given back"),
+        (status = 204, description = "Given back, or a dead letter after its last attempt"),
         SettleRefusals,
     ),
     security(("bearer" = []))
@@ -562,8 +568,12 @@ pub(crate) async fn settle_as(
             return Ok(StatusCode::NO_CONTENT);
         }
         Action::Nack(delay) => {
-            app.bus.nack_or_dead_letter(d, delay).await?;
             app.metrics.nacked.inc();
+            if app.bus.nack_or_dead_letter(d, delay).await? {
+                tracing::info!(%agent, %message_id, attempt = d.attempt, "dead-lettered: nacked on its last attempt");
+                settled(&app, &agent, &held, Settle::DeadLetter);
+                return Ok(StatusCode::NO_CONTENT);
+            }
         }
         Action::DeadLetter(error) => {
             let reason = chorus_bus::DeadReason::Failed {
