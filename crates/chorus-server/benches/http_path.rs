@@ -2,19 +2,22 @@
 //! 127.0.0.1 over a fresh SQLite store (validation on, as served), 8 agents read their inbox
 //! streams and acknowledge over HTTP; beside it, in the same run, the SQLite bus alone doing the
 //! same work through the `Bus` API (the floor; run again just before each run of the headline,
-//! the batch-publish, the in-memory and the reqwest rows, so that each pair sees the same load
-//! on a shared machine). Prints medians, percentiles and the ratios to the paired floor.
+//! the batch-publish, the in-memory, the reqwest and the one-runtime rows, so that each pair
+//! sees the same load on a shared machine). Prints medians, percentiles and the ratios to the
+//! paired floor.
 //!
 //! The publishers, and the consumers' batch acks, use hyper's client connection (one each), the
 //! leanest load generator the well-kept crates give: the floor pays for no client, and every
 //! cycle a client spends is taken from the server on the same cores. The consumers read their
-//! streams with reqwest and chorus-agent's SSE reader, as an agent does. The row "reqwest
-//! publishers" runs the headline with reqwest for the publishers and the acks, as most Rust
-//! programs would call the server.
+//! streams with reqwest and chorus-agent's SSE reader, as an agent does. The clients run on a
+//! tokio runtime of their own, as the separate programs they are in a deployment: on the same
+//! cores as the server, not on its scheduler. The row "reqwest publishers" runs the headline
+//! with reqwest for the publishers and the acks, as most Rust programs would call the server;
+//! the row "one runtime" runs it with the clients on the server's runtime.
 //!
 //! `cargo bench -p chorus-server --bench http_path` (about two minutes; `CHORUS_BENCH_MESSAGES`
-//! sets the messages per run, 5,000 unless set; `CHORUS_BENCH_WORKERS` the tokio workers that
-//! the server, the clients and the bus share, 4 unless set).
+//! sets the messages per run, 5,000 unless set; `CHORUS_BENCH_WORKERS` the tokio workers of the
+//! server and the floor, 4 unless set; `CHORUS_BENCH_CLIENT_WORKERS` the clients', 2 unless set).
 
 /// With feature `mimalloc`, the bench (the server, its clients and the floor alike) allocates
 /// with mimalloc, as `chorus serve` built with that feature does.
@@ -36,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, Throughput};
-use load::{Ack, Plan, Publish, Report};
+use load::{Ack, Clients, Plan, Publish, Report};
 use publisher::Client;
 
 type Results = Arc<Mutex<BTreeMap<&'static str, Vec<Report>>>>;
@@ -51,11 +54,14 @@ const BATCH_PACED: &str = "http, batch (16), half";
 const CEILING: &str = "http, memory store";
 /// The headline with reqwest for the publishers instead of hyper's client connection.
 const REQWEST: &str = "http, reqwest publishers";
+/// The headline with the clients on the server's runtime.
+const ONE_RUNTIME: &str = "http, one runtime";
 /// The floor runs just before each run of the headline, the batch and the memory rows.
 const PAIRED: &str = "bus alone, paired";
 const BATCH_PAIRED: &str = "bus alone, paired (16)";
 const CEILING_PAIRED: &str = "bus alone, paired (mem)";
 const REQWEST_PAIRED: &str = "bus alone, paired (reqwest)";
+const ONE_RUNTIME_PAIRED: &str = "bus alone, paired (1 rt)";
 
 /// The floor row run just before each run of `label`, for the rows compared pair by pair.
 fn paired_with(label: &str) -> Option<&'static str> {
@@ -64,6 +70,7 @@ fn paired_with(label: &str) -> Option<&'static str> {
         BATCH => Some(BATCH_PAIRED),
         CEILING => Some(CEILING_PAIRED),
         REQWEST => Some(REQWEST_PAIRED),
+        ONE_RUNTIME => Some(ONE_RUNTIME_PAIRED),
         _ => None,
     }
 }
@@ -79,7 +86,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// The number in the environment variable `name`, else `default`.
-fn env(name: &str, default: usize) -> usize {
+pub(crate) fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -141,6 +148,7 @@ fn plan(label: &str, results: &Results) -> Plan {
         ack: Ack::Batch,
         pace: None,
         client: Client::Hyper,
+        clients: Clients::Own,
         memory: false,
     };
     let batch = Plan {
@@ -170,6 +178,10 @@ fn plan(label: &str, results: &Results) -> Plan {
             client: Client::Reqwest,
             ..headline
         },
+        ONE_RUNTIME => Plan {
+            clients: Clients::Server,
+            ..headline
+        },
         _ => headline,
     }
 }
@@ -195,9 +207,16 @@ fn paired_ratio(results: &Results, label: &str) -> Option<f64> {
 
 fn summary(results: &Results) {
     // The column's floor: the headline's paired floor runs, else whichever floor rows ran.
-    let floor = [PAIRED, FLOOR, BATCH_PAIRED, CEILING_PAIRED, REQWEST_PAIRED]
-        .into_iter()
-        .find_map(|label| median(results, label, |r| r.msgs_per_s));
+    let floor = [
+        PAIRED,
+        FLOOR,
+        BATCH_PAIRED,
+        CEILING_PAIRED,
+        REQWEST_PAIRED,
+        ONE_RUNTIME_PAIRED,
+    ]
+    .into_iter()
+    .find_map(|label| median(results, label, |r| r.msgs_per_s));
     println!(
         "\n{} messages per run, {} publishers, {} agents; medians over the runs (warm-up included):",
         messages(),
@@ -229,6 +248,10 @@ fn summary(results: &Results) {
         (BATCH, "batch publishes of 16"),
         (CEILING, "one publish a request, in-memory store"),
         (REQWEST, "one publish a request, reqwest publishers"),
+        (
+            ONE_RUNTIME,
+            "one publish a request, clients on the server's runtime",
+        ),
     ] {
         if let Some(ratio) = paired_ratio(results, label) {
             println!(
@@ -259,6 +282,7 @@ fn main() {
         BATCH_PACED,
         CEILING,
         REQWEST,
+        ONE_RUNTIME,
     ] {
         row(&mut c, &rt, &results, label);
     }

@@ -39,6 +39,16 @@ pub enum Ack {
     Batch,
 }
 
+/// Where the clients (publishers, stream readers, ackers) run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clients {
+    /// On a runtime of their own, as a separate program's would: they share the machine's
+    /// cores with the server, not its scheduler.
+    Own,
+    /// On the server's runtime (the layout of the bench before 2026-11-29).
+    Server,
+}
+
 /// One row's way of loading the server.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
@@ -48,6 +58,8 @@ pub struct Plan {
     pub pace: Option<f64>,
     /// What the publishers send their requests with.
     pub client: Client,
+    /// Where the clients' tasks run.
+    pub clients: Clients,
     /// The server on the in-memory store (a store that costs almost nothing: what the HTTP
     /// path alone allows) instead of a fresh SQLite file.
     pub memory: bool,
@@ -207,6 +219,38 @@ pub async fn http_run(plan: &Plan, n: usize) -> Report {
             let _ = stopped.await;
         }),
     );
+    let clients = clients_run(*plan, n, addr);
+    let report = match plan.clients {
+        Clients::Own => client_runtime().spawn(clients).await.expect("the clients"),
+        Clients::Server => clients.await,
+    };
+    let _ = stop.send(());
+    tokio::time::timeout(PATIENCE, server)
+        .await
+        .expect("the server stops")
+        .expect("server task")
+        .expect("server ran");
+    report
+}
+
+/// The clients' own runtime (`CHORUS_BENCH_CLIENT_WORKERS` workers, 2 unless set), made once
+/// and kept for every run.
+fn client_runtime() -> tokio::runtime::Handle {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(crate::env("CHORUS_BENCH_CLIENT_WORKERS", 2))
+            .thread_name("bench-client")
+            .enable_all()
+            .build()
+            .expect("the clients' runtime")
+    })
+    .handle()
+    .clone()
+}
+
+/// The publishers and the consumers of one run against the server at `addr`; what they measured.
+async fn clients_run(plan: Plan, n: usize, addr: std::net::SocketAddr) -> Report {
     let base = format!("http://{addr}");
     // The streams and the publishers' connections are opened before the clock starts.
     let mut readers = Vec::new();
@@ -263,18 +307,11 @@ pub async fn http_run(plan: &Plan, n: usize) -> Report {
         .into_iter()
         .enumerate()
         .map(|(p, mut publisher)| {
-            let (run, clock, plan) = (run.clone(), clock.clone(), *plan);
+            let (run, clock, plan) = (run.clone(), clock.clone(), plan);
             tokio::spawn(async move { publish_all(&mut publisher, &run, p, n, plan, &clock).await })
         })
         .collect();
-    let report = gather(n, &clock, publishers, consumers, plan.pace).await;
-    let _ = stop.send(());
-    tokio::time::timeout(PATIENCE, server)
-        .await
-        .expect("the server stops")
-        .expect("server task")
-        .expect("server ran");
-    report
+    gather(n, &clock, publishers, consumers, plan.pace).await
 }
 
 /// Waits for the tasks of a run and sums up.
