@@ -110,26 +110,90 @@ fn run_in(dir: &Path, program: &str, args: &[&str]) {
     );
 }
 
+/// A copy of the TypeScript client under `work` (as in the repository, beside
+/// `examples/seeds/`, which it reads), with its dependencies installed exactly as
+/// package-lock.json pins them, from npm's registry: `npm ci` never writes into the source tree.
+fn typescript_client(work: &Path) -> std::path::PathBuf {
+    let client = work.join("examples/clients/typescript");
+    copy_tree(&repo().join("examples/clients/typescript"), &client);
+    copy_tree(&repo().join("examples/seeds"), &work.join("examples/seeds"));
+    run_in(&client, "npm", &["ci", "--no-audit", "--no-fund"]);
+    client
+}
+
 #[test]
 fn the_typescript_client_builds_and_exchanges_an_escalation_and_a_status_update() {
     if !have_programs("the TypeScript client", &["node", "npm"]) {
         return;
     }
-    // The client reads ../../seeds/ as in the repository: copy both into the same layout, so that
-    // `npm ci` never writes into the source tree.
     let work = tempfile::tempdir().unwrap();
-    let client = work.path().join("examples/clients/typescript");
-    copy_tree(&repo().join("examples/clients/typescript"), &client);
-    copy_tree(
-        &repo().join("examples/seeds"),
-        &work.path().join("examples/seeds"),
-    );
-    // The dependencies exactly as package-lock.json pins them, from npm's registry.
-    run_in(&client, "npm", &["ci", "--no-audit", "--no-fund"]);
+    let client = typescript_client(work.path());
     run_in(&client, "npm", &["run", "build"]);
 
     let served = serve_examples_config(work.path());
     let mut command = Command::new("node");
     command.arg(client.join("dist/exchange.js"));
     exchange(command, &served.addr);
+}
+
+/// npm's `eventsource` (the client's dependency) reads the pool inbox with `max_in_flight=1`;
+/// its connection is cut after the first event, and the handler of that message takes 3.5 s.
+/// The package reconnects on its own with `Last-Event-ID`, after the `retry:` the server sets
+/// (its own default, 3 s, is past the server's one-second wait before a closed stream's
+/// deliveries go back to the store). Every message is delivered once, the first one is not sent
+/// again while its handler works, and every ack answers 204. (`tests/clients/resume.mjs`.)
+#[test]
+fn the_eventsource_package_resumes_an_inbox_stream_without_a_second_delivery() {
+    if !have_programs("the eventsource resume check", &["node", "npm"]) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let client = typescript_client(work.path());
+    std::fs::copy(
+        repo().join("crates/chorus-cli/tests/clients/resume.mjs"),
+        client.join("resume.mjs"),
+    )
+    .unwrap();
+    let served = serve_examples_config(work.path());
+    let out = Command::new("node")
+        .arg("resume.mjs")
+        .current_dir(&client)
+        .env("CHORUS_URL", format!("http://{}", served.addr))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    let deliveries = report["deliveries"].as_array().unwrap();
+    let ids: Vec<&str> = deliveries
+        .iter()
+        .map(|d| d["message_id"].as_str().unwrap())
+        .collect();
+    let unique: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(
+        (ids.len(), unique.len()),
+        (3, 3),
+        "each message delivered once: {report}"
+    );
+    assert!(
+        deliveries.iter().all(|d| d["attempt"] == 1),
+        "no delivery came again as a new attempt: {report}"
+    );
+    assert!(
+        report["acks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["status"] == 204),
+        "{report}"
+    );
+    // The package did reconnect, and resumed from the event it had read.
+    let connections = report["connections"].as_array().unwrap();
+    assert_eq!(connections.len(), 2, "{report}");
+    assert_eq!(connections[0]["last_event_id"], serde_json::Value::Null);
+    assert_eq!(
+        connections[1]["last_event_id"], report["events"][0],
+        "{report}"
+    );
 }
