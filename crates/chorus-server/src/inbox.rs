@@ -75,6 +75,15 @@ impl Entry {
     }
 }
 
+/// What [`Inboxes::claim`] did for a stream.
+#[derive(Debug)]
+pub enum Claim {
+    /// It took a held delivery for the stream: its new number, the delivery, its trace context.
+    Taken(u64, Delivery, Option<String>),
+    /// Nothing to take, or no room: how many deliveries the stream holds unsettled.
+    Holds(usize),
+}
+
 /// Where a stream resumes (from `Last-Event-ID`): the stream that sent the client's last event
 /// and that event's number. The client has read what that stream sent up to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +217,8 @@ impl Inboxes {
 
     /// Takes for `stream`, while it holds fewer than `max_in_flight`, the first held delivery of
     /// `agent` that no open stream holds: its new number (it is sent again, and a stream's
-    /// numbers rise in the order it sends), the delivery and its trace context.
+    /// numbers rise in the order it sends), the delivery and its trace context. Else how many
+    /// deliveries `stream` holds unsettled (as [`Inboxes::in_flight`] counts them).
     ///
     /// A stream resumed at `resumed` first takes back, without sending them, the deliveries its
     /// client had read (whatever its room: the client holds them); those are kept for it and
@@ -220,7 +230,7 @@ impl Inboxes {
         stream: u64,
         resumed: Option<Resume>,
         max_in_flight: usize,
-    ) -> Option<(u64, Delivery, Option<String>)> {
+    ) -> Claim {
         let others: Vec<Resume> = {
             let wakers = self.wakers.lock().expect("inbox wakers lock");
             let open = wakers
@@ -233,7 +243,9 @@ impl Inboxes {
                 .collect()
         };
         let mut agents = self.agents.lock().expect("inboxes lock");
-        let held = agents.get_mut(agent)?;
+        let Some(held) = agents.get_mut(agent) else {
+            return Claim::Holds(0);
+        };
         let now = Instant::now();
         let (mut holds, mut first) = (0, None);
         for (&seq, entry) in held.by_seq.iter_mut() {
@@ -250,16 +262,19 @@ impl Inboxes {
                 first = Some(seq);
             }
         }
-        if holds >= max_in_flight {
-            return None;
-        }
-        let mut entry = held.by_seq.remove(&first?)?;
+        let entry = match first {
+            Some(first) if holds < max_in_flight => held.by_seq.remove(&first),
+            _ => None,
+        };
+        let Some(mut entry) = entry else {
+            return Claim::Holds(holds);
+        };
         let seq = self.last_seq.fetch_add(1, Ordering::Relaxed) + 1;
         (entry.stream, entry.sent_on, entry.kept_by) = (Some(stream), stream, None);
         held.seq_of.insert(entry.delivery.envelope.id.clone(), seq);
-        let taken = (seq, entry.delivery.clone(), entry.traceparent.clone());
+        let taken = Claim::Taken(seq, entry.delivery.clone(), entry.traceparent.clone());
         held.by_seq.insert(seq, entry);
-        Some(taken)
+        taken
     }
 
     /// When the first lease of what `stream` holds ends (then it no longer counts against the
@@ -433,6 +448,16 @@ impl Inboxes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Claim {
+        /// What was taken, if anything.
+        fn taken(self) -> Option<(u64, Delivery, Option<String>)> {
+            match self {
+                Claim::Taken(seq, d, tp) => Some((seq, d, tp)),
+                Claim::Holds(_) => None,
+            }
+        }
+    }
     use chorus_bus::Envelope;
     use std::sync::Arc;
 
@@ -460,15 +485,19 @@ mod tests {
         // Without Last-Event-ID, everything handed back comes again, in order, with its trace
         // context, under new numbers.
         let (stream, _) = inboxes.open_stream("a", None);
-        let (seq, d, traceparent) = inboxes.claim("a", stream, None, ROOM).unwrap();
+        let (seq, d, traceparent) = inboxes.claim("a", stream, None, ROOM).taken().unwrap();
         assert_eq!(
             (d.envelope.id.as_str(), traceparent.as_deref()),
             ("m1", Some(TP))
         );
         assert!(seq > s1, "sent again under a new number");
-        let (s2, d, _) = inboxes.claim("a", stream, None, ROOM).unwrap();
+        let (s2, d, _) = inboxes.claim("a", stream, None, ROOM).taken().unwrap();
         assert_eq!(d.envelope.id, "m2");
-        assert!(inboxes.claim("a", stream, None, ROOM).is_none());
+        // Nothing left to take: the claim says how many the stream holds.
+        assert!(matches!(
+            inboxes.claim("a", stream, None, ROOM),
+            Claim::Holds(2)
+        ));
         inboxes.hold("a", stream, delivery("m1", "t3"), None);
         assert_eq!(inboxes.in_flight("a", stream), 2);
         let (d, _, traceparent) = inboxes.get("a", "m1").unwrap();
@@ -487,9 +516,9 @@ mod tests {
         let resumed = inboxes.resume_after(Some(&inboxes.event_id(stream, s2)));
         assert_eq!(resumed, Some(Resume { stream, seq: s2 }));
         let (again, _) = inboxes.open_stream("a", resumed);
-        let (_, d, _) = inboxes.claim("a", again, resumed, ROOM).unwrap();
+        let (_, d, _) = inboxes.claim("a", again, resumed, ROOM).taken().unwrap();
         assert_eq!(d.envelope.id, "m4");
-        assert!(inboxes.claim("a", again, resumed, ROOM).is_none());
+        assert!(inboxes.claim("a", again, resumed, ROOM).taken().is_none());
         assert_eq!(inboxes.in_flight("a", again), 2, "m2 kept, m4 sent");
         let other_form = format!("{}-5", inboxes.run);
         for other in [Some("otherrun-1-5"), Some(other_form.as_str()), None] {
@@ -509,11 +538,17 @@ mod tests {
         inboxes.release("pool", b);
         let resumed = inboxes.resume_after(Some(&inboxes.event_id(b, mine)));
         let (again, _) = inboxes.open_stream("pool", resumed);
-        assert!(inboxes.claim("pool", again, resumed, ROOM).is_none());
+        assert!(
+            inboxes
+                .claim("pool", again, resumed, ROOM)
+                .taken()
+                .is_none()
+        );
         assert_eq!(inboxes.in_flight("pool", again), 1, "mine is held again");
         inboxes.release("pool", a);
         let (_, d, _) = inboxes
             .claim("pool", again, resumed, ROOM)
+            .taken()
             .expect("handed back");
         assert_eq!(d.envelope.id, "early");
         assert!(
@@ -533,15 +568,21 @@ mod tests {
         let (other, _) = inboxes.open_stream("pool", None);
         inboxes.release("pool", old);
         assert!(
-            inboxes.claim("pool", other, None, ROOM).is_none(),
+            inboxes.claim("pool", other, None, ROOM).taken().is_none(),
             "kept for the client that read it"
         );
-        assert!(inboxes.claim("pool", again, resumed, ROOM).is_none());
+        assert!(
+            inboxes
+                .claim("pool", again, resumed, ROOM)
+                .taken()
+                .is_none()
+        );
         assert_eq!(inboxes.in_flight("pool", again), 1);
         // Once the resumed stream closes too, anyone takes it.
         inboxes.release("pool", again);
         let (_, d, _) = inboxes
             .claim("pool", other, None, ROOM)
+            .taken()
             .expect("handed back");
         assert_eq!(d.envelope.id, "m1");
     }
@@ -561,7 +602,7 @@ mod tests {
         let resumed = inboxes.resume_after(Some(&inboxes.event_id(old, s2)));
         let (again, _) = inboxes.open_stream("pool", resumed);
         assert!(
-            inboxes.claim("pool", again, resumed, 1).is_none(),
+            matches!(inboxes.claim("pool", again, resumed, 1), Claim::Holds(2)),
             "m3 waits: the stream holds two of its one"
         );
         assert_eq!(inboxes.in_flight("pool", again), 2, "m1 and m2 kept");
@@ -569,6 +610,7 @@ mod tests {
         inboxes.settle("pool", &delivery("m2", "t2"));
         let (_, d, _) = inboxes
             .claim("pool", again, resumed, 1)
+            .taken()
             .expect("room again");
         assert_eq!(d.envelope.id, "m3");
     }
@@ -584,16 +626,19 @@ mod tests {
         let s2 = inboxes.hold("pool", a, delivery("m2", "t2"), None);
         inboxes.release("pool", t);
         // m1, numbered before m2, is sent on a after m2: under a number after m2's.
-        let (s1, d, _) = inboxes.claim("pool", a, None, ROOM).unwrap();
+        let (s1, d, _) = inboxes.claim("pool", a, None, ROOM).taken().unwrap();
         assert_eq!(d.envelope.id, "m1");
         assert!(s1 > s2);
         inboxes.release("pool", a);
         // The client read m2 and lost m1's event: m1 is sent again, m2 is kept.
         let resumed = inboxes.resume_after(Some(&inboxes.event_id(a, s2)));
         let (b, _) = inboxes.open_stream("pool", resumed);
-        let (_, d, _) = inboxes.claim("pool", b, resumed, ROOM).expect("m1 again");
+        let (_, d, _) = inboxes
+            .claim("pool", b, resumed, ROOM)
+            .taken()
+            .expect("m1 again");
         assert_eq!(d.envelope.id, "m1");
-        assert!(inboxes.claim("pool", b, resumed, ROOM).is_none());
+        assert!(inboxes.claim("pool", b, resumed, ROOM).taken().is_none());
         assert_eq!(inboxes.in_flight("pool", b), 2);
     }
 
@@ -605,18 +650,18 @@ mod tests {
         inboxes.release("a", a);
         let at_a = inboxes.resume_after(Some(&inboxes.event_id(a, s1)));
         let (b, _) = inboxes.open_stream("a", at_a);
-        assert!(inboxes.claim("a", b, at_a, ROOM).is_none());
+        assert!(inboxes.claim("a", b, at_a, ROOM).taken().is_none());
         inboxes.release("a", b);
         // b sent nothing, so the client still has a's last event id: m1 is kept.
         let (c, _) = inboxes.open_stream("a", at_a);
-        assert!(inboxes.claim("a", c, at_a, ROOM).is_none());
+        assert!(inboxes.claim("a", c, at_a, ROOM).taken().is_none());
         assert_eq!(inboxes.in_flight("a", c), 1);
         // A client that got an event of c's resumes with c's id: m1 is kept too.
         let s2 = inboxes.hold("a", c, delivery("m2", "t2"), None);
         inboxes.release("a", c);
         let at_c = inboxes.resume_after(Some(&inboxes.event_id(c, s2)));
         let (d, _) = inboxes.open_stream("a", at_c);
-        assert!(inboxes.claim("a", d, at_c, ROOM).is_none());
+        assert!(inboxes.claim("a", d, at_c, ROOM).taken().is_none());
         assert_eq!(inboxes.in_flight("a", d), 2);
     }
 
@@ -647,7 +692,7 @@ mod tests {
         handed_b.as_mut().enable();
         room_b.as_mut().enable();
         assert!(
-            inboxes.claim("pool", b, None, ROOM).is_none(),
+            inboxes.claim("pool", b, None, ROOM).taken().is_none(),
             "held by a, not offered to b"
         );
         assert_eq!(inboxes.in_flight("pool", a), 1);
@@ -664,10 +709,11 @@ mod tests {
         );
         let (_, d, _) = inboxes
             .claim("pool", b, None, ROOM)
+            .taken()
             .expect("handed back to b");
         assert_eq!(d.envelope.id, "m1");
         assert!(
-            inboxes.claim("pool", a, None, ROOM).is_none(),
+            inboxes.claim("pool", a, None, ROOM).taken().is_none(),
             "b holds it now"
         );
         assert_eq!(inboxes.in_flight("pool", b), 1);

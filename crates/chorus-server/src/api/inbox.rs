@@ -22,7 +22,7 @@ use crate::auth::Caller;
 use crate::config::MAX_IN_FLIGHT;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
-use crate::inbox::{Resume, StreamWakers};
+use crate::inbox::{Claim, Resume, StreamWakers};
 use crate::state::AppState;
 use crate::streams::StreamTicket;
 use crate::telemetry;
@@ -180,12 +180,14 @@ impl Reader {
             tokio::pin!(handed_back);
             handed_back.as_mut().enable();
             let (agent, stream, max) = (&self.agent, self.stream, self.max_in_flight);
-            if let Some(next) = app.inboxes.claim(agent, stream, self.resumed, max) {
-                self.pending.push(next);
-                continue;
-            }
-            // Counted after the claim, which may have taken back what the client had read.
-            let held = app.inboxes.in_flight(agent, stream);
+            // Counted by the claim, which may have taken back what the client had read.
+            let held = match app.inboxes.claim(agent, stream, self.resumed, max) {
+                Claim::Taken(seq, d, tp) => {
+                    self.pending.push((seq, d, tp));
+                    continue;
+                }
+                Claim::Holds(held) => held,
+            };
             if held >= max {
                 // Armed before the second look, so that a settle in between is not missed.
                 let settled = wakers.settled.notified();
