@@ -221,8 +221,9 @@ impl Inboxes {
     /// deliveries `stream` holds unsettled (as [`Inboxes::in_flight`] counts them).
     ///
     /// A stream resumed at `resumed` first takes back, without sending them, the deliveries its
-    /// client had read (whatever its room: the client holds them); those are kept for it and
-    /// never taken by the inbox's other streams while it is open. Any other is taken whatever its
+    /// client had read (whatever its room: the client holds them), even from the old stream
+    /// while the server has not yet seen it close; those are kept for it and never taken by the
+    /// inbox's other streams while it is open. Any other is taken whatever its
     /// number.
     pub fn claim(
         &self,
@@ -249,15 +250,19 @@ impl Inboxes {
         let now = Instant::now();
         let (mut holds, mut first) = (0, None);
         for (&seq, entry) in held.by_seq.iter_mut() {
-            if entry.lease_until <= now || entry.stream.is_some_and(|s| s != stream) {
+            if entry.lease_until <= now {
                 continue;
             }
             if entry.stream == Some(stream) {
                 holds += 1;
             } else if resumed.is_some_and(|r| entry.read_by(seq, r)) {
+                // Also from a stream still open here: its client came back on this one, and
+                // the server has not yet seen the old connection close.
                 entry.stream = Some(stream);
                 entry.kept_by = Some(stream);
                 holds += 1;
+            } else if entry.stream.is_some() {
+                // Another stream's.
             } else if first.is_none() && !others.iter().any(|&r| entry.read_by(seq, r)) {
                 first = Some(seq);
             }
@@ -448,6 +453,8 @@ impl Inboxes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chorus_bus::Envelope;
+    use std::sync::Arc;
 
     impl Claim {
         /// What was taken, if anything.
@@ -458,8 +465,6 @@ mod tests {
             }
         }
     }
-    use chorus_bus::Envelope;
-    use std::sync::Arc;
 
     const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -474,6 +479,30 @@ mod tests {
 
     /// Room enough for every test below that is not about `max_in_flight`.
     const ROOM: usize = 16;
+
+    #[test]
+    fn a_client_back_before_its_old_stream_closes_keeps_what_it_read_within_its_room() {
+        let inboxes = Inboxes::new(Duration::from_secs(30));
+        let (old, _) = inboxes.open_stream("pool", None);
+        let s1 = inboxes.hold("pool", old, delivery("m1", "t1"), None);
+        // The client reconnects at m1 while the server still has the old stream open.
+        let resumed = inboxes.resume_after(Some(&inboxes.event_id(old, s1)));
+        let (again, _) = inboxes.open_stream("pool", resumed);
+        assert!(
+            matches!(inboxes.claim("pool", again, resumed, 1), Claim::Holds(1)),
+            "m1 is the new stream's now, and fills its room of one"
+        );
+        assert_eq!(inboxes.in_flight("pool", old), 0);
+        // The old stream's close then hands back nothing the client holds: another worker's
+        // stream finds nothing to take.
+        inboxes.release("pool", old);
+        assert_eq!(inboxes.in_flight("pool", again), 1);
+        let (other, _) = inboxes.open_stream("pool", None);
+        assert!(matches!(
+            inboxes.claim("pool", other, None, ROOM),
+            Claim::Holds(0)
+        ));
+    }
 
     #[test]
     fn a_stream_resumed_keeps_what_its_client_read_and_replaces_redeliveries() {
