@@ -110,6 +110,10 @@ fn run_in(dir: &Path, program: &str, args: &[&str]) {
     );
 }
 
+/// Held by the tests that run Node: the build's `npm ci` and `tsc` take both cores for seconds,
+/// and the resume check has half a second to reconnect in.
+static NODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A copy of the TypeScript client under `work` (as in the repository, beside
 /// `examples/seeds/`, which it reads), with its dependencies installed exactly as
 /// package-lock.json pins them, from npm's registry: `npm ci` never writes into the source tree.
@@ -126,6 +130,7 @@ fn the_typescript_client_builds_and_exchanges_an_escalation_and_a_status_update(
     if !have_programs("the TypeScript client", &["node", "npm"]) {
         return;
     }
+    let _node = NODE.lock().unwrap_or_else(|e| e.into_inner());
     let work = tempfile::tempdir().unwrap();
     let client = typescript_client(work.path());
     run_in(&client, "npm", &["run", "build"]);
@@ -141,12 +146,14 @@ fn the_typescript_client_builds_and_exchanges_an_escalation_and_a_status_update(
 /// The package reconnects on its own with `Last-Event-ID`, after the `retry:` the server sets
 /// (its own default, 3 s, is past the server's one-second wait before a closed stream's
 /// deliveries go back to the store). Every message is delivered once, the first one is not sent
-/// again while its handler works, and every ack answers 204. (`tests/clients/resume.mjs`.)
+/// again while its handler works, the next comes only after its ack (the resumed stream holds
+/// it for the client), and every ack answers 204. (`tests/clients/resume.mjs`.)
 #[test]
 fn the_eventsource_package_resumes_an_inbox_stream_without_a_second_delivery() {
     if !have_programs("the eventsource resume check", &["node", "npm"]) {
         return;
     }
+    let _node = NODE.lock().unwrap_or_else(|e| e.into_inner());
     let work = tempfile::tempdir().unwrap();
     let client = typescript_client(work.path());
     std::fs::copy(
@@ -188,6 +195,13 @@ fn the_eventsource_package_resumes_an_inbox_stream_without_a_second_delivery() {
             .all(|a| a["status"] == 204),
         "{report}"
     );
+    // One at a time (`max_in_flight=1`): the resumed stream kept the first message for its
+    // client, so the next came only after that message's ack was sent.
+    let order: Vec<String> = ids
+        .iter()
+        .flat_map(|id| [format!("deliver {id}"), format!("ack {id}")])
+        .collect();
+    assert_eq!(report["order"], serde_json::json!(order), "{report}");
     // The package did reconnect, and resumed from the event it had read.
     let connections = report["connections"].as_array().unwrap();
     assert_eq!(connections.len(), 2, "{report}");

@@ -17,7 +17,8 @@
 //!
 //! `cargo bench -p chorus-server --bench http_path` (about two minutes; `CHORUS_BENCH_MESSAGES`
 //! sets the messages per run, 5,000 unless set; `CHORUS_BENCH_WORKERS` the tokio workers of the
-//! server and the floor, 4 unless set; `CHORUS_BENCH_CLIENT_WORKERS` the clients', 2 unless set).
+//! server and the floor (and of the one-runtime row's clients), 4 unless set;
+//! `CHORUS_BENCH_CLIENT_WORKERS` the clients', 2 unless set).
 
 /// With feature `mimalloc`, the bench (the server, its clients and the floor alike) allocates
 /// with mimalloc, as `chorus serve` built with that feature does.

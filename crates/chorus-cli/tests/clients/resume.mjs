@@ -36,7 +36,8 @@ for (const id of ids) {
   }
 }
 
-const report = { connections: [], deliveries: [], acks: [], events: [] };
+// `order`: "deliver <id>" when an event is read, "ack <id>" just before its ack is sent.
+const report = { connections: [], deliveries: [], acks: [], events: [], order: [] };
 let cut = false;
 
 // The first connection's body ends with an error right after the chunk that holds its first
@@ -51,8 +52,9 @@ function cutting(response, abort) {
       if (new TextDecoder().decode(value).includes("event: message")) {
         cut = true;
         setTimeout(() => {
-          abort.abort();
+          // The error first: the package does not reconnect after an AbortError.
           controller.error(new Error("connection cut by the test"));
+          abort.abort();
         }, 50);
       }
     },
@@ -82,10 +84,12 @@ source.addEventListener("message", async (event) => {
   const delivery = JSON.parse(event.data);
   report.events.push(event.lastEventId);
   report.deliveries.push({ message_id: delivery.message_id, attempt: delivery.attempt });
+  report.order.push(`deliver ${delivery.message_id}`);
   if (report.deliveries.length === 1) {
     await new Promise((done) => setTimeout(done, SLOW_MS));
   }
   const path = `/v1/agents/${INBOX}/inbox/${delivery.message_id}/ack?attempt=${delivery.attempt}`;
+  report.order.push(`ack ${delivery.message_id}`);
   const answer = await fetch(BASE + path, { method: "POST", headers: auth(READER) });
   report.acks.push({ message_id: delivery.message_id, status: answer.status });
   if (new Set(report.acks.filter((a) => a.status === 204).map((a) => a.message_id)).size === MESSAGES) {

@@ -221,7 +221,11 @@ pub async fn http_run(plan: &Plan, n: usize) -> Report {
     );
     let clients = clients_run(*plan, n, addr);
     let report = match plan.clients {
-        Clients::Own => client_runtime().spawn(clients).await.expect("the clients"),
+        Clients::Own => match client_runtime().spawn(clients).await {
+            Ok(report) => report,
+            // A client's assertion failed: fail with its message, not the join error's.
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        },
         Clients::Server => clients.await,
     };
     let _ = stop.send(());

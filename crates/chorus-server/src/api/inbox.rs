@@ -122,8 +122,10 @@ const HAND_BACK_AFTER: Duration = Duration::from_secs(1);
 /// own: a block with no data dispatches nothing in EventSource, but simpler readers may take it
 /// for an event.)
 const RETRY_FIELD: &[u8] = b"retry: 500\n";
-// The 500 above: a reconnection comes well within the hand-back wait.
-const _: () = assert!(HAND_BACK_AFTER.as_millis() >= 2 * 500);
+/// The reconnection delay that [`RETRY_FIELD`] asks for.
+const RETRY: Duration = Duration::from_millis(500);
+// A reconnection comes well within the hand-back wait.
+const _: () = assert!(HAND_BACK_AFTER.as_millis() >= 2 * RETRY.as_millis());
 
 impl Drop for Reader {
     fn drop(&mut self) {
@@ -715,4 +717,15 @@ fn nack_delay(bytes: &[u8]) -> Result<Duration, ApiError> {
         )
     })?;
     Ok(Duration::from_millis(body.delay_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_field_asks_for_the_retry_delay() {
+        let field = format!("retry: {}\n", RETRY.as_millis());
+        assert_eq!(RETRY_FIELD, field.as_bytes());
+    }
 }

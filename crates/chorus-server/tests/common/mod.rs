@@ -184,6 +184,8 @@ pub struct SseEvent {
     /// The event type (`message` when the event names none).
     pub event: Option<String>,
     pub data: String,
+    /// The reconnection delay the event's `retry:` field asks for.
+    pub retry: Option<Duration>,
 }
 
 impl SseEvent {
@@ -297,6 +299,7 @@ impl SseReader {
                 id: (!e.id.is_empty()).then_some(e.id),
                 event: Some(e.event),
                 data: e.data,
+                retry: e.retry,
             })),
         }
     }
