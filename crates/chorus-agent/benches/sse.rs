@@ -1,6 +1,6 @@
 //! The SSE reader against `eventsource-stream` used directly (the anchor), side by side in one
-//! run: 500 inbox-sized events (about 1 KiB each) read from one chunk, and from a chunk each.
-//! Prints the medians and the ratio of each pair.
+//! run: 500 inbox-sized events (about 1 KiB each) read from one chunk, from a chunk each, and
+//! from one chunk whose lines end in CR alone. Prints the medians and the ratio of each pair.
 //!
 //! `cargo bench -p chorus-agent --bench sse`
 
@@ -16,12 +16,18 @@ const EVENTS: usize = 500;
 
 /// `EVENTS` events shaped as the inbox stream's: an id, a name, one line of JSON data.
 fn events() -> Vec<Vec<u8>> {
+    events_ending("\n")
+}
+
+/// As [`events`], each line ended by `end`.
+fn events_ending(end: &str) -> Vec<Vec<u8>> {
     (0..EVENTS)
         .map(|i| {
             let text = "x".repeat(900);
             format!(
                 "id: 4f1c2a9e01b7-{i}\nevent: message\ndata: {{\"message_id\":\"m-{i}\",\"attempt\":1,\"message\":{{\"role\":\"user\",\"content\":\"{text}\"}}}}\n\n"
             )
+            .replace('\n', end)
             .into_bytes()
         })
         .collect()
@@ -62,9 +68,16 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     let each = events();
     let one = vec![each.concat()];
+    // A comment line last: the parser waits for the byte after a CR at the very end.
+    let cr = vec![[events_ending("\r").concat(), b": end\n".to_vec()].concat()];
     let mut group = c.benchmark_group("sse");
     group.throughput(Throughput::Elements(EVENTS as u64));
-    for (shape, chunks) in [("one chunk", &one), ("a chunk each", &each)] {
+    let shapes = [
+        ("one chunk", &one),
+        ("a chunk each", &each),
+        ("one chunk, CR", &cr),
+    ];
+    for (shape, chunks) in shapes {
         group.bench_with_input(
             BenchmarkId::new("eventsource-stream", shape),
             chunks,
@@ -79,7 +92,7 @@ fn main() {
     println!(
         "\n{EVENTS} events of about 1 KiB; the middle of three medians of 17 runs, taken in turn:"
     );
-    for (shape, chunks) in [("one chunk", &one), ("a chunk each", &each)] {
+    for (shape, chunks) in shapes {
         let (mut a, mut r) = (Vec::new(), Vec::new());
         for _ in 0..3 {
             a.push(median(17, || anchor(chunks)));

@@ -1,8 +1,8 @@
 //! The one Server-Sent Events reader of chorus, on `eventsource-stream` (the WHATWG parsing
 //! rules: `event:`, `id:`, `retry:`, multi-line `data:`, comments, CR/LF/CRLF line ends, a
 //! byte-order mark), byte-safe across chunk boundaries (a character split between two network
-//! chunks is joined, never replaced by U+FFFD), in time linear in a chunk of many events (when
-//! their blank lines end in LF or CRLF), with an optional silence limit.
+//! chunks is joined, never replaced by U+FFFD), in time linear in a chunk of many events
+//! (whatever their line ends), with an optional silence limit.
 //!
 //! It lives in chorus-agent because its production readers are here (the model clients and the
 //! inbox client of `chorus run --server`) and chorus-server, whose tests and benches read inbox
@@ -129,8 +129,7 @@ where
 /// `eventsource-stream` 0.2.3 copies what is left of its buffer after every line it reads: a
 /// chunk of k lines cost it k copies of the chunk, so a chunk of many events (a server that
 /// writes what it has at once, an HTTP/2 frame of model tokens) was read in time quadratic in
-/// its size (`cargo bench -p chorus-agent --bench sse`). Only LF and CRLF blank lines cut; a
-/// stream of CR line ends alone reaches the parser as it came.
+/// its size (`cargo bench -p chorus-agent --bench sse`).
 fn at_event_ends<S>(bytes: S) -> impl Stream<Item = Result<Bytes, SseError>> + Send
 where
     S: Stream<Item = Result<Bytes, SseError>> + Send + 'static,
@@ -139,12 +138,9 @@ where
         let pieces: Vec<Result<Bytes, SseError>> = match chunk {
             Err(e) => vec![Err(e)],
             Ok(chunk) => {
-                let ends = memchr::memchr_iter(b'\n', &chunk)
-                    .filter(|&at| chunk[..at].ends_with(b"\n") || chunk[..at].ends_with(b"\n\r"))
-                    .map(|at| at + 1);
                 let mut pieces = Vec::new();
                 let mut start = 0;
-                for end in ends {
+                for end in blank_line_ends(&chunk) {
                     pieces.push(Ok(chunk.slice(start..end)));
                     start = end;
                 }
@@ -156,6 +152,34 @@ where
         };
         futures::stream::iter(pieces)
     })
+}
+
+/// The offsets just after each blank line of `chunk` that the chunk itself shows to be one,
+/// whatever its line ends (LF, CRLF or CR). A line end that may continue in the next chunk (a
+/// CR last) and the first line end (whose line began in an earlier chunk) end no cut.
+fn blank_line_ends(chunk: &[u8]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    // Where the current line began, once a line end of this chunk has shown it.
+    let mut line_start = None;
+    let mut found = memchr::memchr2_iter(b'\r', b'\n', chunk);
+    while let Some(at) = found.next() {
+        let end = match chunk[at] {
+            b'\r' => match chunk.get(at + 1) {
+                None => break,
+                Some(b'\n') => {
+                    found.next();
+                    at + 2
+                }
+                Some(_) => at + 1,
+            },
+            _ => at + 1,
+        };
+        if line_start == Some(at) {
+            ends.push(end);
+        }
+        line_start = Some(end);
+    }
+    ends
 }
 
 /// The chunks of `bytes`, ending with [`SseError::Idle`] after `idle` without one.
@@ -305,19 +329,46 @@ mod tests {
 
     #[tokio::test]
     async fn many_events_in_one_chunk_read_as_one_event_a_chunk() {
-        let events: Vec<String> = (0..500)
-            .map(|i| {
-                format!(
-                    "id: {i}\nevent: message\ndata: {{\"n\":{i},\"text\":\"{}\"}}\n\n",
-                    "ü".repeat(i % 40)
-                )
-            })
-            .collect();
-        let one = read_all(vec![events.concat().into_bytes()]).await;
-        let each = read_all(events.into_iter().map(String::into_bytes).collect()).await;
-        assert_eq!(one.len(), 500);
-        assert_eq!(one, each);
-        assert_eq!(one[499].id, "499");
+        for end in ["\n", "\r\n", "\r"] {
+            let mut events: Vec<String> = (0..500)
+                .map(|i| {
+                    let lines = [
+                        format!("id: {i}"),
+                        "event: message".to_string(),
+                        format!("data: {{\"n\":{i},\"text\":\"{}\"}}", "ü".repeat(i % 40)),
+                        String::new(),
+                    ];
+                    lines.map(|line| line + end).concat()
+                })
+                .collect();
+            // A comment line last: the parser waits for the byte after a CR at the very end.
+            events[499].push_str(": end\n");
+            let whole = events.concat();
+            assert_eq!(blank_line_ends(whole.as_bytes()).len(), 500);
+            let one = read_all(vec![whole.into_bytes()]).await;
+            let each = read_all(events.into_iter().map(String::into_bytes).collect()).await;
+            assert_eq!(one.len(), 500, "line ends {end:?}");
+            assert_eq!(one, each);
+            assert_eq!(one[499].id, "499");
+        }
+    }
+
+    #[test]
+    fn blank_lines_are_found_whatever_their_line_ends() {
+        assert_eq!(blank_line_ends(b"data: a\n\ndata: b\n\n"), [9, 18]);
+        assert_eq!(blank_line_ends(b"data: a\r\n\r\ndata: b\r\n\r\n"), [11, 22]);
+        assert_eq!(blank_line_ends(b"data: a\r\r\ndata: b\n\r\n"), [10, 20]);
+        assert_eq!(
+            blank_line_ends(b"data: a\r\rdata: b\r\r"),
+            [9],
+            "a CR last may be half of a CRLF"
+        );
+        assert_eq!(
+            blank_line_ends(b"\n\ndata: a\n"),
+            [2],
+            "the first line end's line began in an earlier chunk"
+        );
+        assert!(blank_line_ends(b"\r\ndata: a").is_empty());
     }
 
     #[tokio::test]
