@@ -8,7 +8,7 @@ mod take_back;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -107,6 +107,8 @@ pub struct BlobStore {
     /// generation of the last put that carried them: a take-back keeps one carried since,
     /// whatever the file system's time resolution.
     pending: Arc<Mutex<HashMap<String, u64>>>,
+    /// Take-backs of this process under way: one may have a blob's file set aside for a moment.
+    taking_back: Arc<AtomicUsize>,
 }
 
 /// A blob could not be kept or read.
@@ -159,6 +161,7 @@ impl BlobStore {
             files: Arc::default(),
             generation: Arc::default(),
             pending: Arc::default(),
+            taking_back: Arc::default(),
         }
     }
 
@@ -247,13 +250,34 @@ impl BlobStore {
                 .map_err(|_| BlobError("the store's lock was poisoned".into()))?
                 .get(name)
                 .map(|held| held.bytes.clone()),
-            Place::Dir(dir) => match tokio::fs::read(dir.join(name)).await {
-                Ok(b) => Some(b),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(BlobError(format!("cannot read blob {name}: {e}"))),
-            },
+            Place::Dir(dir) => {
+                let (path, owned) = (dir.join(name), name.to_owned());
+                let (files, taking_back) = (self.files.clone(), self.taking_back.clone());
+                tokio::task::spawn_blocking(move || {
+                    if let Some(bytes) = read_present(&path, &owned)? {
+                        return Ok(Some(bytes));
+                    }
+                    // A take-back of this process may have had the file set aside while it was
+                    // read: one that has finished linked a carried blob back, and one under way
+                    // does before it lets go of the lock.
+                    let _held = (taking_back.load(Ordering::Acquire) > 0)
+                        .then(|| files.lock().unwrap_or_else(|p| p.into_inner()));
+                    read_present(&path, &owned)
+                })
+                .await
+                .map_err(|e| BlobError(e.to_string()))??
+            }
         };
         Ok(bytes.map(|b| (b, mime)))
+    }
+}
+
+/// The bytes of the file at `path` (the blob `name`), `None` when there is none.
+fn read_present(path: &std::path::Path, name: &str) -> Result<Option<Vec<u8>>, BlobError> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(BlobError(format!("cannot read blob {name}: {e}"))),
     }
 }
 

@@ -18,7 +18,8 @@
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::{BlobError, BlobStore, Created, Mark, Place, checked_ext};
 
@@ -54,12 +55,16 @@ impl BlobStore {
             }
             Place::Dir(dir) => {
                 let (dir, files, pending) = (dir.clone(), self.files.clone(), self.pending.clone());
+                // Counted before any file is set aside, until the last is linked back or gone,
+                // even when this future is dropped: reads that miss a file look again then.
+                let under_way = UnderWay::count(&self.taking_back);
                 let done = tokio::task::spawn_blocking(move || {
                     for c in created {
                         if let Err(e) = take_back_file(&dir, &files, &pending, &c) {
                             tracing::warn!(blob = %c.name, error = %e, "a blob of a refused message was not removed");
                         }
                     }
+                    drop(under_way);
                 })
                 .await;
                 if let Err(e) = done {
@@ -82,6 +87,22 @@ impl BlobStore {
         tokio::task::spawn_blocking(move || restore_dir(&dir, &files))
             .await
             .map_err(|e| BlobError(e.to_string()))?
+    }
+}
+
+/// One take-back under way, counted until dropped.
+struct UnderWay(Arc<AtomicUsize>);
+
+impl UnderWay {
+    fn count(counter: &Arc<AtomicUsize>) -> UnderWay {
+        counter.fetch_add(1, Ordering::AcqRel);
+        UnderWay(counter.clone())
+    }
+}
+
+impl Drop for UnderWay {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -276,6 +297,45 @@ mod tests {
         file.set_modified(made_at).unwrap();
         store.take_back(made.into_iter().collect()).await;
         assert_eq!(files(dir.path()), [name]);
+    }
+
+    /// A read that misses a file a take-back of this process has set aside waits for the
+    /// take-back: a blob another message carries is served, not answered as absent.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_during_a_take_back_waits_for_the_link_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
+        let store = Arc::new(store);
+        let bytes = b"carried by another message".to_vec();
+        let (name, _) = put(&store, &bytes).await;
+        let target = dir.path().join(&name);
+        let aside = dir.path().join(format!("{ASIDE}0123.{name}"));
+        // A take-back between its rename and its link back, as `take_back_file` does it.
+        let under_way = UnderWay::count(&store.taking_back);
+        let (set_aside, is_set_aside) = tokio::sync::oneshot::channel();
+        let (link_back, may_link_back) = std::sync::mpsc::channel::<()>();
+        let files = store.files.clone();
+        let taker = std::thread::spawn(move || {
+            let _held = files.lock().unwrap();
+            std::fs::rename(&target, &aside).unwrap();
+            set_aside.send(()).unwrap();
+            may_link_back.recv().unwrap();
+            std::fs::hard_link(&aside, &target).unwrap();
+            std::fs::remove_file(&aside).unwrap();
+        });
+        is_set_aside.await.unwrap();
+        let reading = tokio::spawn({
+            let (store, name) = (store.clone(), name.clone());
+            async move { store.get(&name).await.unwrap() }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(!reading.is_finished(), "the read waits for the take-back");
+        link_back.send(()).unwrap();
+        taker.join().unwrap();
+        drop(under_way);
+        let read = reading.await.unwrap().map(|(b, _)| b);
+        assert_eq!(read, Some(bytes));
+        assert_eq!(store.taking_back.load(Ordering::Acquire), 0);
     }
 
     /// A take-back cut by a crash between its rename and its link back: the blob is back
