@@ -68,6 +68,12 @@ pub struct ServerConfig {
     /// with 429, so that one token cannot take every connection. 0 turns the cap off.
     #[serde(default = "default_max_streams_per_agent")]
     pub max_streams_per_agent: usize,
+    /// Milliseconds what the last inbox stream of an inbox held waits, after the stream
+    /// closed, for its client to reconnect with `Last-Event-ID` before it goes back to the
+    /// store (and comes again as a new attempt); streams ask `EventSource` clients to
+    /// reconnect within half of it (`retry:`).
+    #[serde(default = "default_hand_back_ms")]
+    pub hand_back_ms: u64,
     /// Unsettled deliveries one inbox stream holds at once unless the agent's entry or the
     /// request (`?max_in_flight=`) says otherwise.
     #[serde(default = "default_max_in_flight")]
@@ -269,6 +275,14 @@ fn default_max_streams_per_agent() -> usize {
     1000
 }
 
+fn default_hand_back_ms() -> u64 {
+    1000
+}
+
+/// The shortest and longest hand-back waits: a client asked to reconnect within 50 ms would
+/// hammer a server that is down, and one not back after a minute has gone.
+const HAND_BACK_MS: std::ops::RangeInclusive<u64> = 100..=60_000;
+
 fn default_max_deliver() -> u32 {
     5
 }
@@ -290,6 +304,7 @@ impl Default for ServerConfig {
             max_new_inboxes: default_max_new_inboxes(),
             max_streams_per_agent: default_max_streams_per_agent(),
             max_in_flight: default_max_in_flight(),
+            hand_back_ms: default_hand_back_ms(),
             redact: RedactConfig::default(),
             tls_cert: None,
             tls_key: None,
@@ -369,6 +384,14 @@ impl ServerConfig {
             let settings = (pool.max_in_flight, pool.ack_wait_secs, pool.max_deliver);
             check_inbox_settings(&format!("pools.{name}"), settings).map_err(fail)?;
         }
+        if !HAND_BACK_MS.contains(&self.hand_back_ms) {
+            return Err(fail(format!(
+                "hand_back_ms: expected {} to {} milliseconds, found {}",
+                HAND_BACK_MS.start(),
+                HAND_BACK_MS.end(),
+                self.hand_back_ms
+            )));
+        }
         for (name, rate) in [
             ("rate_per_sec", self.rate_per_sec),
             ("settle_rate_per_sec", self.settle_rate_per_sec),
@@ -418,6 +441,11 @@ impl ServerConfig {
     /// The longest a request may take (`None`: no limit).
     pub fn request_timeout(&self) -> Option<Duration> {
         (self.request_timeout_secs > 0).then(|| Duration::from_secs(self.request_timeout_secs))
+    }
+
+    /// How long a closed stream's deliveries wait for their client (`hand_back_ms`).
+    pub fn hand_back(&self) -> Duration {
+        Duration::from_millis(self.hand_back_ms)
     }
 
     /// The ack deadline as a duration.
@@ -615,6 +643,14 @@ mod retention_tests {
         ] {
             let e = ServerConfig::from_toml(&format!("[retention]\n{toml}\n")).unwrap_err();
             assert!(e.detail.starts_with(key), "{toml}: {}", e.detail);
+        }
+        for toml in ["hand_back_ms = 99", "hand_back_ms = 60001"] {
+            let e = ServerConfig::from_toml(&format!("{toml}\n")).unwrap_err();
+            assert!(e.detail.starts_with("hand_back_ms"), "{toml}: {}", e.detail);
+        }
+        for (toml, ms) in [("", 1000), ("hand_back_ms = 100", 100)] {
+            let c = ServerConfig::from_toml(toml).unwrap();
+            assert_eq!(c.hand_back(), Duration::from_millis(ms), "{toml:?}");
         }
         let unknown = ServerConfig::from_toml("[retention]\nmessages_days = 7\n").unwrap_err();
         assert!(

@@ -245,6 +245,7 @@ impl Server {
             blobs: side.blobs,
             traces: side.traces,
             max_body_bytes: config.max_body_bytes,
+            hand_back: config.hand_back(),
             request_timeout: config.request_timeout(),
             stopping,
             live: crate::live::Live::default(),

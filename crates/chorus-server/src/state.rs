@@ -65,6 +65,9 @@ pub struct Shared {
     pub traces: Arc<Traces>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// How long what a closed inbox stream held waits for its client before it goes back to
+    /// the store (`hand_back_ms`).
+    pub hand_back: std::time::Duration,
     /// Longest time an answer that is not a stream may take (`None`: no limit).
     pub request_timeout: Option<std::time::Duration>,
     /// Turns true when the server shuts down; open event streams end then.

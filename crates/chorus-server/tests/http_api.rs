@@ -89,6 +89,39 @@ async fn publish_receive_ack_and_resume_with_last_event_id() {
     server.stop().await;
 }
 
+/// `hand_back_ms` sets how long what a closed stream held waits for its client (reconnecting
+/// without `Last-Event-ID` within it, the same delivery comes again; after it, the message is
+/// back in the store and comes as a new attempt), and the `retry:` the stream asks for (half).
+#[tokio::test]
+async fn the_hand_back_wait_is_the_configured_one() {
+    // (hand_back_ms, reconnect after, the attempt then): 1 s by default, so each case would
+    // see the other attempt with the default.
+    for (hand_back_ms, reconnect_after_ms, attempt) in [(5_000, 1_500, 1), (200, 900, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = chorus_server::ServerConfig {
+            hand_back_ms,
+            ..config(30)
+        };
+        let server = TestServer::start(&db(dir.path()), &config).await;
+        let m = message("held", "alice", "bob", "x");
+        assert_eq!(publish(&server, ALICE, &m).await.status(), 201);
+        let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+        let first = inbox.next().await;
+        assert_eq!(first.retry, Some(Duration::from_millis(hand_back_ms / 2)));
+        assert_eq!(delivered(&first), ("held".into(), 1));
+        drop(inbox);
+        tokio::time::sleep(Duration::from_millis(reconnect_after_ms)).await;
+        let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+        assert_eq!(
+            delivered(&inbox.next().await),
+            ("held".into(), attempt),
+            "hand_back_ms = {hand_back_ms}, back after {reconnect_after_ms} ms"
+        );
+        drop(inbox);
+        server.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn republishing_an_id_stores_it_once() {
     let (_dir, server) = fresh(30).await;

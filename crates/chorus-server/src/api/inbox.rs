@@ -109,23 +109,16 @@ struct Reader {
     started: bool,
 }
 
-/// How long deliveries held by an inbox's last closed stream wait for a stream of this server
-/// (a client reconnecting with `Last-Event-ID`) before they go back to the store, where the
-/// streams of other servers on the same store take them (at the cost of an attempt).
-const HAND_BACK_AFTER: Duration = Duration::from_secs(1);
-
 /// The `retry:` field of a stream's first event block: how long an `EventSource` waits before
-/// it reconnects (with `Last-Event-ID`) after the connection drops. Its default (3 s in
-/// Chromium and in npm's `eventsource`, 5 s in Firefox) is past [`HAND_BACK_AFTER`]: what the
-/// client had read would go back to the store and come again as a new attempt while its handler
-/// still works on it. Half the hand-back wait. (In the first event's block, not a block of its
-/// own: a block with no data dispatches nothing in EventSource, but simpler readers may take it
-/// for an event.)
-const RETRY_FIELD: &[u8] = b"retry: 500\n";
-/// The reconnection delay that [`RETRY_FIELD`] asks for.
-const RETRY: Duration = Duration::from_millis(500);
-// A reconnection comes well within the hand-back wait.
-const _: () = assert!(HAND_BACK_AFTER.as_millis() >= 2 * RETRY.as_millis());
+/// it reconnects (with `Last-Event-ID`) after the connection drops, half the hand-back wait
+/// (`hand_back_ms`). Its default (3 s in Chromium and in npm's `eventsource`, 5 s in Firefox)
+/// is past the hand-back wait's default of 1 s: what the client had read would go back to the
+/// store and come again as a new attempt while its handler still works on it. (In the first
+/// event's block, not a block of its own: a block with no data dispatches nothing in
+/// EventSource, but simpler readers may take it for an event.)
+fn retry_field(hand_back: Duration) -> String {
+    format!("retry: {}\n", hand_back.as_millis() / 2)
+}
 
 impl Drop for Reader {
     fn drop(&mut self) {
@@ -137,7 +130,7 @@ impl Drop for Reader {
         };
         let (app, agent) = (self.app.clone(), self.agent.clone());
         runtime.spawn(async move {
-            tokio::time::sleep(HAND_BACK_AFTER).await;
+            tokio::time::sleep(app.hand_back).await;
             for d in app.inboxes.orphans(&agent) {
                 if let Err(e) = app.bus.nack(&d, Duration::ZERO).await {
                     // Still leased in the store: it comes back after the ack wait.
@@ -160,10 +153,10 @@ impl Reader {
                 let size: usize = (self.pending.iter())
                     .map(|(_, d, _)| d.envelope.bytes.len() + d.envelope.id.len() + 200)
                     .sum();
-                let mut frame = Vec::with_capacity(size + RETRY_FIELD.len());
+                let mut frame = Vec::with_capacity(size + 16);
                 if !self.started {
                     self.started = true;
-                    frame.extend_from_slice(RETRY_FIELD);
+                    frame.extend_from_slice(retry_field(self.app.hand_back).as_bytes());
                 }
                 for (seq, d, traceparent) in self.pending.drain(..) {
                     push_event(
@@ -297,8 +290,8 @@ pub struct ReadOptions {
 /// Every delivery is held until acked or nacked; one not settled within the ack deadline is
 /// delivered again. Reconnecting with `Last-Event-ID` keeps, unsent, what the client read up to
 /// that event and sends the rest; without it, every held delivery comes again. The first events
-/// carry `retry: 500`: an `EventSource` reconnects within the second that a closed stream's
-/// deliveries wait for it.
+/// carry `retry:` (500 ms unless `hand_back_ms` is set): an `EventSource` reconnects within half
+/// the time a closed stream's deliveries wait for it.
 #[utoipa::path(
     get,
     path = "/v1/agents/{agent}/inbox",
@@ -724,8 +717,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_retry_field_asks_for_the_retry_delay() {
-        let field = format!("retry: {}\n", RETRY.as_millis());
-        assert_eq!(RETRY_FIELD, field.as_bytes());
+    fn the_retry_field_asks_for_half_the_hand_back_wait() {
+        assert_eq!(retry_field(Duration::from_secs(1)), "retry: 500\n");
+        assert_eq!(retry_field(Duration::from_millis(4001)), "retry: 2000\n");
     }
 }
