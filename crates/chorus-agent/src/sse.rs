@@ -2,7 +2,8 @@
 //! rules: `event:`, `id:`, `retry:`, multi-line `data:`, comments, CR/LF/CRLF line ends, a
 //! byte-order mark), byte-safe across chunk boundaries (a character split between two network
 //! chunks is joined, never replaced by U+FFFD), in time linear in a chunk of many events
-//! (whatever their line ends), with an optional silence limit.
+//! (whatever their line ends; one event of many lines still costs the parser time quadratic in
+//! its lines), with an optional silence limit.
 //!
 //! It lives in chorus-agent because its production readers are here (the model clients and the
 //! inbox client of `chorus run --server`) and chorus-server, whose tests and benches read inbox

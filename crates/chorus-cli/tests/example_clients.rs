@@ -111,7 +111,8 @@ fn run_in(dir: &Path, program: &str, args: &[&str]) {
 }
 
 /// Held by the tests that run Node: the build's `npm ci` and `tsc` take both cores for seconds,
-/// and the resume check has half a second to reconnect in.
+/// and the resume check has half a second (the default `hand_back_ms`, less the `retry:`) to
+/// reconnect in.
 static NODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A copy of the TypeScript client under `work` (as in the repository, beside

@@ -69,9 +69,9 @@ pub struct ServerConfig {
     #[serde(default = "default_max_streams_per_agent")]
     pub max_streams_per_agent: usize,
     /// Milliseconds what the last inbox stream of an inbox held waits, after the stream
-    /// closed, for its client to reconnect with `Last-Event-ID` before it goes back to the
-    /// store (and comes again as a new attempt); streams ask `EventSource` clients to
-    /// reconnect within half of it (`retry:`).
+    /// closed, for its client to reconnect (or until its ack deadline, if sooner) before it
+    /// goes back to the store and comes again as a new attempt; streams ask `EventSource`
+    /// clients to reconnect within half of it (`retry:`).
     #[serde(default = "default_hand_back_ms")]
     pub hand_back_ms: u64,
     /// Unsettled deliveries one inbox stream holds at once unless the agent's entry or the
@@ -279,9 +279,10 @@ fn default_hand_back_ms() -> u64 {
     1000
 }
 
-/// The shortest and longest hand-back waits: a client asked to reconnect within 50 ms would
-/// hammer a server that is down, and one not back after a minute has gone.
-const HAND_BACK_MS: std::ops::RangeInclusive<u64> = 100..=60_000;
+/// The shortest and longest hand-back waits: clients asked to reconnect within less than
+/// 100 ms (half the shortest) would hammer a server that is down, and one not back after a
+/// minute has gone.
+const HAND_BACK_MS: std::ops::RangeInclusive<u64> = 200..=60_000;
 
 fn default_max_deliver() -> u32 {
     5
@@ -644,11 +645,11 @@ mod retention_tests {
             let e = ServerConfig::from_toml(&format!("[retention]\n{toml}\n")).unwrap_err();
             assert!(e.detail.starts_with(key), "{toml}: {}", e.detail);
         }
-        for toml in ["hand_back_ms = 99", "hand_back_ms = 60001"] {
+        for toml in ["hand_back_ms = 199", "hand_back_ms = 60001"] {
             let e = ServerConfig::from_toml(&format!("{toml}\n")).unwrap_err();
             assert!(e.detail.starts_with("hand_back_ms"), "{toml}: {}", e.detail);
         }
-        for (toml, ms) in [("", 1000), ("hand_back_ms = 100", 100)] {
+        for (toml, ms) in [("", 1000), ("hand_back_ms = 200", 200)] {
             let c = ServerConfig::from_toml(toml).unwrap();
             assert_eq!(c.hand_back(), Duration::from_millis(ms), "{toml:?}");
         }

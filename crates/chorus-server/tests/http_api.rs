@@ -36,7 +36,8 @@ async fn publish_receive_ack_and_resume_with_last_event_id() {
     let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
     let first = inbox.next().await;
     assert_eq!(first.event.as_deref(), Some("message"));
-    // EventSource clients reconnect within the second a closed stream's deliveries wait.
+    // EventSource clients reconnect within half the second (by default) that a closed
+    // stream's deliveries wait.
     assert_eq!(first.retry, Some(Duration::from_millis(500)));
     assert_eq!(delivered(&first), ("m1".into(), 1));
     assert_eq!(first.json()["message"], message("m1", "alice", "bob", "hi"));

@@ -338,6 +338,42 @@ mod tests {
         assert_eq!(store.taking_back.load(Ordering::Acquire), 0);
     }
 
+    /// A take-back counts itself as under way before it sets any file aside (it waits for
+    /// the lock first) and stops counting when it is done.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_take_back_is_counted_while_under_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::open(dir.path().to_path_buf(), MediaConfig::default()).unwrap();
+        let store = Arc::new(store);
+        let (_, made) = put(&store, b"refused").await;
+        let held = store.files.clone();
+        let (release, may_go) = std::sync::mpsc::channel::<()>();
+        let (locked, is_locked) = tokio::sync::oneshot::channel();
+        let holder = std::thread::spawn(move || {
+            let _held = held.lock().unwrap();
+            locked.send(()).unwrap();
+            may_go.recv().unwrap();
+        });
+        is_locked.await.unwrap();
+        let taking = tokio::spawn({
+            let store = store.clone();
+            async move { store.take_back(made.into_iter().collect()).await }
+        });
+        let counted = async {
+            while store.taking_back.load(Ordering::Acquire) == 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), counted)
+            .await
+            .expect("the take-back waiting for the lock is counted");
+        release.send(()).unwrap();
+        holder.join().unwrap();
+        taking.await.unwrap();
+        assert_eq!(store.taking_back.load(Ordering::Acquire), 0);
+        assert!(files(dir.path()).is_empty(), "{:?}", files(dir.path()));
+    }
+
     /// A take-back cut by a crash between its rename and its link back: the blob is back
     /// when the store is opened again, and the pruner's pass does the same for a folder shared
     /// with a server that crashed.
