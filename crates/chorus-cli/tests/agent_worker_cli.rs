@@ -722,6 +722,107 @@ fn a_wait_for_approval_longer_than_the_ack_wait_keeps_the_lease_and_runs_the_cal
     drop(server);
 }
 
+/// A TCP proxy on 127.0.0.1 to `target`; [`Proxy::cut`] resets every connection open through
+/// it, as a load balancer that drops them would (new ones are still let through). Its threads
+/// end with the test process.
+struct Proxy {
+    addr: String,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(target: &str) -> Proxy {
+        use std::net::{Shutdown, TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (target, list) = (target.to_owned(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                let pair = || Some((client.try_clone().ok()?, server.try_clone().ok()?));
+                let (Some((c1, s1)), Some((c2, s2))) = (pair(), pair()) else {
+                    continue;
+                };
+                list.lock().unwrap().extend([c1, s1]);
+                for (mut from, mut to) in [(client, server), (s2, c2)] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { addr, open }
+    }
+
+    /// Resets every connection open through the proxy, both ways: each end gets an RST once
+    /// the copying threads let go (a server then fails its next write on it, where a plain
+    /// close would let that write through and fail only the one after).
+    fn cut(&self) {
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// The value of the counter `name` in the server's `/metrics`.
+fn counter(addr: &str, name: &str) -> f64 {
+    let (status, text) = request(addr, "GET", "/metrics", ADMIN, None);
+    assert_eq!(status, 200, "{text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+}
+
+#[test]
+fn a_worker_whose_stream_breaks_resumes_it_without_the_message_it_works_on_sent_again() {
+    // The connections are reset while a handler works. The server learns it only when it next
+    // writes on the stream (its keep-alive comment, after 15 s of silence); the worker learns
+    // it at once and reconnects. With `Last-Event-ID`, the new stream takes over what the
+    // worker read; without it (the worker before), the old stream, once the server sees it
+    // closed, hands the message to the new one, which sends it again while the handler still
+    // works on it.
+    let dir = tempfile::tempdir().unwrap();
+    server_config(dir.path(), 60);
+    let server = serve(dir.path());
+    let addr = server.addr.clone();
+    let proxy = Proxy::start(&addr);
+    let runs = dir.path().join("runs");
+    let flow = flow(
+        dir.path(),
+        "worker_a",
+        &format!("echo \"$1\" >> {}; sleep 20", runs.display()),
+    );
+    let mut w = Guard(Some(worker(
+        dir.path(),
+        &flow,
+        "worker_a",
+        &proxy.addr,
+        &[],
+        1,
+    )));
+    send(&addr, "worker_a", "m-cut", "the line drops");
+    wait_until(20, "the handler to start", || !lines(&runs).is_empty());
+    proxy.cut();
+    wait_until(40, "the reply", || !waiting(&addr, "ops").is_empty());
+    assert_eq!(waiting(&addr, "ops")[0]["message"]["content"], "done m-cut");
+    wait_until(10, "the ack", || waiting(&addr, "worker_a").is_empty());
+    assert_eq!(lines(&runs), vec!["m-cut"], "handled once");
+    assert_eq!(
+        counter(&addr, "chorus_delivered_total"),
+        1.0,
+        "sent once: the resumed stream kept what the worker had read"
+    );
+    assert_eq!(counter(&addr, "chorus_acked_total"), 1.0);
+    let log = stop(w.take(), dir.path(), "worker_a-1.log");
+    assert!(log.contains("reconnecting"), "the stream did break: {log}");
+    drop(server);
+}
+
 #[test]
 fn a_worker_the_server_refuses_stops_with_exit_1_and_says_why() {
     // `ops` may not read `tech_pool`: the hub answers 403 on the inbox, which no retry mends,

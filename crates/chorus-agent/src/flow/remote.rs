@@ -203,21 +203,23 @@ impl Remote {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut tasks = Vec::new();
         for agent in agents {
-            tasks.push(self.read(agent, agent, None, tx.clone())?);
+            tasks.push(self.read(agent, agent, None, None, tx.clone())?);
         }
         Ok((rx, tasks))
     }
 
     /// Starts reading `inbox` (the agent's own, or a pool it may read) as `who`, holding at
-    /// most `max_in_flight` unsettled deliveries (the server's default when `None`).
+    /// most `max_in_flight` unsettled deliveries (the server's default when `None`), resuming
+    /// after the last event `position` holds and keeping it up to date.
     pub(crate) fn listen_as(
         &self,
         inbox: &str,
         who: &str,
         max_in_flight: Option<usize>,
+        position: &StreamPosition,
     ) -> Result<(Inbox, tokio::task::JoinHandle<()>), FlowError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = self.read(inbox, who, max_in_flight, tx)?;
+        let task = self.read(inbox, who, max_in_flight, Some(position.clone()), tx)?;
         Ok((rx, task))
     }
 
@@ -226,6 +228,7 @@ impl Remote {
         inbox: &str,
         who: &str,
         max_in_flight: Option<usize>,
+        position: Option<StreamPosition>,
         tx: mpsc::UnboundedSender<Result<InboxDelivery, FlowError>>,
     ) -> Result<tokio::task::JoinHandle<()>, FlowError> {
         let mut url = format!(
@@ -236,19 +239,62 @@ impl Remote {
         if let Some(n) = max_in_flight {
             url.push_str(&format!("?max_in_flight={n}"));
         }
-        let request = self.http.get(url).bearer_auth(self.token(who)?);
+        let mut request = self.http.get(url).bearer_auth(self.token(who)?);
+        if let Some(last) = position.as_ref().and_then(StreamPosition::last_event_id) {
+            request = request.header("Last-Event-ID", last);
+        }
         let inbox = inbox.to_owned();
         Ok(tokio::spawn(async move {
-            if let Err(e) = read_inbox(request, &inbox, &tx).await {
+            if let Err(e) = read_inbox(request, &inbox, position.as_ref(), &tx).await {
                 let _ = tx.send(Err(e));
             }
         }))
     }
 }
 
+/// Where a reader of one inbox got to, kept across its reconnections: the id of the last event
+/// read (sent back as `Last-Event-ID`, so that the server keeps what was read instead of
+/// sending it again) and the reconnection delay the server asked for (`retry:`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamPosition(std::sync::Arc<std::sync::Mutex<Position>>);
+
+/// What a [`StreamPosition`] holds.
+#[derive(Debug, Default)]
+struct Position {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+impl StreamPosition {
+    fn held(&self) -> std::sync::MutexGuard<'_, Position> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn last_event_id(&self) -> Option<String> {
+        self.held().last_event_id.clone()
+    }
+
+    /// How long to wait before reconnecting: the server's `retry:`, else `otherwise`.
+    pub(crate) fn retry_or(&self, otherwise: Duration) -> Duration {
+        self.held().retry.unwrap_or(otherwise)
+    }
+
+    /// Notes the id and the `retry:` of an event read.
+    fn read(&self, event: &crate::sse::Event) {
+        let mut position = self.held();
+        if !event.id.is_empty() {
+            position.last_event_id = Some(event.id.clone());
+        }
+        if event.retry.is_some() {
+            position.retry = event.retry;
+        }
+    }
+}
+
 async fn read_inbox(
     request: reqwest::RequestBuilder,
     agent: &str,
+    position: Option<&StreamPosition>,
     tx: &mpsc::UnboundedSender<Result<InboxDelivery, FlowError>>,
 ) -> Result<(), FlowError> {
     let fail = |e: String| FlowError::Failed(format!("inbox of {agent}: {e}"));
@@ -271,6 +317,9 @@ async fn read_inbox(
     let (mut seen, mut order) = (HashSet::new(), std::collections::VecDeque::new());
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| fail(e.to_string()))?;
+        if let Some(position) = position {
+            position.read(&event);
+        }
         match event.event.as_str() {
             "message" => {
                 let e: InboxEvent = serde_json::from_str(&event.data)
@@ -297,4 +346,30 @@ async fn read_inbox(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_position_keeps_the_last_id_and_the_servers_retry() {
+        let position = StreamPosition::default();
+        let second = Duration::from_secs(1);
+        assert_eq!(position.retry_or(second), second, "none asked for yet");
+        assert_eq!(position.last_event_id(), None);
+        let event = |id: &str, retry| crate::sse::Event {
+            event: "message".into(),
+            data: "{}".into(),
+            id: id.into(),
+            retry,
+        };
+        position.read(&event("r-1-1", Some(Duration::from_millis(1500))));
+        position.read(&event("r-1-2", None));
+        // An event without an id (a stream's comment-only or id-less event) keeps the last one.
+        position.read(&event("", None));
+        let also = position.clone();
+        assert_eq!(also.last_event_id().as_deref(), Some("r-1-2"));
+        assert_eq!(also.retry_or(second), Duration::from_millis(1500));
+    }
 }

@@ -18,7 +18,7 @@ use super::error::FlowError;
 use super::failure::give_up;
 use super::lease::with_lease;
 use super::outputs::{in_task, once};
-use super::remote::{InboxDelivery, Remote, Settlement};
+use super::remote::{InboxDelivery, Remote, Settlement, StreamPosition};
 use super::run::Flow;
 use super::spec::SpecError;
 use crate::agents::{FlowAgent, Item, handle_traced};
@@ -161,7 +161,9 @@ impl Worker {
 
     /// Consumes the inbox until `shutdown` completes, then hands back what it holds (a nack
     /// without delay: another replica takes it at once) and reports. A broken inbox stream is
-    /// opened again after a second.
+    /// opened again after the server's `retry:` (a second when it sent none), with the last
+    /// event's id as `Last-Event-ID`: the server keeps what the worker read, unsent, and the
+    /// attempts of the messages its handlers still work on are not used up.
     pub async fn run(
         self: Arc<Self>,
         shutdown: impl Future<Output = ()>,
@@ -173,10 +175,12 @@ impl Worker {
         let mut working: JoinSet<Result<Outcome, FlowError>> = JoinSet::new();
         tokio::pin!(shutdown);
         let name = self.agent.name().to_owned();
+        let position = StreamPosition::default();
         'connect: loop {
+            let max_in_flight = Some(self.options.max_in_flight);
             let (mut rx, reader) =
                 self.remote
-                    .listen_as(self.inbox(), &name, Some(self.options.max_in_flight))?;
+                    .listen_as(self.inbox(), &name, max_in_flight, &position)?;
             let _reader = AbortOnDrop(reader);
             loop {
                 tokio::select! {
@@ -209,12 +213,13 @@ impl Worker {
                             break 'connect;
                         }
                         other => {
-                            if let Some(Err(e)) = other {
-                                tracing::warn!(inbox = %self.inbox(), error = %e, "the inbox stream broke; reconnecting");
+                            match other {
+                                Some(Err(e)) => tracing::warn!(inbox = %self.inbox(), error = %e, "the inbox stream broke; reconnecting"),
+                                _ => tracing::info!(inbox = %self.inbox(), "the inbox stream ended; reconnecting"),
                             }
                             tokio::select! {
                                 () = &mut shutdown => break 'connect,
-                                () = tokio::time::sleep(Duration::from_secs(1)) => continue 'connect,
+                                () = tokio::time::sleep(position.retry_or(Duration::from_secs(1))) => continue 'connect,
                             }
                         }
                     },
