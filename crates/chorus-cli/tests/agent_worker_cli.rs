@@ -722,50 +722,69 @@ fn a_wait_for_approval_longer_than_the_ack_wait_keeps_the_lease_and_runs_the_cal
     drop(server);
 }
 
-/// A TCP proxy on 127.0.0.1 to `target`; [`Proxy::cut`] resets every connection open through
-/// it, as a load balancer that drops them would (new ones are still let through). Its threads
-/// end with the test process.
+/// A TCP proxy on 127.0.0.1 to `target` that keeps what the server sent back; [`Proxy::cut`]
+/// resets every connection open through it, as a load balancer that drops them would (new ones
+/// are still let through). Its threads end with the test process.
 struct Proxy {
     addr: String,
     open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+    /// Every byte the server sent, on every connection.
+    down: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 impl Proxy {
     fn start(target: &str) -> Proxy {
+        use std::io::{Read, Write};
         use std::net::{Shutdown, TcpListener, TcpStream};
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
-        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (target, list) = (target.to_owned(), open.clone());
+        let open: std::sync::Arc<std::sync::Mutex<Vec<TcpStream>>> = std::sync::Arc::default();
+        let down: std::sync::Arc<std::sync::Mutex<Vec<u8>>> = std::sync::Arc::default();
+        let (target, list, kept) = (target.to_owned(), open.clone(), down.clone());
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 let Ok(server) = TcpStream::connect(&target) else {
                     continue;
                 };
                 let pair = || Some((client.try_clone().ok()?, server.try_clone().ok()?));
-                let (Some((c1, s1)), Some((c2, s2))) = (pair(), pair()) else {
+                let (Some((c1, s1)), Some((mut c2, mut s2))) = (pair(), pair()) else {
                     continue;
                 };
                 list.lock().unwrap().extend([c1, s1]);
-                for (mut from, mut to) in [(client, server), (s2, c2)] {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(Shutdown::Both);
-                    });
-                }
+                let (mut from, mut to) = (client, server);
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+                let kept = kept.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 8192];
+                    while let Ok(n @ 1..) = s2.read(&mut buf) {
+                        kept.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if c2.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = c2.shutdown(Shutdown::Both);
+                });
             }
         });
-        Proxy { addr, open }
+        Proxy { addr, open, down }
     }
 
     /// Resets every connection open through the proxy, both ways: each end gets an RST once
-    /// the copying threads let go (a server then fails its next write on it, where a plain
-    /// close would let that write through and fail only the one after).
+    /// the copying threads let go.
     fn cut(&self) {
         for stream in self.open.lock().unwrap().drain(..) {
             let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
+    }
+
+    /// How many times the server sent `text`.
+    fn sent(&self, text: &str) -> usize {
+        let down = self.down.lock().unwrap();
+        String::from_utf8_lossy(&down).matches(text).count()
     }
 }
 
@@ -780,14 +799,16 @@ fn counter(addr: &str, name: &str) -> f64 {
 
 #[test]
 fn a_worker_whose_stream_breaks_resumes_it_without_the_message_it_works_on_sent_again() {
-    // The connections are reset while a handler works. The server learns it only when it next
-    // writes on the stream (its keep-alive comment, after 15 s of silence); the worker learns
-    // it at once and reconnects. With `Last-Event-ID`, the new stream takes over what the
-    // worker read; without it (the worker before), the old stream, once the server sees it
-    // closed, hands the message to the new one, which sends it again while the handler still
-    // works on it.
+    // The connections are reset while a handler works. The worker reconnects after the
+    // server's `retry:` (2.5 s here: half of `hand_back_ms`, room for a loaded machine) with
+    // `Last-Event-ID`, and the new stream keeps what the worker read: the message is not sent
+    // again. Without the header (the worker before), the server sends what the closed stream
+    // held again on the new stream, while the handler still works on it.
     let dir = tempfile::tempdir().unwrap();
     server_config(dir.path(), 60);
+    let config = dir.path().join("chorus.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("hand_back_ms = 5000\n{text}")).unwrap();
     let server = serve(dir.path());
     let addr = server.addr.clone();
     let proxy = Proxy::start(&addr);
@@ -795,7 +816,7 @@ fn a_worker_whose_stream_breaks_resumes_it_without_the_message_it_works_on_sent_
     let flow = flow(
         dir.path(),
         "worker_a",
-        &format!("echo \"$1\" >> {}; sleep 20", runs.display()),
+        &format!("echo \"$1\" >> {}; sleep 8", runs.display()),
     );
     let mut w = Guard(Some(worker(
         dir.path(),
@@ -807,16 +828,18 @@ fn a_worker_whose_stream_breaks_resumes_it_without_the_message_it_works_on_sent_
     )));
     send(&addr, "worker_a", "m-cut", "the line drops");
     wait_until(20, "the handler to start", || !lines(&runs).is_empty());
+    assert_eq!(proxy.sent("event: message"), 1);
     proxy.cut();
     wait_until(40, "the reply", || !waiting(&addr, "ops").is_empty());
     assert_eq!(waiting(&addr, "ops")[0]["message"]["content"], "done m-cut");
     wait_until(10, "the ack", || waiting(&addr, "worker_a").is_empty());
     assert_eq!(lines(&runs), vec!["m-cut"], "handled once");
     assert_eq!(
-        counter(&addr, "chorus_delivered_total"),
-        1.0,
+        proxy.sent("event: message"),
+        1,
         "sent once: the resumed stream kept what the worker had read"
     );
+    assert_eq!(counter(&addr, "chorus_delivered_total"), 1.0);
     assert_eq!(counter(&addr, "chorus_acked_total"), 1.0);
     let log = stop(w.take(), dir.path(), "worker_a-1.log");
     assert!(log.contains("reconnecting"), "the stream did break: {log}");

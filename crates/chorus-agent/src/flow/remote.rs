@@ -274,17 +274,22 @@ impl StreamPosition {
         self.held().last_event_id.clone()
     }
 
-    /// How long to wait before reconnecting: the server's `retry:`, else `otherwise`.
+    /// How long to wait before reconnecting: the server's `retry:` (kept within 100 ms to
+    /// 30 s: a server asking for none would be hammered while it is down), else `otherwise`.
     pub(crate) fn retry_or(&self, otherwise: Duration) -> Duration {
-        self.held().retry.unwrap_or(otherwise)
+        let retry = self.held().retry;
+        retry.map_or(otherwise, |r| {
+            r.clamp(Duration::from_millis(100), Duration::from_secs(30))
+        })
     }
 
-    /// Notes the id and the `retry:` of an event read.
+    /// Notes the last event id (the parser carries it from event to event; an empty one was
+    /// reset by the server) and the `retry:` of an event read. An id that cannot be sent back
+    /// as a header is not kept.
     fn read(&self, event: &crate::sse::Event) {
         let mut position = self.held();
-        if !event.id.is_empty() {
-            position.last_event_id = Some(event.id.clone());
-        }
+        let sendable = reqwest::header::HeaderValue::from_str(&event.id).is_ok();
+        position.last_event_id = (sendable && !event.id.is_empty()).then(|| event.id.clone());
         if event.retry.is_some() {
             position.retry = event.retry;
         }
@@ -317,7 +322,9 @@ async fn read_inbox(
     let (mut seen, mut order) = (HashSet::new(), std::collections::VecDeque::new());
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| fail(e.to_string()))?;
-        if let Some(position) = position {
+        // A message's event counts as read once it is handed on (below); an unreadable one is
+        // not, so that the server sends it again on the next connection.
+        if let Some(position) = position.filter(|_| event.event != "message") {
             position.read(&event);
         }
         match event.event.as_str() {
@@ -339,6 +346,9 @@ async fn read_inbox(
                         attempt: e.attempt,
                         message: e.message,
                     }));
+                }
+                if let Some(position) = position {
+                    position.read(&event);
                 }
             }
             "error" => return Err(fail(event.data)),
@@ -366,10 +376,18 @@ mod tests {
         };
         position.read(&event("r-1-1", Some(Duration::from_millis(1500))));
         position.read(&event("r-1-2", None));
-        // An event without an id (a stream's comment-only or id-less event) keeps the last one.
-        position.read(&event("", None));
         let also = position.clone();
         assert_eq!(also.last_event_id().as_deref(), Some("r-1-2"));
         assert_eq!(also.retry_or(second), Duration::from_millis(1500));
+        // The server reset the id; an id no header can carry is not sent back.
+        for id in ["", "r-1-\u{1}3"] {
+            position.read(&event("r-1-3", None));
+            position.read(&event(id, None));
+            assert_eq!(position.last_event_id(), None, "{id:?}");
+        }
+        position.read(&event("r-1-4", Some(Duration::ZERO)));
+        assert_eq!(position.retry_or(second), Duration::from_millis(100));
+        position.read(&event("r-1-5", Some(Duration::from_secs(3600))));
+        assert_eq!(position.retry_or(second), Duration::from_secs(30));
     }
 }
