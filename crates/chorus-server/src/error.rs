@@ -110,11 +110,16 @@ impl From<BusError> for ApiError {
             BusError::Conflict { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string())
             }
-            BusError::Storage(_) | BusError::Backend { .. } => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store_unavailable",
-                e.to_string(),
-            ),
+            BusError::Storage(_) | BusError::Backend { .. } => {
+                // The store comes back by itself (a reconnect, free space): worth a retry soon.
+                let mut refused = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    e.to_string(),
+                );
+                refused.retry_after_secs = Some(1);
+                refused
+            }
             other => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",

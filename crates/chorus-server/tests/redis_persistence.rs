@@ -27,63 +27,8 @@ fn redis_not_built() {
 
 #[cfg(feature = "redis")]
 mod private_redis {
-    use std::path::Path;
-    use std::process::{Child, Command, Stdio};
-    use std::time::{Duration, Instant};
-
-    use super::common::*;
+    pub use super::common::redis_process::*;
     use chorus_server::Store;
-
-    /// A `redis-server` of this test's own, with its files in `dir`.
-    pub struct RedisProcess {
-        child: Child,
-        pub url: String,
-    }
-
-    impl RedisProcess {
-        /// Starts Redis on `port` with `settings` (`--appendonly yes` …); waits until it answers.
-        pub fn start(dir: &Path, port: u16, settings: &[&str]) -> RedisProcess {
-            let child = Command::new("redis-server")
-                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-                .arg("--dir")
-                .arg(dir)
-                .args(settings)
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("redis-server runs (CHORUS_TEST_REDIS_URL is set, so it must)");
-            let deadline = Instant::now() + PATIENCE;
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(Instant::now() < deadline, "redis-server did not listen");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            RedisProcess {
-                child,
-                url: format!("redis://127.0.0.1:{port}"),
-            }
-        }
-
-        /// `kill -9`: nothing is flushed.
-        pub fn kill(mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-
-    impl Drop for RedisProcess {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-
-    /// A port nothing listens on now.
-    pub fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    }
 
     /// The store at `url`, opened with `config`.
     pub async fn open(
@@ -139,14 +84,7 @@ async fn a_volatile_redis_is_refused_and_an_append_only_one_keeps_acknowledged_m
 
     // An append-only file fsync'd on every write: served; two published, one acked, then Redis
     // is killed with -9 and restarted on the same files.
-    let durable = [
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--save",
-        "",
-    ];
+    let durable = DURABLE;
     let redis = RedisProcess::start(dir.path(), port, &durable);
     let bus = open(&redis.url, &config(30))
         .await

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{
     StreamAutoClaimReply, StreamPendingCountReply, StreamPendingReply, StreamReadReply,
 };
@@ -51,6 +51,21 @@ use crate::wakers::{Listener, Timers, Wakers};
 
 const GROUP: &str = "workers";
 
+/// How long one attempt to connect may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How the connection is made and made again: each attempt bounded, one retry half a second
+/// later, so that while Redis is down a command fails within seconds (a publisher gets a 503
+/// with `Retry-After`) and the next command tries again. A reply is waited for 10 s at most.
+fn connection_settings() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(CONNECT_TIMEOUT)
+        .set_response_timeout(Duration::from_secs(10))
+        .set_number_of_retries(1)
+        .set_factor(500)
+        .set_max_delay(500)
+}
+
 fn redis_error(e: impl std::fmt::Display) -> BusError {
     BusError::Backend {
         backend: "redis",
@@ -62,7 +77,9 @@ fn redis_error(e: impl std::fmt::Display) -> BusError {
 pub struct RedisBus {
     config: BusConfig,
     ns: String,
-    conn: MultiplexedConnection,
+    /// Replaced by itself after a lost connection (a restart, `CLIENT KILL`, an idle `timeout`):
+    /// the command that finds it lost fails, the next ones go to a new connection.
+    conn: ConnectionManager,
     consumer: String,
     groups: Mutex<HashSet<String>>,
     /// Where the next scan of each stream's pending entries for overdue ones starts.
@@ -81,13 +98,9 @@ impl RedisBus {
     /// Connects to `url` (e.g. `redis://127.0.0.1:6379`) and uses keys under `ns:`.
     pub async fn connect(url: &str, ns: &str, config: BusConfig) -> BusResult<RedisBus> {
         let client = redis::Client::open(url).map_err(redis_error)?;
-        // Every command fails after the response timeout instead of waiting on a lost reply.
-        let settings = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Duration::from_secs(3))
-            .set_response_timeout(Duration::from_secs(10));
         let conn = tokio::time::timeout(
-            Duration::from_secs(3),
-            client.get_multiplexed_async_connection_with_config(&settings),
+            CONNECT_TIMEOUT,
+            ConnectionManager::new_with_config(client.clone(), connection_settings()),
         )
         .await
         .map_err(|_| redis_error(format!("connecting to {url} timed out")))?
@@ -233,7 +246,7 @@ impl RedisBus {
         format!("{}:q:{queue}:{rank}", self.ns)
     }
 
-    fn con(&self) -> MultiplexedConnection {
+    fn con(&self) -> ConnectionManager {
         self.conn.clone()
     }
 
@@ -266,6 +279,18 @@ impl RedisBus {
         Ok(())
     }
 
+    /// A failed command on `key`'s group; a group the server no longer has (a Redis that
+    /// restarted without its data) is forgotten, so that the next fetch creates it again.
+    fn group_error(&self, key: &str, e: redis::RedisError) -> BusError {
+        if e.code() == Some("NOGROUP") {
+            self.groups
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(key);
+        }
+        redis_error(e)
+    }
+
     /// Claims up to `n` entries of one stream: overdue ones (held longer than `ack_wait`)
     /// first, then new ones.
     async fn claim(
@@ -295,7 +320,7 @@ impl RedisBus {
             .arg(n)
             .query_async(&mut con)
             .await
-            .map_err(redis_error)?;
+            .map_err(|e| self.group_error(key, e))?;
         self.claim_cursors
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -330,7 +355,7 @@ impl RedisBus {
                 .arg(">")
                 .query_async(&mut con)
                 .await
-                .map_err(redis_error)?;
+                .map_err(|e| self.group_error(key, e))?;
             for entry in fresh.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
                 out.push((entry.id.clone(), 1, field(&entry.map)?));
             }
@@ -803,7 +828,7 @@ fn wake_channel(ns: &str, queue: &str) -> String {
 
 /// Publishes the notification of [`RedisBus::announce`]; a failure only delays the waiters
 /// until their next look.
-async fn announce(mut con: MultiplexedConnection, ns: &str, queue: &str) {
+async fn announce(mut con: ConnectionManager, ns: &str, queue: &str) {
     let _: Result<i64, _> = con.publish(wake_channel(ns, queue), "").await;
 }
 

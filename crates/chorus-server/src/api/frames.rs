@@ -55,6 +55,12 @@ pub(super) fn text(event: &str, data: &str) -> Bytes {
     frame.into()
 }
 
+/// A comment line (`: text`), which readers skip; line breaks and carriage returns become
+/// spaces.
+pub(super) fn comment(text: &str) -> Bytes {
+    format!(": {}\n\n", text.replace(['\n', '\r'], " ")).into()
+}
+
 /// The response of an event stream: `text/event-stream` with `events`, and a keep-alive
 /// comment after 15 s without one.
 pub(super) fn response(events: impl Stream<Item = Bytes> + Send + 'static) -> Response {

@@ -36,6 +36,19 @@ const WAIT: Duration = Duration::from_secs(5);
 /// stream when one arrives, so an idle stream costs nothing in between.
 const IDLE_WAIT: Duration = Duration::from_secs(30);
 
+/// How long an inbox stream waits before it reads again from a store that did not answer (times
+/// the failures in a row, up to four).
+const OUTAGE_PAUSE: Duration = Duration::from_millis(250);
+
+/// Whether `e` says the store could not be reached or could not write (it may come back), as
+/// opposed to a refusal or a damaged store.
+fn unavailable(e: &chorus_bus::BusError) -> bool {
+    matches!(
+        e,
+        chorus_bus::BusError::Backend { .. } | chorus_bus::BusError::Storage(_)
+    )
+}
+
 /// The data of one `message` event.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InboxEvent<'a> {
@@ -107,6 +120,8 @@ struct Reader {
     _ticket: Option<StreamTicket>,
     /// Whether the first events went out (with the `retry:` field before them).
     started: bool,
+    /// How many reads in a row found the store unavailable (the stream waits, then reads again).
+    outage: u32,
 }
 
 /// The `retry:` field of a stream's first event block: how long an `EventSource` waits before
@@ -202,11 +217,31 @@ impl Reader {
                 continue;
             }
             let want = BATCH.min(self.max_in_flight - held);
-            let deliveries = app
-                .bus
-                .receive(&self.agent, want, Duration::ZERO)
-                .await
-                .map_err(|e| frames::text("error", &e.to_string()))?;
+            let deliveries = match app.bus.receive(&self.agent, want, Duration::ZERO).await {
+                Ok(deliveries) => {
+                    if self.outage > 0 {
+                        tracing::info!(agent = %self.agent, "an inbox stream reads from the store again");
+                        self.outage = 0;
+                    }
+                    deliveries
+                }
+                Err(e) if unavailable(&e) => {
+                    self.outage += 1;
+                    // A lost store (a restart, a dropped connection) comes back: the stream
+                    // stays open and tries again, saying so once as an SSE comment.
+                    let pause = OUTAGE_PAUSE * self.outage.min(4);
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        () = handed_back => {}
+                    }
+                    if self.outage == 1 {
+                        tracing::warn!(agent = %self.agent, error = %e, "an inbox stream waits for the store");
+                        return Ok(frames::comment(&format!("store unavailable, waiting: {e}")));
+                    }
+                    continue;
+                }
+                Err(e) => return Err(frames::text("error", &e.to_string())),
+            };
             if !deliveries.is_empty() {
                 self.take(deliveries).await;
                 continue;
@@ -263,6 +298,7 @@ fn events(
         pending: Vec::new(),
         _ticket: ticket,
         started: false,
+        outage: 0,
     };
     stream::unfold(Some(reader), |reader| async move {
         let mut reader = reader?;

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod redis_process;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
