@@ -46,31 +46,34 @@ impl Policy {
         }
     }
 
-    /// The first of `recipients` of `document` nobody would read and no routing rule redirects:
-    /// neither a configured agent or pool, nor an inbox an agent reads, nor an inbox or topic of
-    /// the routing config (none when unknown recipients are accepted, or no agent is
-    /// configured).
+    /// The recipients the bus will store `document` for: `recipients` after the first routing
+    /// rule that matches it (which takes the message from all of them, or from the one it
+    /// names); none matching, `recipients` as they are.
+    pub fn routed_recipients(&self, recipients: &[&str], document: &Value) -> Vec<String> {
+        let mut routed: Vec<String> = recipients.iter().map(|r| (*r).to_owned()).collect();
+        if let Some(route) = self.routes.iter().find(|r| r.matches(document)) {
+            route.rule().redirect(&mut routed);
+        }
+        routed
+    }
+
+    /// The first of `recipients` nobody would read and no routing rule redirects (`routed` is
+    /// [`Policy::routed_recipients`] of them): neither a configured agent or pool, nor an inbox
+    /// an agent reads, nor an inbox or topic of the routing config (none when unknown
+    /// recipients are accepted, or no agent is configured).
     pub fn unknown_recipient<'a>(
         &self,
         recipients: &[&'a str],
-        document: &Value,
+        routed: &[String],
     ) -> Option<&'a str> {
         if self.accept_unknown || self.agents.is_empty() {
             return None;
         }
-        let unknown = |r: &&str| !self.names(r);
-        let Some(route) = self.routes.iter().find(|r| r.matches(document)) else {
-            return recipients.iter().copied().find(unknown);
-        };
-        // The recipients the bus will route to: the rule takes the message from all of them,
-        // or from the one it names.
-        let mut routed: Vec<String> = recipients.iter().map(|r| (*r).to_owned()).collect();
-        route.rule().redirect(&mut routed);
         recipients
             .iter()
             .copied()
             .filter(|r| routed.iter().any(|x| x == r))
-            .find(unknown)
+            .find(|r| !self.names(r))
     }
 
     /// Every configured agent and pool and every inbox an agent reads, sorted, each once.
@@ -126,20 +129,27 @@ impl Policy {
     }
 
     /// Refuses (403) a message to a recipient, or of a handoff type, the sender may not use.
+    /// `routed` are the recipients after the routing rules ([`Policy::routed_recipients`]):
+    /// `send_to` is checked on where the message goes, so that a field a rule matches cannot
+    /// carry it into an inbox the sender may not reach.
     pub fn may_send(
         &self,
         agent: &str,
-        recipients: &[&str],
+        routed: &[impl AsRef<str>],
         handoff_type: Option<&str>,
     ) -> Result<(), ApiError> {
         let Some(entry) = self.agents.get(agent) else {
             return Ok(());
         };
         if let Some(allowed) = &entry.send_to
-            && let Some(r) = recipients.iter().find(|r| !allowed.iter().any(|a| a == *r))
+            && let Some(r) = routed
+                .iter()
+                .map(AsRef::as_ref)
+                .find(|r| !allowed.iter().any(|a| a == r))
         {
             return Err(ApiError::forbidden(format!(
-                "agent {agent:?} may not send to {r:?}; its `send_to` lists {allowed:?}"
+                "agent {agent:?} may not send to {r:?} (where the message goes after the \
+                 routing rules); its `send_to` lists {allowed:?}"
             )));
         }
         if let (Some(allowed), Some(t)) = (&entry.handoff_types, handoff_type)

@@ -238,3 +238,64 @@ route_to = "tier2_pool"
     assert_eq!(delivered(&urgent.next().await).0, id(1));
     server.stop().await;
 }
+
+/// `send_to` holds for where a message goes, not for what it names: an agent allowed to send to
+/// `bob` and `pool1` cannot reach `carol` by setting the field a rule matches (a rule on
+/// `metadata.lane` sending to `carol`), whether it publishes alone or in a batch; a rule that
+/// sends to an inbox the sender lists is followed, even from a recipient it does not list.
+#[tokio::test]
+async fn a_routing_rule_cannot_carry_a_message_past_the_senders_send_to() {
+    const RULES: &str = r#"
+[[routes]]
+pointer = "/metadata/lane"
+equals = "vip"
+route_to = "carol"
+
+[[routes]]
+pointer = "/metadata/lane"
+equals = "pooled"
+route_to = "pool1"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    config.routes = ServerConfig::from_toml(RULES).unwrap().routes;
+    config.agents.get_mut("alice").unwrap().send_to = Some(vec!["bob".into(), "pool1".into()]);
+    config.agents.get_mut("bob").unwrap().read = vec!["pool1".into(), "carol".into()];
+    let server = TestServer::start(&db(dir.path()), &config).await;
+
+    let mut vip = message("m-vip", "alice", "bob", "let me in");
+    vip["metadata"] = json!({"lane": "vip"});
+    let r = publish(&server, ALICE, &vip).await;
+    let status = r.status();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("\"carol\""),
+        "the refusal names the inbox the rule would reach: {body}"
+    );
+    let batch = client()
+        .post(server.url("/v1/messages/batch"))
+        .bearer_auth(ALICE)
+        .json(&json!([vip]))
+        .send()
+        .await
+        .unwrap();
+    let text = batch.text().await.unwrap();
+    assert!(text.contains("403"), "the batch item is refused too: {text}");
+
+    // Nothing reached carol's inbox.
+    let mut carol = SseReader::open(&server, "carol", BOB, None).await;
+    carol
+        .assert_quiet(std::time::Duration::from_millis(500), "carol got nothing")
+        .await;
+
+    // A rule into an inbox alice lists is followed, from a recipient she does not list.
+    let mut pooled = message("m-pooled", "alice", "dave", "to the pool");
+    pooled["metadata"] = json!({"lane": "pooled"});
+    let r = publish(&server, ALICE, &pooled).await;
+    let status = r.status();
+    let receipt: Value = r.json().await.unwrap();
+    assert_eq!(status, 201, "{receipt}");
+    assert_eq!(receipt["queues"], json!(["pool1"]));
+    server.stop().await;
+}

@@ -146,8 +146,9 @@ fn admit(policy: &Policy, agent: &str, document: &Value) -> Result<Option<Envelo
         check_id("the conversation id", id)?;
     }
     let recipients: Vec<&str> = env.recipients.iter().map(String::as_str).collect();
-    policy.may_send(agent, &recipients, env.handoff_type.as_deref())?;
-    if let Some(r) = policy.unknown_recipient(&recipients, document) {
+    let routed = policy.routed_recipients(&recipients, document);
+    policy.may_send(agent, &routed, env.handoff_type.as_deref())?;
+    if let Some(r) = policy.unknown_recipient(&recipients, &routed) {
         let issue = Problem::expected(at.recipients, "a configured agent or an inbox an agent reads", format!("{r:?}, which nobody reads"))
             .with_hint("check the spelling; add the agent to chorus.toml, or the pool to an agent's `read`; or set accept_unknown_recipients = true");
         return Err(ApiError::invalid(vec![issue], None));
