@@ -16,6 +16,7 @@ mod pages;
 mod peek;
 mod retention;
 mod seen;
+mod setup;
 mod wire;
 
 use std::collections::HashMap;
@@ -182,12 +183,14 @@ impl NatsBus {
                 detail: format!("{ns:?} must be non-empty letters, digits, '_' or '-'"),
             });
         }
+        let options = setup::Options::parse(url)?;
         let wakers = Arc::new(Wakers::default());
         // Wake notifications sent while the connection was down were not heard: every waiter
         // looks again once it is back (async-nats resubscribes by itself).
         let reconnected = Arc::downgrade(&wakers);
-        let client = async_nats::ConnectOptions::new()
-            .connection_timeout(Duration::from_secs(3))
+        let client = options
+            .connect_options()
+            .await?
             .event_callback(move |event| {
                 let wakers = reconnected.clone();
                 async move {
@@ -198,27 +201,31 @@ impl NatsBus {
                     }
                 }
             })
-            .connect(url)
+            .connect(&options.servers[..])
             .await
             .map_err(|e| nats_error(format!("cannot connect to {url}: {e}")))?;
         let js = jetstream::new(client.clone());
-        let queues = js
-            .get_or_create_stream(stream::Config {
+        let replicas = options.replicas;
+        let queues = setup::ensure_stream(
+            &js,
+            stream::Config {
                 name: format!("{ns}_Q"),
                 subjects: vec![format!("{ns}.q.>")],
                 retention: RetentionPolicy::WorkQueue,
                 storage: StorageType::File,
                 duplicate_window: RETRY_WINDOW,
                 ..Default::default()
-            })
-            .await
-            .map_err(nats_error)?;
+            },
+            replicas,
+        )
+        .await?;
         for (suffix, subjects) in [
             ("LOG", &["log.>"][..]),
             ("DLQ", &["dlq", "dlq.>"][..]),
             ("BIND", &["bind.>", "health"][..]),
             ("DONE", &["done.>"][..]),
         ] {
+            // A stream made by an older chorus (dead letters had one subject) gets the new ones.
             let config = stream::Config {
                 name: format!("{ns}_{suffix}"),
                 subjects: subjects.iter().map(|s| format!("{ns}.{s}")).collect(),
@@ -226,17 +233,7 @@ impl NatsBus {
                 duplicate_window: RETRY_WINDOW,
                 ..Default::default()
             };
-            let mut found = js
-                .get_or_create_stream(config.clone())
-                .await
-                .map_err(nats_error)?;
-            // A stream made by an older chorus (dead letters had one subject) gets the new ones.
-            let has = &found.info().await.map_err(nats_error)?.config.subjects;
-            if config.subjects.iter().any(|s| !has.contains(s)) {
-                let mut wider = found.cached_info().config.clone();
-                wider.subjects = config.subjects;
-                js.update_stream(wider).await.map_err(nats_error)?;
-            }
+            setup::ensure_stream(&js, config, replicas).await?;
         }
         let done = js
             .get_stream(format!("{ns}_DONE"))
@@ -246,7 +243,7 @@ impl NatsBus {
             .get_stream(format!("{ns}_LOG"))
             .await
             .map_err(nats_error)?;
-        let seen = Seen::open(&js, ns, config.dedupe_window).await?;
+        let seen = Seen::open(&js, ns, config.dedupe_window, replicas).await?;
         let listener = listen_for_wakes(&client, ns, &wakers).await?;
         Ok(NatsBus {
             config,
@@ -282,9 +279,12 @@ impl NatsBus {
     /// each; a missing stream holds none). Reads only: unlike [`NatsBus::connect`], it creates
     /// and reconfigures nothing.
     pub async fn stored_bytes_at(url: &str, ns: &str) -> BusResult<u64> {
-        let client = async_nats::ConnectOptions::new()
-            .connection_timeout(Duration::from_secs(3))
-            .connect(url)
+        let options = setup::Options::parse(url)?;
+        let client = options
+            .connect_options()
+            .await?
+            .max_reconnects(Some(0))
+            .connect(&options.servers[..])
             .await
             .map_err(|e| nats_error(format!("cannot connect to {url}: {e}")))?;
         let js = async_nats::jetstream::new(client);
@@ -823,16 +823,15 @@ impl Backend for NatsBus {
     }
 
     async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
-        // One flush for the batch and no per-message confirmation: an ack lost with the
-        // connection only means a redelivery, which at-least-once delivery allows.
+        // Each acknowledgement confirmed by the server (sent together, answered together), as
+        // a single one is: a 204 then means the server has the ack (on a replicated stream,
+        // a quorum of its servers), so a server that dies after it does not deliver the
+        // message again.
         bounded("a batch of acknowledgements", async {
-            for d in deliveries {
-                self.client
-                    .publish(d.token.clone(), "+ACK".into())
-                    .await
-                    .map_err(nats_error)?;
-            }
-            self.client.flush().await.map_err(nats_error)
+            let requests = deliveries
+                .iter()
+                .map(|d| self.client.request(d.token.clone(), "+ACK".into()));
+            try_join_all(requests).await.map(drop).map_err(nats_error)
         })
         .await
     }

@@ -46,7 +46,11 @@ impl NatsBus {
             let info = self.consumer_info(queue, rank).await?;
             let delivered_up_to = info.delivered.stream_sequence;
             let once = info.num_redelivered == 0;
-            for m in stored {
+            // Acknowledged up to here: on a replicated stream the consumer's ack is confirmed
+            // before the stream has removed the message (a proposal of its own), so a message
+            // still stored may already be done.
+            let acked_up_to = info.ack_floor.stream_sequence;
+            for m in stored.into_iter().filter(|m| m.sequence > acked_up_to) {
                 let (attempts, state) = if m.sequence > delivered_up_to {
                     (Some(0), QueuedState::Ready)
                 } else {

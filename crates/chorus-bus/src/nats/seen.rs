@@ -63,9 +63,15 @@ pub(super) struct Seen {
 }
 
 impl Seen {
-    /// Creates the stream, or sets its max age to `window` when it had another. A zero window
+    /// Creates the stream with `replicas` copies, or sets its max age to `window` (and its
+    /// replicas) when it had another. A zero window
     /// remembers nothing: [`Seen::active`] is false and the stream stays empty.
-    pub(super) async fn open(js: &Context, ns: &str, window: Duration) -> BusResult<Seen> {
+    pub(super) async fn open(
+        js: &Context,
+        ns: &str,
+        window: Duration,
+        replicas: usize,
+    ) -> BusResult<Seen> {
         let config = stream::Config {
             name: format!("{ns}_SEEN"),
             subjects: vec![format!("{ns}.seen.>")],
@@ -77,13 +83,7 @@ impl Seen {
             duplicate_window: window.clamp(Duration::from_millis(100), RETRY_WINDOW),
             ..Default::default()
         };
-        let stream = js
-            .get_or_create_stream(config.clone())
-            .await
-            .map_err(nats_error)?;
-        if stream.cached_info().config.max_age != config.max_age {
-            js.update_stream(config).await.map_err(nats_error)?;
-        }
+        let stream = super::setup::ensure_stream(js, config, replicas).await?;
         Ok(Seen {
             js: js.clone(),
             stream,
