@@ -373,6 +373,7 @@ impl ServerConfig {
             let settings = (agent.max_in_flight, agent.ack_wait_secs, agent.max_deliver);
             check_inbox_settings(&format!("agents.{id}"), settings).map_err(fail)?;
         }
+        check_distinct_tokens(self).map_err(fail)?;
         for (name, pool) in &self.pools {
             if let Some(why) = id_problem(name) {
                 return Err(fail(format!("pools.{name:?}: the pool name {why}")));
@@ -499,16 +500,60 @@ fn check_hash(key: &str, hash: &str) -> Result<(), String> {
     }
 }
 
+/// Refuses two holders of one token hash (two agents, or an agent and the admin): the first
+/// found would silently win every request made with that token.
+fn check_distinct_tokens(config: &ServerConfig) -> Result<(), String> {
+    let mut holders: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let admin = config
+        .admin_token_sha256
+        .iter()
+        .map(|h| ("the admin".to_owned(), h));
+    let agents = (config.agents.iter()).map(|(id, a)| (format!("agent {id:?}"), &a.token_sha256));
+    for (who, hash) in admin.chain(agents) {
+        if let Some(first) = holders.insert(hash.to_ascii_lowercase(), who.clone()) {
+            return Err(format!(
+                "{first} and {who} have the same token_sha256; each agent needs a token of its own (hint: make a new token, e.g. `openssl rand -hex 32`, and put what `chorus serve --hash-token -` prints for it here)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const HASH: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    const HASH2: &str = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752";
+    const HASH3: &str = "fd61a03af4f77d870fc21e05e7e80678095c92d808cfb3b5c279ee04c74aca13";
+
+    #[test]
+    fn two_holders_of_one_token_hash_are_refused_with_their_names() {
+        let two_agents = ServerConfig::from_toml(&format!(
+            "[agents.alice]\ntoken_sha256 = \"{HASH}\"\n[agents.mallory]\ntoken_sha256 = \"{}\"\n",
+            HASH.to_ascii_uppercase()
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            two_agents.contains("agent \"alice\" and agent \"mallory\" have the same token_sha256"),
+            "{two_agents}"
+        );
+        let admin = ServerConfig::from_toml(&format!(
+            "admin_token_sha256 = \"{HASH}\"\n[agents.alice]\ntoken_sha256 = \"{HASH}\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            admin.contains("the admin and agent \"alice\" have the same token_sha256"),
+            "{admin}"
+        );
+    }
 
     #[test]
     fn reads_agents_and_defaults() {
         let c = ServerConfig::from_toml(&format!(
-            "admin_token_sha256 = \"{HASH}\"\n[agents.alice]\ntoken_sha256 = \"{HASH}\"\n"
+            "admin_token_sha256 = \"{HASH2}\"\n[agents.alice]\ntoken_sha256 = \"{HASH}\"\n"
         ))
         .unwrap();
         assert_eq!(c.agents.len(), 1);
@@ -559,8 +604,8 @@ mod tests {
         let c = ServerConfig::from_toml(&format!(
             "ack_wait_secs = 30\nmax_deliver = 5\n\
              [agents.slow]\ntoken_sha256 = \"{HASH}\"\nack_wait_secs = 600\n\
-             [agents.fragile]\ntoken_sha256 = \"{HASH}\"\nmax_deliver = 1\n\
-             [agents.plain]\ntoken_sha256 = \"{HASH}\"\n"
+             [agents.fragile]\ntoken_sha256 = \"{HASH2}\"\nmax_deliver = 1\n\
+             [agents.plain]\ntoken_sha256 = \"{HASH3}\"\n"
         ))
         .unwrap();
         assert_eq!(c.dedupe_window(), Duration::from_secs(7 * 24 * 3600));

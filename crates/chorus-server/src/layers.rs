@@ -1,6 +1,7 @@
 //! The layers around every request: a request id (`x-request-id`, kept from the caller or
 //! made, and sent back), a server span per request after the OpenTelemetry HTTP conventions,
-//! CORS when configured, the URL scheme, the body limit and the change announcements.
+//! CORS when configured, the URL scheme, the body limit and the change announcements, and the
+//! body's edge of [`crate::body_edge`] (an early 413, the body's deadline).
 //!
 //! They wrap the router as one service whose type is composed at compile time. A layer put on
 //! axum's `Router` wraps every route instead, and each request then clones and boxes a service
@@ -26,6 +27,7 @@ use tower_http::trace::TraceLayer;
 use tracing::Span;
 use tracing::field::Empty;
 
+use crate::body_edge::BodyEdgeLayer;
 use crate::config::CorsConfig;
 use crate::connections::Scheme;
 use crate::live::{Live, Observe};
@@ -44,17 +46,25 @@ pub(crate) struct Outer {
     cors: Option<CorsLayer>,
     /// The largest request body, bytes.
     body_limit: usize,
+    /// How long a request body may take to arrive whole (the request timeout).
+    body_deadline: Option<Duration>,
     /// Where writing requests announce their changes.
     live: Live,
 }
 
 impl Outer {
-    /// The layers of `cors_config`'s origins, with bodies up to `body_limit` bytes, announcing
-    /// to `live`.
-    pub fn new(cors_config: &CorsConfig, body_limit: usize, live: Live) -> Outer {
+    /// The layers of `cors_config`'s origins, with bodies up to `body_limit` bytes arriving
+    /// within `body_deadline`, announcing to `live`.
+    pub fn new(
+        cors_config: &CorsConfig,
+        body_limit: usize,
+        body_deadline: Option<Duration>,
+        live: Live,
+    ) -> Outer {
         Outer {
             cors: cors(cors_config),
             body_limit,
+            body_deadline,
             live,
         }
     }
@@ -88,6 +98,10 @@ pub(crate) fn around(
         .layer(Extension(scheme))
         .layer(DefaultBodyLimit::max(outer.body_limit))
         .layer(Observe::new(outer.live))
+        .layer(BodyEdgeLayer {
+            limit: outer.body_limit,
+            deadline: outer.body_deadline,
+        })
         .service(router)
 }
 

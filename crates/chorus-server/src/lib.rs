@@ -29,6 +29,7 @@ mod a2a;
 mod api;
 mod auth;
 mod blobs;
+mod body_edge;
 pub mod config;
 mod connections;
 mod error;

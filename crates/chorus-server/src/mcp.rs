@@ -63,10 +63,44 @@ async fn authenticated(State(app): State<AppState>, mut request: Request, next: 
     match app.tokens.caller(header) {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
-            next.run(request).await
+            // Read here, so that a body too large or too late is refused as on every route
+            // (413, 408), not as the MCP service's own failure to read it (500).
+            let (parts, body) = request.into_parts();
+            let bytes = match axum::body::to_bytes(body, app.max_body_bytes).await {
+                Ok(bytes) => bytes,
+                Err(e) => return unread(&e, app.max_body_bytes).into_response(),
+            };
+            // A duplicate key (in a tool's arguments too) is refused as `POST /v1/messages`
+            // refuses it; the MCP service would read it with the last key winning.
+            if !bytes.is_empty()
+                && let Err(e) = crate::api::publish::parse_json(&bytes)
+                && e.body.error == "invalid_message"
+            {
+                return e.into_response();
+            }
+            next.run(Request::from_parts(parts, bytes.into())).await
         }
         Err(e) => e.into_response(),
     }
+}
+
+/// The refusal of a body that could not be read: late (408), too large (413), cut short (400).
+fn unread(e: &axum::Error, limit: usize) -> ApiError {
+    use std::error::Error;
+    if let Some(t) = crate::body_edge::timed_out(e) {
+        return crate::body_edge::late(t);
+    }
+    let mut cause: Option<&(dyn Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<http_body_util::LengthLimitError>() {
+            return crate::body_edge::too_large_read(limit);
+        }
+        cause = c.source();
+    }
+    ApiError::bad_request(
+        "unreadable_body",
+        format!("the request body could not be read: {e}"),
+    )
 }
 
 /// The MCP server: the hub's tools for the caller of each request.

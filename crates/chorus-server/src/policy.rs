@@ -171,8 +171,9 @@ mod tests {
     fn policy() -> Policy {
         let config = ServerConfig::from_toml(&format!(
             "[agents.alice]\ntoken_sha256 = \"{h}\"\nsend_to = [\"bob\"]\nhandoff_types = [\"INFORMATION_REQUEST\"]\n\
-             [agents.bob]\ntoken_sha256 = \"{h}\"\nread = [\"support_pool\"]\n",
-            h = "0".repeat(64)
+             [agents.bob]\ntoken_sha256 = \"{b}\"\nread = [\"support_pool\"]\n",
+            h = "0".repeat(64),
+            b = "1".repeat(64)
         ))
         .unwrap();
         Policy::new(&config)

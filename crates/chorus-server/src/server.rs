@@ -254,7 +254,14 @@ impl Server {
         let extra = crate::a2a::routes();
         #[cfg(feature = "mcp")]
         let extra = extra.merge(crate::mcp::routes(state.clone()));
-        let outer = Outer::new(&config.cors, state.max_body_bytes, state.live.clone());
+        let outer = Outer::new(
+            &config.cors,
+            state.max_body_bytes,
+            // Nine tenths of the request timeout: a late body is answered 408 by its read,
+            // before the route's timeout would answer 503 for the whole request.
+            config.request_timeout().map(|t| t.mul_f64(0.9)),
+            state.live.clone(),
+        );
         let (router, openapi) = router(state, config.request_timeout(), extra);
         Server {
             router,

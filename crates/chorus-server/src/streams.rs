@@ -1,5 +1,6 @@
-//! The cap on inbox streams one agent holds open at once: one token cannot take every
-//! connection the server allows (`max_connections`).
+//! The cap on streams one agent holds open at once (its inbox streams and its A2A task streams,
+//! `SendStreamingMessage` and `SubscribeToTask`): one token cannot take every connection the
+//! server allows (`max_connections`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,7 +41,7 @@ impl StreamCap {
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_streams",
                 format!(
-                    "agent {agent:?} holds {} inbox streams open, the most one agent may (max_streams_per_agent); close one first",
+                    "agent {agent:?} holds {} streams open (inbox and A2A task streams), the most one agent may (max_streams_per_agent); close one first",
                     self.max
                 ),
             );

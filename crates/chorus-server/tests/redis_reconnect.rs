@@ -106,7 +106,10 @@ mod reconnect {
                 continue;
             }
             let (id, _) = delivered(&event);
-            assert!(!acked.contains(&id), "{id} was delivered again after its 204");
+            assert!(
+                !acked.contains(&id),
+                "{id} was delivered again after its 204"
+            );
             let deadline = Instant::now() + RECOVERY;
             loop {
                 match settle(server, "bob", BOB, &id, "ack").await {

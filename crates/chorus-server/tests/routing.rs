@@ -281,7 +281,10 @@ route_to = "pool1"
         .await
         .unwrap();
     let text = batch.text().await.unwrap();
-    assert!(text.contains("403"), "the batch item is refused too: {text}");
+    assert!(
+        text.contains("403"),
+        "the batch item is refused too: {text}"
+    );
 
     // Nothing reached carol's inbox.
     let mut carol = SseReader::open(&server, "carol", BOB, None).await;

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::in_time;
 use super::operations::{cancel, get, publish, send, subscribable};
 use super::rpc::{self, RpcError};
-use super::stream::{Framing, stream_task};
+use super::stream::{Framing, open_stream, stream_task};
 use crate::auth::Caller;
 use crate::state::AppState;
 
@@ -29,17 +29,26 @@ pub async fn answer(app: AppState, caller: Caller, inbox: Option<String>, body: 
             .await
             .map(|task| json!({"task": task})),
         "SendStreamingMessage" => {
-            return match in_time(&app, publish(&app, &caller, inbox.as_deref(), params)).await {
-                Ok(task_id) => {
-                    stream_task(app, caller, task_id, Framing::JsonRpc(id)).into_response()
+            let opened = async {
+                let ticket = open_stream(&app, &caller)?;
+                let task_id = publish(&app, &caller, inbox.as_deref(), params).await?;
+                Ok((task_id, ticket))
+            };
+            return match in_time(&app, opened).await {
+                Ok((task_id, ticket)) => {
+                    stream_task(app, caller, task_id, Framing::JsonRpc(id), ticket).into_response()
                 }
                 Err(e) => Json(rpc::error(&id, &e)).into_response(),
             };
         }
         "SubscribeToTask" => {
-            return match in_time(&app, subscribable(&app, &caller, params)).await {
-                Ok(task_id) => {
-                    stream_task(app, caller, task_id, Framing::JsonRpc(id)).into_response()
+            let opened = async {
+                let ticket = open_stream(&app, &caller)?;
+                Ok((subscribable(&app, &caller, params).await?, ticket))
+            };
+            return match in_time(&app, opened).await {
+                Ok((task_id, ticket)) => {
+                    stream_task(app, caller, task_id, Framing::JsonRpc(id), ticket).into_response()
                 }
                 Err(e) => Json(rpc::error(&id, &e)).into_response(),
             };

@@ -23,6 +23,7 @@ mod task;
 use axum::Extension;
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -149,16 +150,36 @@ async fn inbox_card(
     Ok(card_response(card::agent_card(&base, &inbox)))
 }
 
-async fn hub_rpc(State(app): State<AppState>, caller: Caller, body: Bytes) -> Response {
-    jsonrpc::answer(app, caller, None, body).await
+/// The request body, or the answer to one that could not be read, as on every route: 413 too
+/// large, 408 not whole within the request timeout, 400 cut short.
+/// A body with a duplicate key anywhere (a data part's too) is refused as `POST /v1/messages`
+/// refuses it, not read with the last key winning.
+fn read_body(app: &AppState, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    let bytes = body.map_err(|e| crate::api::publish::body_error(&e, app.max_body_bytes))?;
+    match crate::api::publish::parse_json(&bytes) {
+        // A duplicate key, or nesting too deep (422 at the pointer).
+        Err(e) if e.body.error == "invalid_message" => Err(e),
+        // What is not JSON is answered by the binding's own parse error.
+        _ => Ok(bytes),
+    }
+}
+
+async fn hub_rpc(
+    State(app): State<AppState>,
+    caller: Caller,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = read_body(&app, body)?;
+    Ok(jsonrpc::answer(app, caller, None, body).await)
 }
 
 async fn inbox_rpc(
     State(app): State<AppState>,
     Path(inbox): Path<String>,
     caller: Caller,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let body = read_body(&app, body)?;
     known(&app, &inbox)?;
     Ok(jsonrpc::answer(app, caller, Some(inbox), body).await)
 }

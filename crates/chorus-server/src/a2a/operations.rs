@@ -324,7 +324,7 @@ fn history_length(params: &Value, pointer: &str) -> Result<Option<usize>, RpcErr
 /// A refusal of the HTTP API (policy, validation, rate) as a JSON-RPC error with its problems;
 /// the JSON-RPC code is A2A's (invalid parameters, internal error), the HTTP status and the
 /// reason are the API's (403 `PERMISSION_DENIED`, 409 `CONFLICT`, 429 `RATE_LIMITED`, …).
-fn refusal(e: ApiError) -> RpcError {
+pub(super) fn refusal(e: ApiError) -> RpcError {
     let code = if e.status.is_server_error() {
         rpc::INTERNAL_ERROR
     } else {

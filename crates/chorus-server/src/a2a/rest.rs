@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::operations::{cancel, get, publish, send, subscribable};
 use super::rpc::{self, RpcError};
-use super::stream::{Framing, stream_task};
+use super::stream::{Framing, open_stream, stream_task};
 use crate::auth::Caller;
 use crate::state::AppState;
 
@@ -45,8 +46,12 @@ pub async fn message_send(
     State(app): State<AppState>,
     Path(inbox): Path<String>,
     caller: Caller,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match super::read_body(&app, body) {
+        Ok(body) => body,
+        Err(e) => return e.into_response(),
+    };
     let sent = async {
         super::known_inbox(&app, &inbox)?;
         let params = body_object(&body)?;
@@ -63,15 +68,22 @@ pub async fn message_stream(
     State(app): State<AppState>,
     Path(inbox): Path<String>,
     caller: Caller,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match super::read_body(&app, body) {
+        Ok(body) => body,
+        Err(e) => return e.into_response(),
+    };
     let published = async {
         super::known_inbox(&app, &inbox)?;
         let params = body_object(&body)?;
-        publish(&app, &caller, Some(&inbox), &params).await
+        let ticket = open_stream(&app, &caller)?;
+        Ok((publish(&app, &caller, Some(&inbox), &params).await?, ticket))
     };
     match super::in_time(&app, published).await {
-        Ok(task_id) => stream_task(app, caller, task_id, Framing::Rest).into_response(),
+        Ok((task_id, ticket)) => {
+            stream_task(app, caller, task_id, Framing::Rest, ticket).into_response()
+        }
         Err(e) => refused(&e),
     }
 }
@@ -128,10 +140,16 @@ pub async fn task_action(
 async fn subscribe(app: AppState, caller: Caller, inbox: &str, id: &str) -> Response {
     let checked = async {
         super::known_inbox(&app, inbox)?;
-        subscribable(&app, &caller, &json!({"id": id})).await
+        let ticket = open_stream(&app, &caller)?;
+        Ok((
+            subscribable(&app, &caller, &json!({"id": id})).await?,
+            ticket,
+        ))
     };
     match super::in_time(&app, checked).await {
-        Ok(task_id) => stream_task(app, caller, task_id, Framing::Rest).into_response(),
+        Ok((task_id, ticket)) => {
+            stream_task(app, caller, task_id, Framing::Rest, ticket).into_response()
+        }
         Err(e) => refused(&e),
     }
 }

@@ -9,10 +9,24 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use super::operations::{POLL, SLOWEST_POLL, load};
+use super::operations::{POLL, SLOWEST_POLL, load, refusal};
 use super::rpc::{self, RpcError};
 use crate::auth::Caller;
 use crate::state::AppState;
+use crate::streams::StreamTicket;
+
+/// Counts a task stream of `caller` against its `max_streams_per_agent`, as an inbox stream is
+/// (the admin's are not counted); refused (429 `too_many_streams`) past the cap. Taken before
+/// anything is published, so that a refused stream sends nothing.
+pub(super) fn open_stream(
+    app: &AppState,
+    caller: &Caller,
+) -> Result<Option<StreamTicket>, RpcError> {
+    match caller {
+        Caller::Agent(me) => app.streams.open(me).map(Some).map_err(refusal),
+        Caller::Admin => Ok(None),
+    }
+}
 
 /// How the events of a stream are framed.
 #[derive(Debug, Clone)]
@@ -48,6 +62,7 @@ pub(super) fn stream_task(
     caller: Caller,
     task_id: String,
     framing: Framing,
+    ticket: Option<StreamTicket>,
 ) -> impl IntoResponse {
     let stopped = app.stopped();
     let events = stream::unfold(
@@ -94,6 +109,11 @@ pub(super) fn stream_task(
         },
     )
     .take_until(stopped)
-    .take_until(tokio::time::sleep(MAX_STREAM));
+    .take_until(tokio::time::sleep(MAX_STREAM))
+    // The ticket goes with the stream: counted until the connection closes.
+    .map(move |event| {
+        let _counted = &ticket;
+        event
+    });
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }

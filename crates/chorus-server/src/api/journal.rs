@@ -13,7 +13,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::api::extract::ApiPath;
-use crate::api::publish::body_error;
+use crate::api::publish::{body_error, parse_json};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids::check_id;
@@ -131,10 +131,12 @@ pub async fn record(
     check_id("the task id", &path.task_id)?;
     check_id("the record key", &path.key)?;
     may_write(&caller, &path.agent)?;
+    // A record is a write to the store as a publish is: under the same rate limit.
+    if let Caller::Agent(me) = &caller {
+        app.rate.check(me)?;
+    }
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
-    let record: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::bad_request("malformed_json", format!("the record must be JSON: {e}"))
-    })?;
+    let record: Value = parse_json(&bytes)?;
     let book = Book::new(&path.agent, &path.task_id);
     let fresh = journal(&app)
         .record(&book, &path.key, &record)

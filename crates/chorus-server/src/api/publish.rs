@@ -270,14 +270,21 @@ fn read_document(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(Bytes, Value), ApiError> {
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
-    // The body limit already bounds the size; the parse refuses what `chorus validate` refuses
-    // (duplicate keys, nesting deeper than 64), so the same bytes mean the same everywhere.
+    let document = parse_json(&bytes)?;
+    Ok((bytes, document))
+}
+
+/// The JSON document in `bytes`, read as `chorus validate` reads it on every route (the
+/// publish, A2A, MCP, the journal): duplicate keys and nesting deeper than 64 are refused
+/// (422 at their pointer), so that the same bytes mean the same everywhere; what is not JSON
+/// is a 400 with its line and column. The body limit already bounds the size.
+pub(crate) fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
     let limits = Limits {
         max_bytes: usize::MAX,
         ..Limits::default()
     };
-    let document = parse(&bytes, &limits).map_err(|problem| {
-        match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+    parse(bytes, &limits).map_err(|problem| {
+        match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
             Err(e) => ApiError::bad_request(
                 "malformed_json",
                 format!(
@@ -288,8 +295,7 @@ fn read_document(
             ),
             Ok(_) => ApiError::invalid(vec![problem], None),
         }
-    })?;
-    Ok((bytes, document))
+    })
 }
 
 /// Checks, redacts and stores one published document (read by [`read_document`] after the
@@ -495,14 +501,14 @@ pub(crate) fn named_id(document: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A body that could not be read: too large (413) or cut short (400).
+/// A body that could not be read: too large (413), not whole within the request timeout (408),
+/// or cut short (400).
 pub fn body_error(e: &BytesRejection, limit: usize) -> ApiError {
+    if let Some(t) = crate::body_edge::timed_out(e) {
+        return crate::body_edge::late(t);
+    }
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            format!("the request body is larger than the limit of {limit} bytes"),
-        )
+        crate::body_edge::too_large_read(limit)
     } else {
         ApiError::new(e.status(), "unreadable_body", e.body_text())
     }

@@ -88,6 +88,12 @@ impl TestServer {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
+
+    /// Stops the server at once, as a crash would for its clients: its task is aborted, its
+    /// connections dropped mid-request, nothing handed back or flushed.
+    pub fn abort(self) {
+        self.task.abort();
+    }
 }
 
 /// A server on a fresh SQLite file in a temporary folder (kept while the folder lives).

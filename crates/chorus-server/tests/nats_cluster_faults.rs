@@ -1,0 +1,281 @@
+//! Two `chorus serve` replicas (child processes) on one three-node NATS JetStream cluster with
+//! every stream replicated three times, publishers and competing consumers over HTTP, and
+//! during the load: the node leading chorus's queue stream killed with SIGKILL and restarted;
+//! another node paused (SIGSTOP) for 10 s and resumed; one chorus replica killed with SIGKILL
+//! and restarted. Checked: every publish answered 201 (or 200, a retry's duplicate) is
+//! delivered (lost = 0); none is delivered again after its ack was answered 204. Reported:
+//! published, acknowledged, delivered, the longest stretch of refused publishes, throughput
+//! before, during and after the faults.
+//!
+//! Runs its own cluster on free loopback ports when CHORUS_TEST_NATS_URL is set (then a missing
+//! `nats-server` fails the test). `CHORUS_CLUSTER_HANDOFFS` sets the number of handoffs
+//! (default 4,000). The replicas are this binary itself (no libtest harness), serving when
+//! `CHORUS_CLUSTER_CHILD_STORE` names the store.
+
+mod common;
+#[cfg(feature = "nats")]
+#[path = "../../chorus-bus/tests/nats_cluster/mod.rs"]
+mod nats_cluster;
+
+const CHILD_ENV: &str = "CHORUS_CLUSTER_CHILD_STORE";
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    if let Ok(store) = std::env::var(CHILD_ENV) {
+        return runtime.block_on(common::child::serve(&store, &common::config(20), false));
+    }
+    #[cfg(feature = "nats")]
+    scenario::run(&runtime);
+    #[cfg(not(feature = "nats"))]
+    {
+        let _ = &runtime;
+        common::not_built("a cluster's faults", "NATS", "nats");
+    }
+}
+
+#[cfg(feature = "nats")]
+mod scenario {
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use super::common::{ALICE, BOB, SseReader, child, client, delivered, message, server_url};
+    use super::nats_cluster::Cluster;
+
+    /// What the clients saw, shared by the publishers and the consumers.
+    #[derive(Default)]
+    struct Seen {
+        /// Ids answered 201 or 200, each with when.
+        published: Mutex<Vec<(String, Instant)>>,
+        /// Ids delivered at least once.
+        delivered: Mutex<HashSet<String>>,
+        /// Ids whose ack was answered 204.
+        acked: Mutex<HashSet<String>>,
+        /// Deliveries of an id after its ack was answered 204.
+        again_after_ack: AtomicUsize,
+        /// Publish answers that were not 201 or 200 (each retried).
+        refused: AtomicUsize,
+        /// The longest time one publish went without being accepted, in ms.
+        longest_refused_ms: AtomicUsize,
+        /// The publishers have sent everything.
+        done: AtomicBool,
+    }
+
+    /// The replicas' base URLs; a client picks by its number, and moves on when one fails.
+    type Bases = Arc<Mutex<Vec<String>>>;
+
+    fn base(bases: &Bases, n: usize) -> String {
+        let bases = bases.lock().unwrap();
+        bases[n % bases.len()].clone()
+    }
+
+    async fn publisher(who: usize, ids: Vec<String>, bases: Bases, seen: Arc<Seen>) {
+        let http = client();
+        for (i, id) in ids.into_iter().enumerate() {
+            let body = message(&id, "alice", "bob", "a handoff across the cluster");
+            let first_try = Instant::now();
+            let mut attempt = 0;
+            loop {
+                let url = format!("{}/v1/messages", base(&bases, who + i + attempt));
+                let answer = http.post(&url).bearer_auth(ALICE).json(&body).send().await;
+                match answer.map(|r| r.status().as_u16()) {
+                    Ok(201 | 200) => break,
+                    _ => {
+                        seen.refused.fetch_add(1, Ordering::Relaxed);
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+            let waited = first_try.elapsed().as_millis() as usize;
+            seen.longest_refused_ms.fetch_max(waited, Ordering::Relaxed);
+            seen.published.lock().unwrap().push((id, Instant::now()));
+        }
+    }
+
+    /// Reads bob's inbox on replica `n` (moving on to another when its stream breaks), acking
+    /// each delivery until told to stop.
+    async fn consumer(n: usize, bases: Bases, seen: Arc<Seen>, stop: Arc<AtomicBool>) {
+        let http = client();
+        let mut turn = n;
+        while !stop.load(Ordering::Relaxed) {
+            let at = base(&bases, turn);
+            turn += 1;
+            let url = format!("{at}/v1/agents/bob/inbox");
+            let Ok(mut inbox) = SseReader::try_open_url(&url, BOB, None).await else {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            };
+            while !stop.load(Ordering::Relaxed) {
+                let event = match inbox.try_next_within(Duration::from_millis(500)).await {
+                    Ok(Some(event)) => event,
+                    Ok(None) => continue,
+                    Err(_) => break,
+                };
+                if event.event.as_deref() != Some("message") {
+                    continue;
+                }
+                let (id, _) = delivered(&event);
+                if seen.acked.lock().unwrap().contains(&id) {
+                    seen.again_after_ack.fetch_add(1, Ordering::Relaxed);
+                }
+                seen.delivered.lock().unwrap().insert(id.clone());
+                let ack = format!("{at}/v1/agents/bob/inbox/{id}/ack");
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while Instant::now() < deadline {
+                    match http.post(&ack).bearer_auth(BOB).send().await {
+                        Ok(r) if r.status() == 204 => {
+                            seen.acked.lock().unwrap().insert(id.clone());
+                            break;
+                        }
+                        // Not held here any more: it comes again, elsewhere.
+                        Ok(r) if r.status() == 404 || r.status() == 409 => break,
+                        _ => tokio::time::sleep(Duration::from_millis(200)).await,
+                    }
+                }
+            }
+        }
+    }
+
+    fn published(seen: &Seen) -> usize {
+        seen.published.lock().unwrap().len()
+    }
+
+    fn wait_published(seen: &Seen, at_least: usize) {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while published(seen) < at_least {
+            assert!(
+                Instant::now() < deadline,
+                "publishing stalled at {}",
+                published(seen)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Publishes a second accepted between `from` and `to`.
+    fn rate(times: &[Instant], from: Instant, to: Instant) -> f64 {
+        let n = times.iter().filter(|t| **t >= from && **t < to).count();
+        n as f64 / to.saturating_duration_since(from).as_secs_f64().max(0.001)
+    }
+
+    pub fn run(runtime: &tokio::runtime::Runtime) {
+        if server_url("a cluster's faults", "NATS", "CHORUS_TEST_NATS_URL").is_none() {
+            return;
+        }
+        let total: usize = std::env::var("CHORUS_CLUSTER_HANDOFFS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4_000);
+        let mut cluster = Cluster::start(3);
+        let ns = format!("chorus_faults_{}", uuid::Uuid::new_v4().simple());
+        let store = format!("{}&namespace={ns}", cluster.url(3));
+        let (replica_a, base_a) = child::spawn_server(super::CHILD_ENV, &store);
+        let (replica_b, base_b) = child::spawn_server(super::CHILD_ENV, &store);
+        let bases: Bases = Arc::new(Mutex::new(vec![base_a, base_b]));
+        let seen = Arc::new(Seen::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Instant::now();
+
+        let ids: Vec<String> = (0..total).map(|i| format!("h-{i:06}")).collect();
+        let mut publishers = Vec::new();
+        for who in 0..4 {
+            let mine: Vec<String> = ids.iter().skip(who).step_by(4).cloned().collect();
+            publishers.push(runtime.spawn(publisher(who, mine, bases.clone(), seen.clone())));
+        }
+        let consumers: Vec<_> = (0..2)
+            .map(|n| runtime.spawn(consumer(n, bases.clone(), seen.clone(), stop.clone())))
+            .collect();
+
+        // The faults, at fifths of the load.
+        wait_published(&seen, total / 5);
+        let faults_from = Instant::now();
+        let leader = cluster
+            .leader_of(&format!("{ns}_Q"))
+            .expect("the queue stream has a leader");
+        eprintln!("fault 1: kill -9 of node {leader}, the queue stream's leader");
+        cluster.kill(leader);
+        std::thread::sleep(Duration::from_secs(3));
+        cluster.restart(leader);
+        cluster.wait_formed();
+
+        wait_published(&seen, 2 * total / 5);
+        let other = (leader + 1) % 3;
+        eprintln!("fault 2: node {other} paused for 10 s");
+        cluster.pause(other, true);
+        std::thread::sleep(Duration::from_secs(10));
+        cluster.pause(other, false);
+
+        wait_published(&seen, 3 * total / 5);
+        eprintln!("fault 3: kill -9 of one chorus replica, then a new one");
+        drop(replica_a);
+        bases.lock().unwrap().remove(0);
+        let (replica_c, base_c) = child::spawn_server(super::CHILD_ENV, &store);
+        bases.lock().unwrap().push(base_c);
+        let faults_to = Instant::now();
+
+        runtime.block_on(async {
+            for p in publishers {
+                p.await.expect("a publisher");
+            }
+        });
+        seen.done.store(true, Ordering::Relaxed);
+        let published_all = Instant::now();
+        // Everything published is delivered and acked (what the killed replica held comes
+        // again after the ack wait, 20 s).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let missing = {
+                let acked = seen.acked.lock().unwrap();
+                ids.iter().filter(|id| !acked.contains(*id)).count()
+            };
+            if missing == 0 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{missing} published handoffs were not delivered and acked"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // A little longer, to see whether anything acked comes again.
+        std::thread::sleep(Duration::from_secs(2));
+        stop.store(true, Ordering::Relaxed);
+        runtime.block_on(async {
+            for c in consumers {
+                c.await.expect("a consumer");
+            }
+        });
+
+        let times: Vec<Instant> = seen.published.lock().unwrap().iter().map(|p| p.1).collect();
+        let delivered = seen.delivered.lock().unwrap().len();
+        let acked = seen.acked.lock().unwrap().len();
+        let lost = total - delivered.min(total);
+        let again = seen.again_after_ack.load(Ordering::Relaxed);
+        eprintln!(
+            "cluster faults: {total} handoffs; published (201/200) {}; acknowledged (204) {acked}; \
+             delivered {delivered}; lost {lost}; delivered again after a 204: {again}; refused \
+             publishes {} (the longest wait of one publish {} ms); publishes/s before {:.0}, \
+             during {:.0}, after {:.0}; {:.1} s in all",
+            times.len(),
+            seen.refused.load(Ordering::Relaxed),
+            seen.longest_refused_ms.load(Ordering::Relaxed),
+            rate(&times, started, faults_from),
+            rate(&times, faults_from, faults_to),
+            rate(&times, faults_to, published_all),
+            started.elapsed().as_secs_f64(),
+        );
+        assert_eq!(times.len(), total, "every handoff was published");
+        assert_eq!(lost, 0, "every handoff answered 201 was delivered");
+        assert_eq!(again, 0, "no handoff was delivered again after its 204");
+        drop((replica_b, replica_c));
+        // The namespace goes with the cluster's files.
+        drop(cluster);
+        println!("1 passed, 0 failed");
+    }
+}
