@@ -123,8 +123,12 @@ impl Options {
                     ))
                 })
         };
+        // A server that stops answering (paused, or cut off without a reset) is found by its
+        // missed pings and left for another of the cluster within about 10 s, instead of
+        // holding every request until its own timeout.
         let mut options = async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(3))
+            .ping_interval(Duration::from_secs(3))
             .max_reconnects(None);
         if let Some(path) = &self.creds {
             options = options.credentials_file(path).await.map_err(|e| {

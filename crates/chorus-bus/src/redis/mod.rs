@@ -14,6 +14,7 @@
 //! Publishing runs as one Lua script, so de-duplication, queues and logs change together. A nack delay longer than `ack_wait` is
 //! shortened to `ack_wait` (Redis cannot hide a pending entry longer than its idle time).
 
+mod failover;
 mod pages;
 mod peek;
 mod persistence;
@@ -27,7 +28,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
+
+use failover::{Following, Topology};
 use redis::streams::{
     StreamAutoClaimReply, StreamPendingCountReply, StreamPendingReply, StreamReadReply,
 };
@@ -52,12 +55,12 @@ use crate::wakers::{Listener, Timers, Wakers};
 const GROUP: &str = "workers";
 
 /// How long one attempt to connect may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How the connection is made and made again: each attempt bounded, one retry half a second
 /// later, so that while Redis is down a command fails within seconds (a publisher gets a 503
 /// with `Retry-After`) and the next command tries again. A reply is waited for 10 s at most.
-fn connection_settings() -> ConnectionManagerConfig {
+pub(crate) fn connection_settings() -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
         .set_connection_timeout(CONNECT_TIMEOUT)
         .set_response_timeout(Duration::from_secs(10))
@@ -78,8 +81,9 @@ pub struct RedisBus {
     config: BusConfig,
     ns: String,
     /// Replaced by itself after a lost connection (a restart, `CLIENT KILL`, an idle `timeout`):
-    /// the command that finds it lost fails, the next ones go to a new connection.
-    conn: ConnectionManager,
+    /// the command that finds it lost fails, the next ones go to a new connection; moved to
+    /// the new primary after a failover.
+    conn: Following,
     consumer: String,
     groups: Mutex<HashSet<String>>,
     /// Where the next scan of each stream's pending entries for overdue ones starts.
@@ -97,16 +101,9 @@ pub struct RedisBus {
 impl RedisBus {
     /// Connects to `url` (e.g. `redis://127.0.0.1:6379`) and uses keys under `ns:`.
     pub async fn connect(url: &str, ns: &str, config: BusConfig) -> BusResult<RedisBus> {
-        let client = redis::Client::open(url).map_err(redis_error)?;
-        let conn = tokio::time::timeout(
-            CONNECT_TIMEOUT,
-            ConnectionManager::new_with_config(client.clone(), connection_settings()),
-        )
-        .await
-        .map_err(|_| redis_error(format!("connecting to {url} timed out")))?
-        .map_err(|e| redis_error(format!("cannot connect to {url}: {e}")))?;
+        let conn = Following::connect(Topology::parse(url)?).await?;
         let wakers = Arc::new(Wakers::default());
-        let listener = listen_for_wakes(client, ns, &wakers).await?;
+        let listener = listen_for_wakes(conn.clone(), ns, &wakers).await?;
         Ok(RedisBus {
             config,
             ns: ns.to_owned(),
@@ -174,23 +171,42 @@ impl RedisBus {
         oldest.map(|idle| lease.saturating_sub(idle).max(recheck))
     }
 
-    /// Deletes every key of this namespace (for tests and teardown).
+    /// Deletes every key of this namespace (for tests and teardown), found with `SCAN` and
+    /// removed with `UNLINK` a batch at a time: other clients of the server are not held up
+    /// (`KEYS` would block them for time linear in the whole keyspace, `DEL` of a large key
+    /// for time linear in its size).
     pub async fn destroy(self) -> BusResult<()> {
-        let mut conn = self.conn.clone();
-        let keys: Vec<String> = conn
-            .keys(format!("{}:*", self.ns))
-            .await
-            .map_err(redis_error)?;
-        for chunk in keys.chunks(500) {
-            let _: () = conn.del(chunk).await.map_err(redis_error)?;
+        let mut conn = self.con();
+        let mut cursor = 0u64;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(format!("{}:*", glob_escape(&self.ns)))
+                .arg("COUNT")
+                .arg(500)
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_error)?;
+            if !batch.is_empty() {
+                let _: () = redis::cmd("UNLINK")
+                    .arg(&batch)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(redis_error)?;
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
         }
-        Ok(())
     }
 
     /// Bytes the keys of namespace `ns` take in the memory of the server at `url` (`MEMORY
     /// USAGE` of each, found by `SCAN`, so that a large namespace does not block the server).
     /// Reads only.
     pub async fn stored_bytes_at(url: &str, ns: &str) -> BusResult<u64> {
+        let url = Topology::parse(url)?.primary().await?;
         let mut conn = redis::Client::open(url)
             .map_err(redis_error)?
             .get_multiplexed_async_connection()
@@ -246,7 +262,7 @@ impl RedisBus {
         format!("{}:q:{queue}:{rank}", self.ns)
     }
 
-    fn con(&self) -> ConnectionManager {
+    fn con(&self) -> Following {
         self.conn.clone()
     }
 
@@ -377,6 +393,7 @@ impl RedisBus {
     /// Sets the entry's idle time, so that it is redelivered `ack_wait - idle` from now.
     async fn set_idle(&self, d: &Delivery, idle: Duration) -> BusResult<()> {
         let (key, id) = self.parts(d)?;
+        let mut con = self.con();
         let _: Value = redis::cmd("XCLAIM")
             .arg(&key)
             .arg(GROUP)
@@ -388,10 +405,10 @@ impl RedisBus {
             .arg("RETRYCOUNT")
             .arg(d.attempt)
             .arg("JUSTID")
-            .query_async(&mut self.con())
+            .query_async(&mut con)
             .await
             .map_err(redis_error)?;
-        Ok(())
+        con.replicated().await
     }
 
     async fn add_dead(
@@ -404,6 +421,7 @@ impl RedisBus {
         value.push(b'\n');
         value.extend_from_slice(bytes);
         let (key, id) = settle.unwrap_or_default();
+        let mut con = self.con();
         let dead_id: i64 = scripts::dead()
             .arg(&self.ns)
             .arg(value)
@@ -415,9 +433,10 @@ impl RedisBus {
                 (Some(_), Some(id)) => id.as_str(),
                 _ => "",
             })
-            .invoke_async(&mut self.con())
+            .invoke_async(&mut con)
             .await
             .map_err(redis_error)?;
+        con.replicated().await?;
         Ok(dead_id.to_string())
     }
 
@@ -486,10 +505,12 @@ impl Backend for RedisBus {
         for q in queues {
             invocation.arg(q);
         }
+        let mut con = self.con();
         let answer: Value = invocation
-            .invoke_async(&mut self.con())
+            .invoke_async(&mut con)
             .await
             .map_err(redis_error)?;
+        con.replicated().await?;
         match answer {
             Value::Int(n) => Ok(n == 1),
             Value::BulkString(stored) => {
@@ -572,13 +593,15 @@ impl Backend for RedisBus {
 
     async fn ack(&self, d: &Delivery) -> BusResult<()> {
         let (key, id) = self.parts(d)?;
+        let mut con = self.con();
         let (acked, _): (i64, i64) = redis::pipe()
             .atomic()
             .xack(&key, GROUP, &[&id])
             .xdel(&key, &[&id])
-            .query_async(&mut self.con())
+            .query_async(&mut con)
             .await
             .map_err(redis_error)?;
+        con.replicated().await?;
         if acked == 0 {
             return Err(BusError::StaleDelivery {
                 token: d.token.clone(),
@@ -694,14 +717,16 @@ impl Backend for RedisBus {
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
         let value = Committed::encode(record, outgoing)?;
+        let mut con = self.con();
         let fresh: i64 = scripts::commit()
             .arg(&self.ns)
             .arg(handler)
             .arg(message_id)
             .arg(value)
-            .invoke_async(&mut self.con())
+            .invoke_async(&mut con)
             .await
             .map_err(redis_error)?;
+        con.replicated().await?;
         if fresh == 0 {
             return Ok(false);
         }
@@ -828,7 +853,7 @@ fn wake_channel(ns: &str, queue: &str) -> String {
 
 /// Publishes the notification of [`RedisBus::announce`]; a failure only delays the waiters
 /// until their next look.
-async fn announce(mut con: ConnectionManager, ns: &str, queue: &str) {
+async fn announce(mut con: Following, ns: &str, queue: &str) {
     let _: Result<i64, _> = con.publish(wake_channel(ns, queue), "").await;
 }
 
@@ -849,13 +874,15 @@ fn glob_escape(s: &str) -> String {
 /// subscribes again every second and wakes every waiter once it has (what was said meanwhile
 /// was not heard).
 async fn listen_for_wakes(
-    client: redis::Client,
+    primary: Following,
     ns: &str,
     wakers: &Arc<Wakers>,
 ) -> BusResult<Listener> {
     let prefix = wake_channel(ns, "");
     let pattern = format!("{}*", glob_escape(&prefix));
-    let subscribe = |client: redis::Client, pattern: String| async move {
+    // On the primary of the moment: after a failover, the next subscription goes to the new one.
+    let subscribe = |primary: Following, pattern: String| async move {
+        let client = redis::Client::open(primary.url()).map_err(redis_error)?;
         let mut pubsub = tokio::time::timeout(Duration::from_secs(3), client.get_async_pubsub())
             .await
             .map_err(|_| redis_error("subscribing timed out"))?
@@ -863,7 +890,7 @@ async fn listen_for_wakes(
         pubsub.psubscribe(&pattern).await.map_err(redis_error)?;
         Ok::<_, BusError>(pubsub.into_on_message())
     };
-    let mut messages = subscribe(client.clone(), pattern.clone()).await?;
+    let mut messages = subscribe(primary.clone(), pattern.clone()).await?;
     let wakers = Arc::downgrade(wakers);
     Ok(Listener(tokio::spawn(async move {
         loop {
@@ -880,7 +907,7 @@ async fn listen_for_wakes(
                 if wakers.strong_count() == 0 {
                     return;
                 }
-                if let Ok(again) = subscribe(client.clone(), pattern.clone()).await {
+                if let Ok(again) = subscribe(primary.clone(), pattern.clone()).await {
                     break again;
                 }
             };

@@ -78,6 +78,9 @@ impl fmt::Display for Persistence {
 
 /// Connects to `url` and reads what the Redis server persists.
 pub async fn persistence(url: &str) -> BusResult<Persistence> {
+    // The primary's: a store address may name several servers, or Sentinels.
+    let url = super::failover::Topology::parse(url)?.primary().await?;
+    let url = url.as_str();
     let client = redis::Client::open(url).map_err(super::redis_error)?;
     let mut con = tokio::time::timeout(
         Duration::from_secs(3),

@@ -192,6 +192,7 @@ impl Drop for Cluster {
             if let Some(child) = &self.nodes[i].child {
                 let _ = Command::new("kill")
                     .args(["-CONT", &child.id().to_string()])
+                    .stderr(Stdio::null())
                     .status();
             }
             self.kill(i);

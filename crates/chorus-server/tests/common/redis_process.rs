@@ -55,6 +55,28 @@ impl RedisProcess {
         redis_cli(self.port, args)
     }
 
+    /// SIGSTOP (`pause = true`) or SIGCONT of the server.
+    pub fn pause(&self, pause: bool) {
+        let signal = if pause { "-STOP" } else { "-CONT" };
+        let done = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(done.success());
+    }
+
+    /// Waits until this server, a replica, has its link to the primary up.
+    pub fn wait_linked(&self) {
+        let deadline = Instant::now() + PATIENCE;
+        while !self
+            .cli(&["INFO", "replication"])
+            .is_some_and(|i| i.contains("master_link_status:up"))
+        {
+            assert!(Instant::now() < deadline, "the replica did not link up");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// `kill -9`: nothing is flushed.
     pub fn kill(mut self) {
         let _ = self.child.kill();
@@ -64,6 +86,11 @@ impl RedisProcess {
 
 impl Drop for RedisProcess {
     fn drop(&mut self) {
+        // A paused server is woken first, so that it can be killed and reaped.
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
