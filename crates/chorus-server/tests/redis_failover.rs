@@ -139,3 +139,127 @@ async fn with_min_replicas_a_201_survives_the_primarys_loss_and_chorus_follows_t
     drop(inbox);
     server.stop().await;
 }
+
+/// The same failover decided by Redis Sentinel: the store address names the Sentinel
+/// (`?sentinel=NAME`), the primary is killed, Sentinel promotes the replica, chorus follows the
+/// primary Sentinel names; the old primary, restarted, is made a replica by Sentinel, and with
+/// `min_replicas=1` publishes are answered 201 again. Every publish answered 201 is delivered.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chorus_follows_the_primary_redis_sentinel_promotes() {
+    use std::collections::BTreeSet;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use chorus_server::Store;
+    use common::redis_process::*;
+    use common::*;
+
+    if server_url("Redis Sentinel failover", "Redis", "CHORUS_TEST_REDIS_URL").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary_dir, replica_dir) = (dir.path().join("p"), dir.path().join("r"));
+    std::fs::create_dir_all(&primary_dir).unwrap();
+    std::fs::create_dir_all(&replica_dir).unwrap();
+    let (p, r, s) = (free_port(), free_port(), free_port());
+    let p_text = p.to_string();
+    let primary = RedisProcess::start(&primary_dir, p, &DURABLE);
+    let of_primary = [&DURABLE[..], &["--replicaof", "127.0.0.1", &p_text]].concat();
+    let replica = RedisProcess::start(&replica_dir, r, &of_primary);
+    replica.wait_linked();
+    let conf = dir.path().join("sentinel.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "port {s}\nbind 127.0.0.1\nsentinel monitor main 127.0.0.1 {p} 1\n\
+             sentinel down-after-milliseconds main 1000\nsentinel failover-timeout main 5000\n"
+        ),
+    )
+    .unwrap();
+    let mut sentinel = Command::new("redis-server")
+        .arg(&conf)
+        .arg("--sentinel")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server runs as a Sentinel");
+    let deadline = Instant::now() + PATIENCE;
+    while redis_cli(s, &["SENTINEL", "get-master-addr-by-name", "main"])
+        .is_none_or(|a| !a.contains(&p_text))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the Sentinel did not find the primary"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let address = format!("redis://127.0.0.1:{s}?sentinel=main&min_replicas=1");
+    let config = config(30);
+    let bus = Store::parse(&address)
+        .unwrap()
+        .open(&config)
+        .await
+        .expect("served through the Sentinel");
+    let server = TestServer::start_on(bus, &config).await;
+    let mut sent = BTreeSet::new();
+    for i in 0..10 {
+        let id = format!("s-{i}");
+        let answer = publish(&server, ALICE, &message(&id, "alice", "bob", "x")).await;
+        assert_eq!(answer.status(), 201);
+        sent.insert(id);
+    }
+
+    primary.kill();
+    let started = Instant::now();
+    // The old primary comes back on its port: Sentinel makes it a replica of the new primary.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let _back = RedisProcess::start(&primary_dir, p, &DURABLE);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = publish(&server, ALICE, &message("after", "alice", "bob", "after")).await;
+        match answer.status().as_u16() {
+            200 | 201 => break,
+            503 => {}
+            other => panic!("a publish during the failover answered {other}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "chorus did not follow the primary Sentinel promoted"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    sent.insert("after".into());
+    eprintln!("Sentinel failover followed after {:?}", started.elapsed());
+    assert!(
+        replica
+            .cli(&["ROLE"])
+            .is_some_and(|role| role.starts_with("master")),
+        "the replica was promoted"
+    );
+
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let mut got = BTreeSet::new();
+    while got != sent {
+        let Some(event) = inbox.next_within(Duration::from_secs(10)).await else {
+            panic!(
+                "not delivered: {:?}",
+                sent.difference(&got).collect::<Vec<_>>()
+            );
+        };
+        if event.event.as_deref() != Some("message") {
+            continue;
+        }
+        let (id, _) = delivered(&event);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while settle(&server, "bob", BOB, &id, "ack").await != 204 {
+            assert!(Instant::now() < deadline, "the ack of {id}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        got.insert(id);
+    }
+    drop(inbox);
+    server.stop().await;
+    let _ = sentinel.kill();
+    let _ = sentinel.wait();
+}
