@@ -34,8 +34,10 @@ const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-
 async fn logs_ids_trace_context_and_outcomes_but_no_contents() {
     let captured = Captured::default();
     let writer = captured.clone();
+    // Per-message lines are at `debug`.
     let subscriber = tracing_subscriber::fmt()
         .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
         .with_writer(move || writer.clone())
         .finish();
     // The test runs on one thread, so the server's tasks log here too.
@@ -102,4 +104,52 @@ async fn logs_ids_trace_context_and_outcomes_but_no_contents() {
         !log.contains("john.doe"),
         "contents are never logged:\n{log}"
     );
+}
+
+/// At the default level (`info`) a message published, delivered and acked writes no log line:
+/// the log says what changes the hub for a person; the counts are in /metrics. (Before, three
+/// lines of about 590 bytes each were written per message.)
+#[tokio::test]
+async fn the_default_level_writes_nothing_per_message() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let before = captured.text().len();
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    const MESSAGES: usize = 50;
+    for i in 0..MESSAGES {
+        let id = format!("quiet-{i}");
+        assert_eq!(
+            publish(&server, ALICE, &message(&id, "alice", "bob", "hi"))
+                .await
+                .status(),
+            201
+        );
+        let (got, _) = delivered(&inbox.next().await);
+        assert_eq!(settle(&server, "bob", BOB, &got, "ack").await, 204);
+    }
+    let bytes = captured.text().len() - before;
+    eprintln!(
+        "log bytes per message at the default level: {:.1}",
+        bytes as f64 / MESSAGES as f64
+    );
+    assert_eq!(
+        bytes,
+        0,
+        "nothing logged per message at info:\n{}",
+        &captured.text()[before..]
+    );
+    let metrics = metrics_text(&server).await;
+    assert!(metrics.contains("chorus_published_total 50"), "{metrics}");
+    assert!(metrics.contains("chorus_acked_total 50"), "{metrics}");
+    drop(inbox);
+    server.stop().await;
 }

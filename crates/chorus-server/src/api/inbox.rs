@@ -260,7 +260,7 @@ impl Reader {
         for (d, tp) in deliveries.into_iter().zip(traces) {
             app.metrics.delivered.inc();
             let span = telemetry::span_for("deliver", "receive", &self.agent, &d, tp.as_deref());
-            tracing::info!(
+            tracing::debug!(
                 parent: &span,
                 agent = %self.agent,
                 message_id = %d.envelope.id,
@@ -717,7 +717,7 @@ fn settled(app: &AppState, agent: &str, held: &Held, word: Settle) {
     app.inboxes.settle(agent, d);
     let span = telemetry::span_for("settle", word.name(), agent, d, held.traceparent.as_deref());
     let message_id = &d.envelope.id;
-    tracing::info!(parent: &span, %agent, %message_id, action = ?word, "settled");
+    tracing::debug!(parent: &span, %agent, %message_id, action = ?word, "settled");
 }
 
 /// The error of a dead-letter body: empty, or `{"error": "..."}`.
