@@ -89,7 +89,7 @@ pub trait Bus: Backend {
                         e.column()
                     ),
                 );
-                return Err(reject(self, &bytes, None, vec![issue]).await);
+                return Err(reject(self, &bytes, None, vec![issue], None).await);
             }
         };
         self.publish_parsed(bytes, &document).await
@@ -98,17 +98,19 @@ pub trait Bus: Backend {
     /// As [`Bus::publish`], for a caller that has already parsed `bytes` into `document`
     /// (their JSON value, as the server has after its own checks): nothing is parsed again.
     async fn publish_parsed(&self, bytes: Bytes, document: &Value) -> BusResult<Receipt> {
-        self.publish_read(bytes, document, None).await
+        self.publish_read(bytes, document, None, None).await
     }
 
     /// As [`Bus::publish_parsed`], with the envelope the caller read from this same `document`
     /// with [`Envelope::from_document`] (its bytes aside), when it has one: it is not read
-    /// again.
+    /// again. `publisher` is who sent it, as the caller authenticated them: a refused document
+    /// is filed under it, not under the sender it claims.
     async fn publish_read(
         &self,
         bytes: Bytes,
         document: &Value,
         read: Option<Envelope>,
+        publisher: Option<&str>,
     ) -> BusResult<Receipt> {
         // Schema problems first: they explain a missing routing key better than extraction.
         let mut issues = match &self.config().validator {
@@ -132,7 +134,7 @@ pub trait Bus: Backend {
                     .pointer("/metadata/message_id")
                     .or_else(|| document.get("id"))
                     .and_then(Value::as_str);
-                Err(reject(self, &bytes, id, issues).await)
+                Err(reject(self, &bytes, id, issues, publisher).await)
             }
         }
     }
@@ -340,7 +342,7 @@ async fn publish_checked<B: Bus + ?Sized>(bus: &B, env: Envelope) -> BusResult<R
             )],
         };
         if !issues.is_empty() {
-            return Err(reject(bus, &env.bytes, Some(&env.id), issues).await);
+            return Err(reject(bus, &env.bytes, Some(&env.id), issues, None).await);
         }
     }
     bus.publish_routed(env, document.as_ref()).await
@@ -351,9 +353,11 @@ async fn reject<B: Bus + ?Sized>(
     bytes: &[u8],
     message_id: Option<&str>,
     issues: Vec<Problem>,
+    publisher: Option<&str>,
 ) -> BusError {
     let reason = DeadReason::Invalid {
         issues: issues.clone(),
+        publisher: publisher.map(str::to_owned),
     };
     match bus.record_rejected(bytes, message_id, reason).await {
         Ok(dead_letter_id) => BusError::Invalid {

@@ -40,6 +40,10 @@ pub enum DeadReason {
     Invalid {
         /// The validation problems.
         issues: Vec<Problem>,
+        /// Who published it, as the hub authenticated them (absent when published in process,
+        /// or kept before it was recorded): the document's own sender is only a claim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        publisher: Option<String>,
     },
     /// Its expiration time passed before a handler got it.
     Expired {

@@ -120,7 +120,11 @@ function deadAt(ms) {
 function deadLetter(d) {
   const doc = d.message && typeof d.message === "object" ? d.message : {};
   const md = (doc.metadata && typeof doc.metadata === "object" && doc.metadata) || {};
-  const sender = md.sender_id || doc.name;
+  const claimed = md.sender_id || doc.name;
+  // A document refused on publish is filed under who published it (the token's agent); what
+  // it says of its sender is only a claim.
+  const publisher = d.reason && d.reason.publisher;
+  const sender = publisher || claimed;
   const recipient = md.recipient_id || doc.recipient;
   const type = (doc.payload && doc.payload.handoff_type) || (doc.role ? `${doc.role} message` : "");
   const act = (verb, method, path, done) => async () => {
@@ -134,6 +138,7 @@ function deadLetter(d) {
       md.timestamp ? el("time", { datetime: md.timestamp, title: "the message's own time" }, when(md.timestamp)) : "",
       deadAt(d.dead_at_ms)),
     el("p", {}, sender || recipient ? `${sender || "?"} → ${recipient || "?"}` : "",
+      publisher && claimed && claimed !== publisher ? el("span", { class: "claimed-sender" }, ` (published by ${publisher}; the document claims ${claimed})`) : "",
       d.queue ? ` · taken from inbox ${d.queue}` : " · refused on publish",
       md.task_id ? el("a", { class: "task-link", href: `#/task/${encodeURIComponent(md.task_id)}` }, ` · task ${md.task_id}`) : ""),
     el("p", { class: "reason" }, reasonText(d.reason)),

@@ -369,9 +369,17 @@ async fn an_id_again_is_a_duplicate_with_the_same_content_and_a_conflict_with_ot
     assert_eq!(issue["pointer"], "/id", "{body}");
     let message = issue["message"].as_str().unwrap();
     assert!(
-        message.starts_with("expected the content first published under \"m-1\" (sha256 ")
+        message.starts_with("expected the content first published under \"m-1\", or a new id")
             && message.contains(", found other content (sha256 "),
         "{message}"
+    );
+    // Nothing of the stored content comes back, not even its digest (a caller could confirm
+    // a guess of someone else's message with it).
+    let whole = body.to_string();
+    assert_eq!(
+        whole.matches("sha256").count(),
+        1,
+        "only the caller's own digest: {whole}"
     );
     assert!(issue["hint"].as_str().unwrap().contains("new id"), "{body}");
 

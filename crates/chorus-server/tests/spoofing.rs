@@ -247,3 +247,37 @@ fn the_spoofing_table_on_nats_not_built() {
 fn the_spoofing_table_on_redis_not_built() {
     not_built("the spoofing table", "Redis", "redis");
 }
+
+/// A document refused on publish is filed under the agent whose token published it, not the
+/// sender it claims: alice publishes an invalid handoff claiming to come from bob; its dead
+/// letter names alice as publisher (before, it was shown as bob's).
+#[tokio::test]
+async fn a_refused_document_is_filed_under_its_authenticated_publisher() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(&db(dir.path()), &config(30)).await;
+    let mut forged = handoff("00000000-0000-4000-8000-00000000f0f0", "bob", "alice");
+    // A sender that is not a string makes the handoff invalid: the store's validation refuses
+    // it and keeps it as a dead letter, where it read (and the UI showed it) as bob's.
+    forged["metadata"]["sender_id"] = json!(["bob"]);
+    let answer = publish(&server, ALICE, &forged).await;
+    let status = answer.status();
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(status, 422, "{body}");
+    let id = body["dead_letter_id"]
+        .as_str()
+        .expect("kept as a dead letter");
+    let letters = get_json(&server, "/v1/dead-letters", Some(ADMIN)).await;
+    let letter = letters["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == id)
+        .unwrap_or_else(|| panic!("{letters}"));
+    assert_eq!(letter["reason"]["publisher"], "alice", "{letter}");
+    assert_eq!(
+        letter["message"]["metadata"]["sender_id"],
+        json!(["bob"]),
+        "the bytes as sent"
+    );
+    server.stop().await;
+}

@@ -317,7 +317,7 @@ pub async fn publish_read_stores_the_callers_envelope_and_still_validates(f: &Fi
     let read = Envelope::from_document(&doc, bytes::Bytes::new()).expect("a routable handoff");
     let raw = bytes(&doc);
     let receipt = bus
-        .publish_read(raw.clone().into(), &doc, Some(read.clone()))
+        .publish_read(raw.clone().into(), &doc, Some(read.clone()), None)
         .await
         .expect("published");
     assert_eq!(
@@ -338,14 +338,22 @@ pub async fn publish_read_stores_the_callers_envelope_and_still_validates(f: &Fi
     let mut bad = packet(&mid(), json!("agent"), "HIGH", "ESCALATION");
     bad["metadata"].as_object_mut().unwrap().remove("task_id");
     let err = bus
-        .publish_read(bytes(&bad).into(), &bad, Some(read))
+        .publish_read(bytes(&bad).into(), &bad, Some(read), Some("mallory"))
         .await
         .unwrap_err();
-    assert!(matches!(err, BusError::Invalid { .. }), "{err}");
+    let BusError::Invalid { dead_letter_id, .. } = &err else {
+        panic!("refused as invalid: {err}");
+    };
     assert!(
         drain(&bus, "agent").await.is_empty(),
         "nothing invalid is delivered"
     );
+    // Filed under who published it, whatever sender the document claims.
+    let letter = bus.find_dead_letter(dead_letter_id).await.unwrap().unwrap();
+    match &letter.reason {
+        DeadReason::Invalid { publisher, .. } => assert_eq!(publisher.as_deref(), Some("mallory")),
+        other => panic!("{other:?}"),
+    }
 }
 
 pub async fn invalid_is_refused_and_dead_lettered(f: &Fixture) {
@@ -376,7 +384,13 @@ pub async fn invalid_is_refused_and_dead_lettered(f: &Fixture) {
     dead_between(&letters, before);
     assert_eq!(letters[0].id, dead_letter_id);
     assert_eq!(letters[0].bytes, raw, "original bytes kept");
-    assert_eq!(letters[0].reason, DeadReason::Invalid { issues });
+    assert_eq!(
+        letters[0].reason,
+        DeadReason::Invalid {
+            issues,
+            publisher: None
+        }
+    );
     assert_eq!(letters[1].bytes, not_json);
     assert!(
         drain(&bus, "agent").await.is_empty(),

@@ -360,7 +360,10 @@ async fn store(
         };
         // The envelope read by the checks is the bus's own reading of an unchanged document.
         let read = env.filter(|_| !changed);
-        let published = app.bus.publish_read(bytes, &document, read).await;
+        let published = app
+            .bus
+            .publish_read(bytes, &document, read, Some(agent))
+            .await;
         match &published {
             // Nothing stored and no dead letter points at them: the blobs go. (Not for other
             // errors: a refusal kept as a dead letter points at them, and a store error may
@@ -374,8 +377,8 @@ async fn store(
             tracing::warn!(error = %e, "the trace context of a refused message was not forgotten");
         }
         published.map_err(|e| {
-            if let BusError::Conflict { id, stored, found } = e {
-                return conflict(&document, &id, stored, found);
+            if let BusError::Conflict { id, found, .. } = e {
+                return conflict(&document, &id, found);
             }
             let e = ApiError::from(e);
             if e.body.dead_letter_id.is_some() {
@@ -423,11 +426,14 @@ fn take_inboxes(
 }
 
 /// 409 for an id the bus holds with other content, the issue at the document's id.
-fn conflict(document: &Value, id: &str, stored: ContentDigest, found: ContentDigest) -> ApiError {
+///
+/// Nothing is said of the stored content (not even its digest, which would confirm a guess of
+/// it to a caller who did not send it); the caller's own content's digest is given.
+fn conflict(document: &Value, id: &str, found: ContentDigest) -> ApiError {
     let at = pointers(detect_kind(document).unwrap_or(Kind::Handoff)).id;
     let issue = Problem::expected(
         at,
-        format!("the content first published under {id:?} (sha256 {stored}) or a new id"),
+        format!("the content first published under {id:?}, or a new id"),
         format!("other content (sha256 {found})"),
     )
     .with_hint("a retry must send the same document (key order, spacing and number spelling may differ); a new message needs a new id");
