@@ -55,6 +55,7 @@ mod streams;
 pub mod telemetry;
 pub mod tls;
 mod ui;
+mod write_health;
 
 pub use a2a::HANDOFF_EXTENSION;
 pub use auth::hash_token;

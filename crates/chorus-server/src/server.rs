@@ -249,6 +249,7 @@ impl Server {
             request_timeout: config.request_timeout(),
             stopping,
             live: crate::live::Live::default(),
+            writes: Default::default(),
         });
         let pruner = Pruner::new(state.clone(), config.retention.clone());
         let extra = crate::a2a::routes();

@@ -74,6 +74,8 @@ pub struct Shared {
     pub stopping: watch::Receiver<bool>,
     /// Where the changes the admin's event streams show are announced.
     pub live: crate::live::Live,
+    /// Whether the store took the last writes (`/healthz` reports a store that refuses them).
+    pub writes: crate::write_health::WriteHealth,
 }
 
 impl AppState {

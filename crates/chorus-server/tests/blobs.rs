@@ -322,3 +322,40 @@ async fn a_refused_message_writes_no_media() {
     assert_eq!(blob_files(dir.path()).len(), 2);
     server.stop().await;
 }
+
+/// One message with more images than `[media] max_items_per_message` (100 by default) is
+/// refused before any is decoded or written: 422 `too_many_media` at the first piece past the
+/// cap, and no file in the blob folder (before, 3,000 distinct 1×1 PNGs in a 478 KB message
+/// wrote 3,000 files). As many as the cap are kept.
+#[tokio::test]
+async fn a_message_carries_at_most_its_cap_of_media() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    config.max_body_bytes = 4 * 1024 * 1024;
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    let png = STANDARD.decode(PNG_B64).unwrap();
+    // Distinct pieces: the same picture with a different trailing byte each.
+    let images = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| {
+                let mut bytes = png.clone();
+                bytes.extend_from_slice(&(i as u32).to_le_bytes());
+                let url = format!("data:image/png;base64,{}", STANDARD.encode(&bytes));
+                json!({"type": "image_url", "image_url": {"url": url}})
+            })
+            .collect()
+    };
+    let message = |id: &str, n: usize| json!({"role": "user", "id": id, "name": "alice", "recipient": "bob", "content": images(n)});
+    let refused = publish(&server, ALICE, &message("m-3000", 3000)).await;
+    let status = refused.status();
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"], "too_many_media", "{body}");
+    assert_eq!(body["issues"][0]["pointer"], "/content/100/image_url/url");
+    assert!(blob_files(dir.path()).is_empty(), "nothing written");
+
+    let kept = publish(&server, ALICE, &message("m-100", 100)).await;
+    assert_eq!(kept.status(), 201);
+    assert_eq!(blob_files(dir.path()).len(), 100);
+    server.stop().await;
+}

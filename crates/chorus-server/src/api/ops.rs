@@ -33,6 +33,17 @@ pub struct Health {
     )
 )]
 pub async fn healthz(State(app): State<AppState>) -> Result<Json<Health>, ApiError> {
+    // Publishes failing to write (a full disk, a file-size limit) while a probe's tiny write
+    // still fits: the store is not serving.
+    if let Some(why) = app.writes.failing() {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            format!("the store refuses the writes publishes make: {why}"),
+        );
+        e.retry_after_secs = Some(1);
+        return Err(e);
+    }
     match tokio::time::timeout(HEALTH_WAIT, app.bus.probe_write()).await {
         Ok(done) => done?,
         Err(_) => {

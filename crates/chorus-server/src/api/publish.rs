@@ -376,6 +376,13 @@ async fn store(
         {
             tracing::warn!(error = %e, "the trace context of a refused message was not forgotten");
         }
+        match &published {
+            Ok(_) => app.writes.succeeded(),
+            Err(e @ (BusError::Storage(_) | BusError::Backend { .. })) => {
+                app.writes.failed(&e.to_string());
+            }
+            Err(_) => {}
+        }
         published.map_err(|e| {
             if let BusError::Conflict { id, found, .. } = e {
                 return conflict(&document, &id, found);

@@ -35,6 +35,16 @@ pub struct MediaConfig {
     /// Seconds a fetch may take.
     #[serde(default = "default_fetch_timeout_secs")]
     pub fetch_timeout_secs: u64,
+    /// Most images and audio clips one message may carry (each becomes a file): a message
+    /// past it is refused before any is decoded or written.
+    #[serde(default = "default_max_items_per_message")]
+    pub max_items_per_message: usize,
+}
+
+/// 100 pieces of media a message, as Anthropic's Messages API allows images a request; what a
+/// model is given at once rarely comes near it.
+fn default_max_items_per_message() -> usize {
+    100
 }
 
 fn default_max_blob_bytes() -> usize {
@@ -51,6 +61,7 @@ impl Default for MediaConfig {
             fetch_remote: false,
             max_blob_bytes: default_max_blob_bytes(),
             fetch_timeout_secs: default_fetch_timeout_secs(),
+            max_items_per_message: default_max_items_per_message(),
         }
     }
 }

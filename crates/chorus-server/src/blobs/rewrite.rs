@@ -182,6 +182,19 @@ impl BlobStore {
             self.config.fetch_remote,
             &mut jobs,
         );
+        let most = self.config.max_items_per_message;
+        if let Some(past) = jobs.get(most) {
+            return Err(refuse(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "too_many_media",
+                &past.pointer,
+                format!(
+                    "{} images and audio clips, more than the {most} one message may carry",
+                    jobs.len()
+                ),
+                "send the media over several messages, or raise [media] max_items_per_message in the config",
+            ));
+        }
         let mut read = Vec::with_capacity(jobs.len());
         for job in jobs {
             let (bytes, mime) = match job.source {
