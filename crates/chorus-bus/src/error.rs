@@ -79,6 +79,15 @@ pub enum BusError {
     Handler(String),
 }
 
+impl BusError {
+    /// True when the store could not be reached or could not write (a lost connection, a full
+    /// disk, a lock): it may come back, so a retry later may succeed; false for a refusal or a
+    /// damaged store.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, BusError::Storage(_) | BusError::Backend { .. })
+    }
+}
+
 /// Result type of bus operations.
 pub type BusResult<T> = Result<T, BusError>;
 

@@ -107,10 +107,17 @@ impl From<BusError> for ApiError {
             BusError::StaleDelivery { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "stale_delivery", e.to_string())
             }
-            BusError::Conflict { .. } => {
-                ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string())
-            }
-            BusError::Storage(_) | BusError::Backend { .. } => {
+            // Without the digests the bus's message has: nothing of the stored content goes
+            // back to a caller who may not have sent it.
+            BusError::Conflict { id, .. } => ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!(
+                    "message id {id:?} was already stored with other content; nothing was stored \
+                     (hint: a retry must send the same document again; a new message needs a new id)"
+                ),
+            ),
+            e if e.is_unavailable() => {
                 // The store comes back by itself (a reconnect, free space): worth a retry soon.
                 let mut refused = ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 /// Resident memory of this process (the server and its clients), in KiB.
@@ -21,19 +21,6 @@ fn rss_kib() -> u64 {
 
 fn address(server: &TestServer) -> String {
     server.base.trim_start_matches("http://").to_owned()
-}
-
-/// True when the server closes `stream` within `wait` (whatever it sends first).
-async fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
-    let mut buf = [0u8; 1024];
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0) | Err(_)) => return true,
-            Ok(Ok(_)) => {}
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

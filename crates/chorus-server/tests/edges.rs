@@ -95,19 +95,6 @@ async fn status_line(stream: &mut TcpStream, wait: Duration) -> Option<String> {
     }
 }
 
-/// True when the server closes `stream` within `wait` (whatever it sends first).
-async fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
-    let mut buf = [0u8; 4096];
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0) | Err(_)) => return true,
-            Ok(Ok(_)) => {}
-        }
-    }
-}
-
 /// The head of a request to `route` as alice, declaring a JSON body of `length` bytes.
 fn head(route: &Route, length: u64, expect_continue: bool) -> String {
     let Route { method, path } = route;

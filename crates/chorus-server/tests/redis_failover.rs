@@ -20,6 +20,35 @@ fn redis_not_built() {
     );
 }
 
+/// Reads bob's inbox until every id of `sent` came, acking each (retrying an ack the store
+/// refused meanwhile).
+#[cfg(feature = "redis")]
+async fn deliver_all(server: &common::TestServer, sent: &std::collections::BTreeSet<String>) {
+    use common::*;
+    use std::time::{Duration, Instant};
+
+    let mut inbox = SseReader::open(server, "bob", BOB, None).await;
+    let mut got = std::collections::BTreeSet::new();
+    while &got != sent {
+        let Some(event) = inbox.next_within(Duration::from_secs(10)).await else {
+            panic!(
+                "not delivered: {:?}",
+                sent.difference(&got).collect::<Vec<_>>()
+            );
+        };
+        if event.event.as_deref() != Some("message") {
+            continue;
+        }
+        let (id, _) = delivered(&event);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while settle(server, "bob", BOB, &id, "ack").await != 204 {
+            assert!(Instant::now() < deadline, "the ack of {id}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        got.insert(id);
+    }
+}
+
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_min_replicas_a_201_survives_the_primarys_loss_and_chorus_follows_the_promoted_replica()
@@ -116,27 +145,7 @@ async fn with_min_replicas_a_201_survives_the_primarys_loss_and_chorus_follows_t
     eprintln!("failover followed after {refusals} refused publishes");
 
     // Everything answered 201 is delivered, from the promoted replica.
-    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
-    let mut got = BTreeSet::new();
-    while got != sent {
-        let Some(event) = inbox.next_within(Duration::from_secs(10)).await else {
-            panic!(
-                "not delivered: {:?}",
-                sent.difference(&got).collect::<Vec<_>>()
-            );
-        };
-        if event.event.as_deref() != Some("message") {
-            continue;
-        }
-        let (id, _) = delivered(&event);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while settle(&server, "bob", BOB, &id, "ack").await != 204 {
-            assert!(Instant::now() < deadline, "the ack of {id}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        got.insert(id);
-    }
-    drop(inbox);
+    deliver_all(&server, &sent).await;
     server.stop().await;
 }
 
@@ -238,27 +247,7 @@ async fn chorus_follows_the_primary_redis_sentinel_promotes() {
         "the replica was promoted"
     );
 
-    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
-    let mut got = BTreeSet::new();
-    while got != sent {
-        let Some(event) = inbox.next_within(Duration::from_secs(10)).await else {
-            panic!(
-                "not delivered: {:?}",
-                sent.difference(&got).collect::<Vec<_>>()
-            );
-        };
-        if event.event.as_deref() != Some("message") {
-            continue;
-        }
-        let (id, _) = delivered(&event);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while settle(&server, "bob", BOB, &id, "ack").await != 204 {
-            assert!(Instant::now() < deadline, "the ack of {id}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        got.insert(id);
-    }
-    drop(inbox);
+    deliver_all(&server, &sent).await;
     server.stop().await;
     let _ = sentinel.kill();
     let _ = sentinel.wait();

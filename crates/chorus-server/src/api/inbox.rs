@@ -40,15 +40,6 @@ const IDLE_WAIT: Duration = Duration::from_secs(30);
 /// the failures in a row, up to four).
 const OUTAGE_PAUSE: Duration = Duration::from_millis(250);
 
-/// Whether `e` says the store could not be reached or could not write (it may come back), as
-/// opposed to a refusal or a damaged store.
-fn unavailable(e: &chorus_bus::BusError) -> bool {
-    matches!(
-        e,
-        chorus_bus::BusError::Backend { .. } | chorus_bus::BusError::Storage(_)
-    )
-}
-
 /// The data of one `message` event.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InboxEvent<'a> {
@@ -225,7 +216,7 @@ impl Reader {
                     }
                     deliveries
                 }
-                Err(e) if unavailable(&e) => {
+                Err(e) if e.is_unavailable() => {
                     self.outage += 1;
                     // A lost store (a restart, a dropped connection) comes back: the stream
                     // stays open and tries again, saying so once as an SSE comment.

@@ -378,9 +378,7 @@ async fn store(
         }
         match &published {
             Ok(_) => app.writes.succeeded(),
-            Err(e @ (BusError::Storage(_) | BusError::Backend { .. })) => {
-                app.writes.failed(&e.to_string());
-            }
+            Err(e) if e.is_unavailable() => app.writes.failed(&e.to_string()),
             Err(_) => {}
         }
         published.map_err(|e| {

@@ -96,6 +96,20 @@ impl TestServer {
     }
 }
 
+/// True when the server closes `stream` within `wait` (whatever it sends first).
+pub async fn closed_within(stream: &mut tokio::net::TcpStream, wait: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
 /// A server on a fresh SQLite file in a temporary folder (kept while the folder lives).
 pub async fn fresh(ack_wait_secs: u64) -> (tempfile::TempDir, TestServer) {
     let dir = tempfile::tempdir().expect("temporary folder");
