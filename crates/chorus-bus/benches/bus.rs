@@ -1,9 +1,11 @@
 //! Bus throughput: 1 KiB handoffs, 1 producer, 4 consumers, each message acked.
 //!
 //! Side by side in one run: memory; sqlite group commit against sqlite with one fsync per
-//! message; the NATS backend against raw async-nats JetStream publish-with-ack + pull-and-ack;
-//! the Redis backend. Server backends run when CHORUS_TEST_NATS_URL / CHORUS_TEST_REDIS_URL are
-//! set. Prints medians and ratios at the end.
+//! message; the NATS backend against raw async-nats JetStream publish-with-ack + pull-and-ack
+//! (each ack confirmed by the server, as chorus's are), on the one server and on a three-node
+//! cluster this bench starts, with every stream replicated three times; the Redis backend
+//! against raw `XADD` + `XREADGROUP` + `XACK`/`XDEL`. Server backends run when
+//! CHORUS_TEST_NATS_URL / CHORUS_TEST_REDIS_URL are set. Prints medians and ratios at the end.
 //!
 //! `cargo bench -p chorus-bus --features nats,redis --bench bus`
 
@@ -14,6 +16,10 @@ use std::time::Duration;
 use chorus_bus::StoreAddress;
 use chorus_bus::bench::{BenchOptions, BenchReport, Progress, run};
 use criterion::{Criterion, Throughput};
+
+#[cfg(feature = "nats")]
+#[path = "../tests/nats_cluster/mod.rs"]
+mod nats_cluster;
 
 type Results = Arc<Mutex<BTreeMap<&'static str, Vec<(f64, f64, f64)>>>>;
 
@@ -79,8 +85,13 @@ mod raw_nats {
     use futures::StreamExt;
     use futures::stream::FuturesUnordered;
 
-    pub async fn run(url: &str, messages: usize, size: usize) -> BenchReport {
-        let client = async_nats::connect(url).await.expect("NATS reachable");
+    pub async fn run(
+        servers: &[String],
+        replicas: usize,
+        messages: usize,
+        size: usize,
+    ) -> BenchReport {
+        let client = async_nats::connect(servers).await.expect("NATS reachable");
         let js = jetstream::new(client);
         let name = format!("chorus_raw_{}_{}", std::process::id(), chorus_bus::now_ms());
         let stream = js
@@ -88,6 +99,7 @@ mod raw_nats {
                 name: name.clone(),
                 subjects: vec![format!("{name}.in")],
                 retention: stream::RetentionPolicy::WorkQueue,
+                num_replicas: replicas,
                 ..Default::default()
             })
             .await
@@ -125,7 +137,8 @@ mod raw_nats {
                             .unwrap();
                         latencies.push(start.elapsed().as_micros() - sent);
                         received.fetch_add(1, Ordering::SeqCst);
-                        m.ack().await.unwrap();
+                        // Confirmed by the server, as chorus confirms each ack before its 204.
+                        m.double_ack().await.unwrap();
                     }
                 }
                 (latencies, start.elapsed())
@@ -165,6 +178,155 @@ mod raw_nats {
             p99_ms: pick(0.99),
         }
     }
+}
+
+#[cfg(feature = "redis")]
+mod raw_redis {
+    //! The anchor: `XADD` by one producer (256 in flight), `XREADGROUP` by four consumers of one
+    //! group, `XACK` + `XDEL` of each entry (as chorus settles), no chorus code.
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    use chorus_bus::bench::BenchReport;
+    use futures::StreamExt;
+    use futures::stream::FuturesUnordered;
+    use redis::streams::StreamReadReply;
+
+    pub async fn run(url: &str, messages: usize, size: usize) -> BenchReport {
+        let client = redis::Client::open(url).unwrap();
+        let con = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("Redis reachable");
+        let key = format!("chorus_raw_{}_{}", std::process::id(), chorus_bus::now_ms());
+        let _: () = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(&key)
+            .arg("g")
+            .arg("0")
+            .arg("MKSTREAM")
+            .query_async(&mut con.clone())
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let received = Arc::new(AtomicU64::new(0));
+        let mut consumers = Vec::new();
+        for c in 0..4 {
+            let (mut con, received, key) = (con.clone(), received.clone(), key.clone());
+            consumers.push(tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while received.load(Ordering::SeqCst) < messages as u64 {
+                    let reply: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+                        .arg("GROUP")
+                        .arg("g")
+                        .arg(format!("c{c}"))
+                        .arg("COUNT")
+                        .arg(64)
+                        .arg("BLOCK")
+                        .arg(100)
+                        .arg("STREAMS")
+                        .arg(&key)
+                        .arg(">")
+                        .query_async(&mut con)
+                        .await
+                        .unwrap();
+                    for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+                        let Some(redis::Value::BulkString(payload)) = entry.map.get("m") else {
+                            panic!("an entry without its field");
+                        };
+                        let sent: u128 = std::str::from_utf8(&payload[..20])
+                            .unwrap()
+                            .trim()
+                            .parse()
+                            .unwrap();
+                        latencies.push(start.elapsed().as_micros() - sent);
+                        received.fetch_add(1, Ordering::SeqCst);
+                        let _: (i64, i64) = redis::pipe()
+                            .atomic()
+                            .xack(&key, "g", &[&entry.id])
+                            .xdel(&key, &[&entry.id])
+                            .query_async(&mut con)
+                            .await
+                            .unwrap();
+                    }
+                }
+                (latencies, start.elapsed())
+            }));
+        }
+        let mut inflight = FuturesUnordered::new();
+        for _ in 0..messages {
+            if inflight.len() >= 256 {
+                inflight.next().await.unwrap();
+            }
+            let mut payload = format!("{:>20}", start.elapsed().as_micros()).into_bytes();
+            payload.resize(size.max(20), b'x');
+            let (mut con, key) = (con.clone(), key.clone());
+            inflight.push(async move {
+                let _: String = redis::cmd("XADD")
+                    .arg(&key)
+                    .arg("*")
+                    .arg("m")
+                    .arg(payload)
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+            });
+        }
+        while inflight.next().await.is_some() {}
+        let mut all = Vec::new();
+        let mut end = Duration::ZERO;
+        for c in consumers {
+            let (l, e) = c.await.unwrap();
+            all.extend(l);
+            end = end.max(e);
+        }
+        let _: () = redis::cmd("UNLINK")
+            .arg(&key)
+            .query_async(&mut con.clone())
+            .await
+            .unwrap();
+        all.sort_unstable();
+        let pick = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+        BenchReport {
+            sent: messages as u64,
+            received: all.len() as u64,
+            lost: (messages - all.len()) as u64,
+            duplicates: 0,
+            throughput_msgs_per_s: all.len() as f64 / end.as_secs_f64(),
+            p50_ms: pick(0.5),
+            p99_ms: pick(0.99),
+        }
+    }
+}
+
+/// Runs the raw anchor `run` as a criterion function named `label`, recording its reports.
+fn bench_raw<F: std::future::Future<Output = BenchReport>>(
+    c: &mut Criterion,
+    results: &Results,
+    label: &'static str,
+    messages: usize,
+    run: impl Fn() -> F,
+) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("bus");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(messages as u64));
+    group.bench_function(label, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let report = rt.block_on(run());
+                total += flow_time(&report);
+                record(results, label, &report);
+            }
+            total
+        })
+    });
+    group.finish();
 }
 
 fn median(v: &[(f64, f64, f64)]) -> (f64, f64, f64) {
@@ -228,24 +390,33 @@ fn main() {
                 ..base.clone()
             },
         );
-        let rt = runtime();
-        let mut group = c.benchmark_group("bus");
-        group
-            .sample_size(10)
-            .measurement_time(Duration::from_secs(5));
-        group.throughput(Throughput::Elements(20_000));
-        group.bench_function("raw async-nats (anchor)", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let report = rt.block_on(raw_nats::run(&url, 20_000, 1024));
-                    total += flow_time(&report);
-                    record(&results, "raw async-nats (anchor)", &report);
-                }
-                total
-            })
+        let one = vec![url.clone()];
+        bench_raw(&mut c, &results, "raw async-nats (anchor)", 20_000, || {
+            raw_nats::run(&one, 1, 20_000, 1024)
         });
-        group.finish();
+        // The same on a three-node cluster, every stream replicated three times.
+        let cluster = nats_cluster::Cluster::start(3);
+        bench_backend(
+            &mut c,
+            &results,
+            "nats R3 cluster",
+            BenchOptions {
+                backend: StoreAddress::parse(&cluster.url(3)).expect("the cluster's address"),
+                messages: 20_000,
+                ..base.clone()
+            },
+        );
+        let servers: Vec<String> = (cluster.nodes.iter())
+            .map(|n| format!("nats://127.0.0.1:{}", n.port))
+            .collect();
+        bench_raw(
+            &mut c,
+            &results,
+            "raw async-nats R3 (anchor)",
+            20_000,
+            || raw_nats::run(&servers, 3, 20_000, 1024),
+        );
+        drop(cluster);
     }
     #[cfg(feature = "redis")]
     if let Ok(url) = std::env::var("CHORUS_TEST_REDIS_URL") {
@@ -259,6 +430,13 @@ fn main() {
                 messages: 20_000,
                 ..base.clone()
             },
+        );
+        bench_raw(
+            &mut c,
+            &results,
+            "raw redis streams (anchor)",
+            20_000,
+            || raw_redis::run(&url, 20_000, 1024),
         );
     }
     c.final_summary();
@@ -280,4 +458,6 @@ fn main() {
     };
     ratio("sqlite group commit", "sqlite one fsync per op (anchor)");
     ratio("nats", "raw async-nats (anchor)");
+    ratio("nats R3 cluster", "raw async-nats R3 (anchor)");
+    ratio("redis", "raw redis streams (anchor)");
 }

@@ -169,7 +169,8 @@ fn replicas(value: &str) -> BusResult<usize> {
 }
 
 /// The stream of `config` with `replicas` copies: created when missing; updated when it has
-/// other replicas, lacks a subject of `config` or keeps records for another max age (an
+/// other replicas, lacks a subject of `config` or keeps records for another max age or
+/// duplicate window (an
 /// existing stream takes the replica count chorus is started with). A cluster with fewer
 /// servers than `replicas` (or no cluster) is refused with what to do.
 pub(super) async fn ensure_stream(
@@ -184,10 +185,15 @@ pub(super) async fn ensure_stream(
         .map_err(|e| replicas_error(&config.name, replicas, e))?;
     let has = found.info().await.map_err(nats_error)?.config.clone();
     let subjects_missing = config.subjects.iter().any(|s| !has.subjects.contains(s));
-    if has.num_replicas.max(1) != replicas || subjects_missing || has.max_age != config.max_age {
+    let differs = has.num_replicas.max(1) != replicas
+        || has.max_age != config.max_age
+        || has.duplicate_window != config.duplicate_window;
+    if differs || subjects_missing {
         let mut wanted = has.clone();
         wanted.num_replicas = replicas;
+        // Together: the server refuses a duplicate window longer than the max age.
         wanted.max_age = config.max_age;
+        wanted.duplicate_window = config.duplicate_window;
         if subjects_missing {
             wanted.subjects = config.subjects.clone();
         }

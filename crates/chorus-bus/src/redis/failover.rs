@@ -26,6 +26,9 @@ pub(super) struct Topology {
     servers: Vec<String>,
     /// The master name the servers (then Sentinels) are asked for.
     sentinel: Option<String>,
+    /// The parameters the client itself reads (`protocol=resp3` …), kept on each data server's
+    /// URL.
+    passed: Vec<String>,
     /// Replicas each acknowledged write waits for.
     pub min_replicas: usize,
     /// How long a write waits for them.
@@ -63,6 +66,7 @@ impl Topology {
         let mut topology = Topology {
             servers,
             sentinel: None,
+            passed: Vec::new(),
             min_replicas: 0,
             replica_wait: Duration::from_millis(1000),
         };
@@ -84,11 +88,15 @@ impl Topology {
                     ms => topology.replica_wait = Duration::from_millis(ms),
                 },
                 "sentinel" if !value.is_empty() => topology.sentinel = Some(value.to_owned()),
-                other => {
-                    return Err(config_error(format!(
-                        "unknown Redis store parameter {other:?} (expected min_replicas, \
-                         replica_wait_ms, sentinel=NAME or namespace)"
-                    )));
+                // The client's own (`protocol`, …): redis-rs reads them, or says what is wrong.
+                _ => topology.passed.push(pair.to_owned()),
+            }
+        }
+        if !topology.passed.is_empty() {
+            let query = topology.passed.join("&");
+            if topology.sentinel.is_none() {
+                for server in &mut topology.servers {
+                    *server = format!("{server}?{query}");
                 }
             }
         }
@@ -122,7 +130,12 @@ impl Topology {
     /// What `server` says: the primary's URL (itself when it is the primary, or the one a
     /// Sentinel names), or none.
     async fn ask(&self, server: &str) -> BusResult<Option<String>> {
-        let client = redis::Client::open(server).map_err(redis_error)?;
+        // A Sentinel has no databases and a password of its own (if any): asked bare.
+        let asked = match &self.sentinel {
+            Some(_) => format!("redis://{}", host_of(server)),
+            None => server.to_owned(),
+        };
+        let client = redis::Client::open(asked.as_str()).map_err(redis_error)?;
         let mut con =
             tokio::time::timeout(CONNECT_TIMEOUT, client.get_multiplexed_async_connection())
                 .await
@@ -156,7 +169,11 @@ impl Topology {
                 |(user, rest)| (format!("{user}@"), rest),
             );
             let db = tail.split_once('/').map(|(_, db)| format!("/{db}"));
-            format!("{head}{host}:{port}{}", db.unwrap_or_default())
+            let query = match self.passed.is_empty() {
+                true => String::new(),
+                false => format!("?{}", self.passed.join("&")),
+            };
+            format!("{head}{host}:{port}{}{query}", db.unwrap_or_default())
         }))
     }
 }
@@ -175,24 +192,54 @@ pub(super) struct Following {
     shared: Arc<Shared>,
     /// Told by a failed command that the primary may have moved.
     suspect: Arc<Notify>,
+    /// Sends on the primary's writer connection (see [`Primary::writer`]).
+    writes: bool,
 }
 
 struct Shared {
-    current: RwLock<(String, ConnectionManager)>,
+    current: RwLock<Primary>,
     topology: Topology,
+}
+
+/// The primary's URL and connections.
+struct Primary {
+    url: String,
+    /// Every command but the writes that wait for replicas.
+    manager: ConnectionManager,
+    /// With `min_replicas`: the writes that are answered once replicas have them, each with its
+    /// `WAIT`. A connection of their own, since Redis holds a client in `WAIT` and everything
+    /// queued behind it (fetches, reads, the health probe) would wait too; and `WAIT` counts
+    /// the writes of the connection it is sent on.
+    writer: Option<ConnectionManager>,
+}
+
+impl Primary {
+    async fn connect(url: String, topology: &Topology) -> BusResult<Primary> {
+        let manager = manage(&url).await?;
+        let writer = match topology.min_replicas {
+            0 => None,
+            _ => Some(manage(&url).await?),
+        };
+        Ok(Primary {
+            url,
+            manager,
+            writer,
+        })
+    }
 }
 
 impl Following {
     /// Connects to the primary of `topology`, and follows it when it can move.
     pub async fn connect(topology: Topology) -> BusResult<Following> {
         let url = topology.primary().await?;
-        let manager = manage(&url).await?;
+        let primary = Primary::connect(url, &topology).await?;
         let following = Following {
             shared: Arc::new(Shared {
-                current: RwLock::new((url, manager)),
+                current: RwLock::new(primary),
                 topology,
             }),
             suspect: Arc::new(Notify::new()),
+            writes: false,
         };
         if following.shared.topology.can_move() {
             tokio::spawn(watch(
@@ -205,10 +252,19 @@ impl Following {
 
     /// The primary's URL now.
     pub fn url(&self) -> String {
-        self.read().0.clone()
+        self.read().url.clone()
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, (String, ConnectionManager)> {
+    /// The same connection, sending on the writer connection when replicas are waited for:
+    /// for a write and its [`Following::replicated`].
+    pub fn for_writes(&self) -> Following {
+        Following {
+            writes: true,
+            ..self.clone()
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Primary> {
         self.shared
             .current
             .read()
@@ -216,7 +272,11 @@ impl Following {
     }
 
     fn manager(&self) -> ConnectionManager {
-        self.read().1.clone()
+        let primary = self.read();
+        match (&primary.writer, self.writes) {
+            (Some(writer), true) => writer.clone(),
+            _ => primary.manager.clone(),
+        }
     }
 
     /// Says that the primary may have moved when `e` looks so.
@@ -283,17 +343,17 @@ async fn watch(shared: Weak<Shared>, suspect: Arc<Notify>) {
             .current
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .0
+            .url
             .clone();
         match shared.topology.primary().await {
-            Ok(url) if url != now => match manage(&url).await {
-                Ok(manager) => {
+            Ok(url) if url != now => match Primary::connect(url.clone(), &shared.topology).await {
+                Ok(primary) => {
                     tracing::warn!(
                         from = host_of(&now),
                         to = host_of(&url),
                         "the Redis primary moved; following it"
                     );
-                    *shared.current.write().unwrap_or_else(|p| p.into_inner()) = (url, manager);
+                    *shared.current.write().unwrap_or_else(|p| p.into_inner()) = primary;
                 }
                 Err(e) => tracing::warn!(error = %e, "the new Redis primary did not answer"),
             },
@@ -334,7 +394,7 @@ impl ConnectionLike for Following {
     }
 
     fn get_db(&self) -> i64 {
-        self.read().1.get_db()
+        self.read().manager.get_db()
     }
 }
 
@@ -358,7 +418,6 @@ mod tests {
         assert!(!t.can_move());
         assert_eq!(t.min_replicas, 0);
         for (url, says) in [
-            ("redis://a:1?min_replica=1", "unknown Redis store parameter"),
             ("redis://a:1?min_replicas=x", "expected a whole number"),
             ("redis://a:1?replica_wait_ms=0", "wait for ever"),
             ("redis://?min_replicas=1", "names no Redis server"),
@@ -367,5 +426,8 @@ mod tests {
             assert!(e.contains(says), "{url}: {e}");
         }
         assert_eq!(host_of("redis://u:secret@h:1/2"), "h:1");
+        // The client's own parameters stay on the servers' URLs.
+        let t = Topology::parse("redis://a:1/2?protocol=resp3&min_replicas=1").unwrap();
+        assert_eq!(t.servers, ["redis://a:1/2?protocol=resp3"]);
     }
 }

@@ -393,7 +393,7 @@ impl RedisBus {
     /// Sets the entry's idle time, so that it is redelivered `ack_wait - idle` from now.
     async fn set_idle(&self, d: &Delivery, idle: Duration) -> BusResult<()> {
         let (key, id) = self.parts(d)?;
-        let mut con = self.con();
+        let mut con = self.conn.for_writes();
         let _: Value = redis::cmd("XCLAIM")
             .arg(&key)
             .arg(GROUP)
@@ -421,7 +421,7 @@ impl RedisBus {
         value.push(b'\n');
         value.extend_from_slice(bytes);
         let (key, id) = settle.unwrap_or_default();
-        let mut con = self.con();
+        let mut con = self.conn.for_writes();
         let dead_id: i64 = scripts::dead()
             .arg(&self.ns)
             .arg(value)
@@ -505,7 +505,7 @@ impl Backend for RedisBus {
         for q in queues {
             invocation.arg(q);
         }
-        let mut con = self.con();
+        let mut con = self.conn.for_writes();
         let answer: Value = invocation
             .invoke_async(&mut con)
             .await
@@ -593,7 +593,7 @@ impl Backend for RedisBus {
 
     async fn ack(&self, d: &Delivery) -> BusResult<()> {
         let (key, id) = self.parts(d)?;
-        let mut con = self.con();
+        let mut con = self.conn.for_writes();
         let (acked, _): (i64, i64) = redis::pipe()
             .atomic()
             .xack(&key, GROUP, &[&id])
@@ -601,14 +601,13 @@ impl Backend for RedisBus {
             .query_async(&mut con)
             .await
             .map_err(redis_error)?;
-        con.replicated().await?;
         if acked == 0 {
             return Err(BusError::StaleDelivery {
                 token: d.token.clone(),
                 message_id: d.envelope.id.clone(),
             });
         }
-        Ok(())
+        con.replicated().await
     }
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
@@ -717,7 +716,7 @@ impl Backend for RedisBus {
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
         let value = Committed::encode(record, outgoing)?;
-        let mut con = self.con();
+        let mut con = self.conn.for_writes();
         let fresh: i64 = scripts::commit()
             .arg(&self.ns)
             .arg(handler)

@@ -378,7 +378,10 @@ async fn store(
         }
         match &published {
             Ok(_) => app.writes.succeeded(),
-            Err(e) if e.is_unavailable() => app.writes.failed(&e.to_string()),
+            // A store that could not write (disk full, a file-size limit). Not a server store's
+            // error: a client can cause one (a message over NATS's payload limit), and a lost
+            // server is what the probe finds.
+            Err(e @ BusError::Storage(_)) => app.writes.failed(&e.to_string()),
             Err(_) => {}
         }
         published.map_err(|e| {
