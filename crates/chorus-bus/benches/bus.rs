@@ -128,6 +128,7 @@ mod raw_nats {
                         .messages()
                         .await
                         .unwrap();
+                    let mut got = Vec::new();
                     while let Some(m) = batch.next().await {
                         let m = m.unwrap();
                         let sent: u128 = std::str::from_utf8(&m.payload[..20])
@@ -136,10 +137,14 @@ mod raw_nats {
                             .parse()
                             .unwrap();
                         latencies.push(start.elapsed().as_micros() - sent);
-                        received.fetch_add(1, Ordering::SeqCst);
-                        // Confirmed by the server, as chorus confirms each ack before its 204.
-                        m.double_ack().await.unwrap();
+                        got.push(m);
                     }
+                    // Each ack confirmed by the server, as chorus confirms each before its 204;
+                    // the acks of one fetch sent together, as chorus's batch ack sends them.
+                    futures::future::try_join_all(got.iter().map(|m| m.double_ack()))
+                        .await
+                        .unwrap();
+                    received.fetch_add(got.len() as u64, Ordering::SeqCst);
                 }
                 (latencies, start.elapsed())
             }));
@@ -183,7 +188,7 @@ mod raw_nats {
 #[cfg(feature = "redis")]
 mod raw_redis {
     //! The anchor: `XADD` by one producer (256 in flight), `XREADGROUP` by four consumers of one
-    //! group, `XACK` + `XDEL` of each entry (as chorus settles), no chorus code.
+    //! group, `XACK` + `XDEL` of what each read got in one atomic pipeline, no chorus code.
 
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -232,6 +237,7 @@ mod raw_redis {
                         .query_async(&mut con)
                         .await
                         .unwrap();
+                    let mut ids = Vec::new();
                     for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
                         let Some(redis::Value::BulkString(payload)) = entry.map.get("m") else {
                             panic!("an entry without its field");
@@ -242,15 +248,20 @@ mod raw_redis {
                             .parse()
                             .unwrap();
                         latencies.push(start.elapsed().as_micros() - sent);
-                        received.fetch_add(1, Ordering::SeqCst);
-                        let _: (i64, i64) = redis::pipe()
-                            .atomic()
-                            .xack(&key, "g", &[&entry.id])
-                            .xdel(&key, &[&entry.id])
-                            .query_async(&mut con)
-                            .await
-                            .unwrap();
+                        ids.push(entry.id);
                     }
+                    if ids.is_empty() {
+                        continue;
+                    }
+                    // The entries of one read settled together, in one atomic pipeline.
+                    let _: (i64, i64) = redis::pipe()
+                        .atomic()
+                        .xack(&key, "g", &ids)
+                        .xdel(&key, &ids)
+                        .query_async(&mut con)
+                        .await
+                        .unwrap();
+                    received.fetch_add(ids.len() as u64, Ordering::SeqCst);
                 }
                 (latencies, start.elapsed())
             }));

@@ -228,6 +228,16 @@ async fn bodies_trickled_into_every_connection_slot_lock_nobody_out_past_the_req
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
+    // The tricklers hold every slot: another client is turned away now.
+    let shut_out = client()
+        .get(server.url("/healthz"))
+        .timeout(Duration::from_secs(1))
+        .send()
+        .await;
+    assert!(
+        !shut_out.is_ok_and(|r| r.status() == 200),
+        "the four tricklers took every connection slot"
+    );
     // Another client gets in once the tricklers' request timeout has passed.
     let served = loop {
         let ok = client()

@@ -332,6 +332,114 @@ impl NatsBus {
         c.info().await.map_err(nats_error).cloned()
     }
 
+    /// One fetch of up to `max` deliveries of `queue` (see [`Backend::fetch`]).
+    async fn fetch_once(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
+        let consumers = try_join_all((0..4u8).map(|rank| self.consumer(queue, rank))).await?;
+        let mut counted_at = None;
+        let waiting = match self.known_waiting(queue) {
+            Some(waiting) => waiting,
+            None => {
+                counted_at = Some(Instant::now());
+                let infos = try_join_all(consumers.iter().map(|c| async move {
+                    let mut c = c.clone();
+                    let info = c.info().await.map_err(nats_error)?;
+                    Ok::<_, BusError>(
+                        usize::try_from(info.num_pending)
+                            .unwrap_or(usize::MAX)
+                            .saturating_add(info.num_ack_pending),
+                    )
+                }))
+                .await?;
+                [infos[0], infos[1], infos[2], infos[3]]
+            }
+        };
+        let plan = {
+            let mut all = self.schedulers.lock().unwrap_or_else(|p| p.into_inner());
+            let s = all
+                .entry(queue.to_owned())
+                .or_insert_with(|| FairScheduler::new(self.config.weights));
+            s.plan(waiting, max)
+        };
+        let mut wanted = [0usize; 4];
+        for p in &plan {
+            wanted[p.rank() as usize] += 1;
+        }
+        let what = format!("a fetch from queue {queue}");
+        let fetches = consumers.iter().zip(wanted).map(|(c, n)| {
+            let what = &what;
+            async move {
+                if n == 0 {
+                    return Ok(Vec::new());
+                }
+                fetch_now(c, n, Some(FETCH_SILENCE), what).await
+            }
+        });
+        let mut levels: Vec<std::collections::VecDeque<jetstream::Message>> = try_join_all(fetches)
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        let mut left = waiting;
+        for (rank, level) in levels.iter().enumerate() {
+            if wanted[rank] > 0 {
+                // What the server still holds for this level after the last message it sent.
+                left[rank] = match level.back().map(jetstream::Message::info) {
+                    Some(Ok(info)) => usize::try_from(info.pending).unwrap_or(usize::MAX),
+                    _ => 0,
+                };
+            }
+        }
+        {
+            // The age stays that of the last server count, so unfetched levels are re-counted
+            // at least every WAITING_CACHE.
+            let mut all = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let at = match (counted_at, all.get(queue)) {
+                (Some(at), _) => at,
+                (None, Some((at, _))) => *at,
+                (None, None) => Instant::now(),
+            };
+            all.insert(queue.to_owned(), (at, left));
+        }
+        if left.iter().any(|&n| n > 0) {
+            // More is waiting: let another consumer of this process fetch it.
+            self.wakers.wake(&hex(queue));
+        }
+        if !plan.is_empty() {
+            // What this fetch leases is visible again once the ack wait runs out, unless settled.
+            let lease = self.config.ack_wait_for(queue) + Duration::from_millis(50);
+            let (client, ns, q) = (self.client.clone(), self.ns.clone(), queue.to_owned());
+            self.timers.lease(queue, lease, move || {
+                let (client, ns, q) = (client.clone(), ns.clone(), q.clone());
+                async move { announce(&client, &ns, &q).await }
+            });
+        }
+        let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
+        let mut out = Vec::with_capacity(plan.len());
+        for p in plan {
+            let Some(m) = levels[p.rank() as usize].pop_front() else {
+                continue;
+            };
+            let reply = m.reply.as_ref().map(|r| r.to_string());
+            let attempt = m.info().map_err(nats_error)?.delivered;
+            out.push(Delivery {
+                envelope: std::sync::Arc::new(envelope_from(m.headers.as_ref(), &m.payload)?),
+                queue: name.clone(),
+                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                token: reply
+                    .ok_or_else(|| BusError::Corrupt("a delivery has no ack subject".into()))?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Forgets the bound consumers of `queue`: the next use binds them again.
+    fn forget_consumers(&self, queue: &str) {
+        self.consumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(q, _), _| q != queue);
+    }
+
     async fn consumer(&self, queue: &str, rank: u8) -> BusResult<PullConsumer> {
         let key = (queue.to_owned(), rank);
         if let Some(c) = self
@@ -720,102 +828,17 @@ impl Backend for NatsBus {
     }
 
     async fn fetch(&self, queue: &str, max: usize) -> BusResult<Vec<Delivery>> {
-        let consumers = try_join_all((0..4u8).map(|rank| self.consumer(queue, rank))).await?;
-        let mut counted_at = None;
-        let waiting = match self.known_waiting(queue) {
-            Some(waiting) => waiting,
-            None => {
-                counted_at = Some(Instant::now());
-                let infos = try_join_all(consumers.iter().map(|c| async move {
-                    let mut c = c.clone();
-                    let info = c.info().await.map_err(nats_error)?;
-                    Ok::<_, BusError>(
-                        usize::try_from(info.num_pending)
-                            .unwrap_or(usize::MAX)
-                            .saturating_add(info.num_ack_pending),
-                    )
-                }))
-                .await?;
-                [infos[0], infos[1], infos[2], infos[3]]
+        match self.fetch_once(queue, max).await {
+            // On a replicated stream a consumer just created (or moved to a new leader) can be
+            // briefly unknown to the server asked; one deleted by hand is gone. Either way the
+            // queue's consumers are bound again, once.
+            Err(e) if e.to_string().contains("consumer not found") => {
+                self.forget_consumers(queue);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                self.fetch_once(queue, max).await
             }
-        };
-        let plan = {
-            let mut all = self.schedulers.lock().unwrap_or_else(|p| p.into_inner());
-            let s = all
-                .entry(queue.to_owned())
-                .or_insert_with(|| FairScheduler::new(self.config.weights));
-            s.plan(waiting, max)
-        };
-        let mut wanted = [0usize; 4];
-        for p in &plan {
-            wanted[p.rank() as usize] += 1;
+            other => other,
         }
-        let what = format!("a fetch from queue {queue}");
-        let fetches = consumers.iter().zip(wanted).map(|(c, n)| {
-            let what = &what;
-            async move {
-                if n == 0 {
-                    return Ok(Vec::new());
-                }
-                fetch_now(c, n, Some(FETCH_SILENCE), what).await
-            }
-        });
-        let mut levels: Vec<std::collections::VecDeque<jetstream::Message>> = try_join_all(fetches)
-            .await?
-            .into_iter()
-            .map(Into::into)
-            .collect();
-        let mut left = waiting;
-        for (rank, level) in levels.iter().enumerate() {
-            if wanted[rank] > 0 {
-                // What the server still holds for this level after the last message it sent.
-                left[rank] = match level.back().map(jetstream::Message::info) {
-                    Some(Ok(info)) => usize::try_from(info.pending).unwrap_or(usize::MAX),
-                    _ => 0,
-                };
-            }
-        }
-        {
-            // The age stays that of the last server count, so unfetched levels are re-counted
-            // at least every WAITING_CACHE.
-            let mut all = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            let at = match (counted_at, all.get(queue)) {
-                (Some(at), _) => at,
-                (None, Some((at, _))) => *at,
-                (None, None) => Instant::now(),
-            };
-            all.insert(queue.to_owned(), (at, left));
-        }
-        if left.iter().any(|&n| n > 0) {
-            // More is waiting: let another consumer of this process fetch it.
-            self.wakers.wake(&hex(queue));
-        }
-        if !plan.is_empty() {
-            // What this fetch leases is visible again once the ack wait runs out, unless settled.
-            let lease = self.config.ack_wait_for(queue) + Duration::from_millis(50);
-            let (client, ns, q) = (self.client.clone(), self.ns.clone(), queue.to_owned());
-            self.timers.lease(queue, lease, move || {
-                let (client, ns, q) = (client.clone(), ns.clone(), q.clone());
-                async move { announce(&client, &ns, &q).await }
-            });
-        }
-        let name: std::sync::Arc<str> = std::sync::Arc::from(queue);
-        let mut out = Vec::with_capacity(plan.len());
-        for p in plan {
-            let Some(m) = levels[p.rank() as usize].pop_front() else {
-                continue;
-            };
-            let reply = m.reply.as_ref().map(|r| r.to_string());
-            let attempt = m.info().map_err(nats_error)?.delivered;
-            out.push(Delivery {
-                envelope: std::sync::Arc::new(envelope_from(m.headers.as_ref(), &m.payload)?),
-                queue: name.clone(),
-                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
-                token: reply
-                    .ok_or_else(|| BusError::Corrupt("a delivery has no ack subject".into()))?,
-            });
-        }
-        Ok(out)
     }
 
     async fn ack(&self, d: &Delivery) -> BusResult<()> {
