@@ -163,25 +163,9 @@ mod raw_nats {
             inflight.push(async move { ack.await.unwrap() });
         }
         while inflight.next().await.is_some() {}
-        let mut all = Vec::new();
-        let mut end = Duration::ZERO;
-        for c in consumers {
-            let (l, e) = c.await.unwrap();
-            all.extend(l);
-            end = end.max(e);
-        }
+        let report = super::anchor_report(messages, consumers).await;
         js.delete_stream(&name).await.unwrap();
-        all.sort_unstable();
-        let pick = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
-        BenchReport {
-            sent: messages as u64,
-            received: all.len() as u64,
-            lost: (messages - all.len()) as u64,
-            duplicates: 0,
-            throughput_msgs_per_s: all.len() as f64 / end.as_secs_f64(),
-            p50_ms: pick(0.5),
-            p99_ms: pick(0.99),
-        }
+        report
     }
 }
 
@@ -192,7 +176,7 @@ mod raw_redis {
 
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     use chorus_bus::bench::BenchReport;
     use futures::StreamExt;
@@ -286,29 +270,40 @@ mod raw_redis {
             });
         }
         while inflight.next().await.is_some() {}
-        let mut all = Vec::new();
-        let mut end = Duration::ZERO;
-        for c in consumers {
-            let (l, e) = c.await.unwrap();
-            all.extend(l);
-            end = end.max(e);
-        }
+        let report = super::anchor_report(messages, consumers).await;
         let _: () = redis::cmd("UNLINK")
             .arg(&key)
             .query_async(&mut con.clone())
             .await
             .unwrap();
-        all.sort_unstable();
-        let pick = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
-        BenchReport {
-            sent: messages as u64,
-            received: all.len() as u64,
-            lost: (messages - all.len()) as u64,
-            duplicates: 0,
-            throughput_msgs_per_s: all.len() as f64 / end.as_secs_f64(),
-            p50_ms: pick(0.5),
-            p99_ms: pick(0.99),
-        }
+        report
+    }
+}
+
+/// The report of an anchor's run of `messages`: its consumers' latencies (µs) and when each
+/// finished, gathered.
+#[cfg(any(feature = "nats", feature = "redis"))]
+async fn anchor_report(
+    messages: usize,
+    consumers: Vec<tokio::task::JoinHandle<(Vec<u128>, Duration)>>,
+) -> BenchReport {
+    let mut all = Vec::new();
+    let mut end = Duration::ZERO;
+    for c in consumers {
+        let (l, e) = c.await.unwrap();
+        all.extend(l);
+        end = end.max(e);
+    }
+    all.sort_unstable();
+    let pick = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+    BenchReport {
+        sent: messages as u64,
+        received: all.len() as u64,
+        lost: (messages - all.len()) as u64,
+        duplicates: 0,
+        throughput_msgs_per_s: all.len() as f64 / end.as_secs_f64(),
+        p50_ms: pick(0.5),
+        p99_ms: pick(0.99),
     }
 }
 
