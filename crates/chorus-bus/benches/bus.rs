@@ -50,26 +50,10 @@ fn flow_time(r: &BenchReport) -> Duration {
 }
 
 fn bench_backend(c: &mut Criterion, results: &Results, label: &'static str, opts: BenchOptions) {
-    let rt = runtime();
-    let mut group = c.benchmark_group("bus");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5));
-    group.throughput(Throughput::Elements(opts.messages as u64));
-    group.bench_function(label, |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let report = rt
-                    .block_on(run(&opts, Arc::new(Progress::default())))
-                    .unwrap();
-                total += flow_time(&report);
-                record(results, label, &report);
-            }
-            total
-        })
+    let messages = opts.messages;
+    bench_raw(c, results, label, messages, || async {
+        run(&opts, Arc::new(Progress::default())).await.unwrap()
     });
-    group.finish();
 }
 
 #[cfg(feature = "nats")]
@@ -307,7 +291,8 @@ async fn anchor_report(
     }
 }
 
-/// Runs the raw anchor `run` as a criterion function named `label`, recording its reports.
+/// Runs `run` (a chorus backend's or a raw anchor's run of `messages`) as a criterion function
+/// named `label`, recording its reports.
 fn bench_raw<F: std::future::Future<Output = BenchReport>>(
     c: &mut Criterion,
     results: &Results,
