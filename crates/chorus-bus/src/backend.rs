@@ -121,6 +121,25 @@ pub trait Backend: Send + Sync {
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool>;
 
+    /// [`Backend::commit_once`] for the message of `delivery`, then [`Backend::ack`] of it. A
+    /// store that can do both in one transaction does (PostgreSQL): the effect record and the
+    /// settled delivery commit together, so neither is ever kept without the other. When the
+    /// delivery is no longer held (its lease ran out), the effect is still recorded (it
+    /// happened) and the answer is [`BusError::StaleDelivery`](crate::BusError::StaleDelivery).
+    async fn commit_once_and_ack(
+        &self,
+        delivery: &Delivery,
+        handler: &str,
+        record: &[u8],
+        outgoing: &[(Envelope, Vec<String>)],
+    ) -> BusResult<bool> {
+        let applied = self
+            .commit_once(handler, &delivery.envelope.id, record, outgoing)
+            .await?;
+        self.ack(delivery).await?;
+        Ok(applied)
+    }
+
     /// The committed effects of `handler`, in commit order.
     async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>>;
 

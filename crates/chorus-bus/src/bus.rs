@@ -369,7 +369,8 @@ async fn reject<B: Bus + ?Sized>(
 }
 
 /// Runs `handler` for a delivery at most once per message id (for this handler name): the
-/// id is committed together with the handler's effect, then the delivery is acknowledged.
+/// id is committed together with the handler's effect, then the delivery is acknowledged (in
+/// the same transaction on PostgreSQL: [`Backend::commit_once_and_ack`]).
 ///
 /// A redelivery after a crash finds the id recorded, skips the handler and acknowledges.
 /// A handler error nacks the delivery (redelivered at once, or a dead letter after its last
@@ -408,9 +409,8 @@ where
         })
         .collect();
     let applied = bus
-        .commit_once(handler, id, &effect.record, &outgoing)
+        .commit_once_and_ack(delivery, handler, &effect.record, &outgoing)
         .await?;
-    bus.ack(delivery).await?;
     Ok(if applied {
         Handled::Applied
     } else {

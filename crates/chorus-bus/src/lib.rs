@@ -3,7 +3,7 @@
 //! One [`Bus`] trait with the same guarantees on every [`Backend`] (the storage primitives a
 //! store implements; the guarantees are written once, above them): [`MemoryBus`] (in-process),
 //! [`SqliteBus`] (the embedded durable default), `NatsBus` (JetStream, feature `nats`) and
-//! `RedisBus` (Streams, feature `redis`); [`StoreAddress`] opens one from a URL. A published
+//! `RedisBus` (Streams, feature `redis`), `PostgresBus` (feature `postgres`); [`StoreAddress`] opens one from a URL. A published
 //! document is validated, routed to its recipients' queues and delivered at least once until
 //! acknowledged; [`hub`] and [`pipeline`] orchestrate [`Agent`]s in process.
 //!
@@ -51,6 +51,8 @@ mod nats;
 mod open;
 mod peek;
 pub mod pipeline;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod retention;
@@ -77,6 +79,8 @@ pub use error::{BusError, BusResult};
 pub use memory::MemoryBus;
 #[cfg(feature = "nats")]
 pub use nats::NatsBus;
+#[cfg(feature = "postgres")]
+pub use postgres::{DEFAULT_MAX_CONNECTIONS, PostgresBus, SCHEMA_VERSION};
 pub use open::{DEFAULT_NAMESPACE, RemoteStore, StoreAddress};
 pub use peek::{PEEK_LIMIT, Queued, QueuedState};
 #[cfg(feature = "redis")]

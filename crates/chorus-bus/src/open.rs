@@ -1,4 +1,5 @@
-//! Store addresses (`memory`, `sqlite:PATH`, `nats://…`, `redis://…`) and opening them as a bus.
+//! Store addresses (`memory`, `sqlite:PATH`, `nats://…`, `redis://…`, `postgres://…`) and
+//! opening them as a bus.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -14,8 +15,8 @@ use crate::sqlite::{DEFAULT_MAX_BATCH, SqliteBus};
 pub const DEFAULT_NAMESPACE: &str = "chorus";
 
 /// What a store address accepts, for error messages.
-const EXPECTED: &str = "memory, sqlite:PATH, nats://HOST:PORT or redis://HOST:PORT, \
-                        optionally followed by ?namespace=NAME";
+const EXPECTED: &str = "memory, sqlite:PATH, nats://HOST:PORT, redis://HOST:PORT or \
+                        postgres://USER@HOST:PORT/DATABASE, optionally followed by ?namespace=NAME";
 
 /// A parsed store address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub enum StoreAddress {
     Nats(RemoteStore),
     /// A Redis server (cargo feature `redis`).
     Redis(RemoteStore),
+    /// A PostgreSQL database (cargo feature `postgres`); the namespace is a schema.
+    Postgres(RemoteStore),
 }
 
 /// The address of a store on a server, and the namespace its streams and keys live under.
@@ -62,6 +65,8 @@ impl StoreAddress {
                 StoreAddress::Nats as fn(RemoteStore) -> StoreAddress,
             ),
             ("redis://", StoreAddress::Redis),
+            ("postgres://", StoreAddress::Postgres),
+            ("postgresql://", StoreAddress::Postgres),
         ] {
             if let Some(rest) = s.strip_prefix(scheme) {
                 return RemoteStore::parse(scheme, rest).map(make).map_err(bad);
@@ -88,6 +93,7 @@ impl StoreAddress {
             )?)),
             StoreAddress::Nats(server) => open_nats(server, config).await,
             StoreAddress::Redis(server) => open_redis(server, config).await,
+            StoreAddress::Postgres(server) => open_postgres(server, config).await,
         }
     }
 
@@ -98,6 +104,7 @@ impl StoreAddress {
             StoreAddress::Memory | StoreAddress::Sqlite(_) => Ok(()),
             StoreAddress::Nats(server) => destroy_nats(server).await,
             StoreAddress::Redis(server) => destroy_redis(server).await,
+            StoreAddress::Postgres(server) => destroy_postgres(server).await,
         }
     }
 
@@ -117,12 +124,16 @@ impl StoreAddress {
             }
             StoreAddress::Nats(server) => stored_bytes_nats(server).await.map(Some),
             StoreAddress::Redis(server) => stored_bytes_redis(server).await.map(Some),
+            StoreAddress::Postgres(server) => stored_bytes_postgres(server).await.map(Some),
         }
     }
 
     /// The same address with `namespace` when it is a server store.
     pub fn with_namespace(mut self, namespace: &str) -> StoreAddress {
-        if let StoreAddress::Nats(server) | StoreAddress::Redis(server) = &mut self {
+        if let StoreAddress::Nats(server)
+        | StoreAddress::Redis(server)
+        | StoreAddress::Postgres(server) = &mut self
+        {
             server.namespace = namespace.to_owned();
         }
         self
@@ -167,7 +178,7 @@ impl fmt::Display for StoreAddress {
         match self {
             StoreAddress::Memory => f.write_str("memory"),
             StoreAddress::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
-            StoreAddress::Nats(s) | StoreAddress::Redis(s) => {
+            StoreAddress::Nats(s) | StoreAddress::Redis(s) | StoreAddress::Postgres(s) => {
                 let sep = if s.url.contains('?') { '&' } else { '?' };
                 write!(f, "{}{sep}namespace={}", s.url, s.namespace)
             }
@@ -176,7 +187,7 @@ impl fmt::Display for StoreAddress {
 }
 
 /// The error for a server store whose cargo feature is off.
-#[cfg(not(all(feature = "nats", feature = "redis")))]
+#[cfg(not(all(feature = "nats", feature = "redis", feature = "postgres")))]
 fn not_built(backend: &str, feature: &str) -> BusError {
     BusError::Config {
         what: "store".into(),
@@ -253,6 +264,40 @@ async fn destroy_redis(_: &RemoteStore) -> BusResult<()> {
 #[cfg(not(feature = "redis"))]
 async fn open_redis(_: &RemoteStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
     Err(not_built("Redis", "redis"))
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(server: &RemoteStore, config: BusConfig) -> BusResult<Arc<dyn Bus>> {
+    let bus = crate::postgres::PostgresBus::connect(&server.url, &server.namespace, config).await?;
+    Ok(Arc::new(bus))
+}
+
+#[cfg(feature = "postgres")]
+async fn destroy_postgres(server: &RemoteStore) -> BusResult<()> {
+    crate::postgres::PostgresBus::connect(&server.url, &server.namespace, BusConfig::default())
+        .await?
+        .destroy()
+        .await
+}
+
+#[cfg(feature = "postgres")]
+async fn stored_bytes_postgres(server: &RemoteStore) -> BusResult<u64> {
+    crate::postgres::PostgresBus::stored_bytes_at(&server.url, &server.namespace).await
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(_: &RemoteStore, _: BusConfig) -> BusResult<Arc<dyn Bus>> {
+    Err(not_built("PostgreSQL", "postgres"))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn destroy_postgres(_: &RemoteStore) -> BusResult<()> {
+    Err(not_built("PostgreSQL", "postgres"))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn stored_bytes_postgres(_: &RemoteStore) -> BusResult<u64> {
+    Err(not_built("PostgreSQL", "postgres"))
 }
 
 #[cfg(test)]

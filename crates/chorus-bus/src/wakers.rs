@@ -83,12 +83,12 @@ impl Wakers {
     }
 }
 
-#[cfg(any(feature = "nats", feature = "redis"))]
+#[cfg(any(feature = "nats", feature = "redis", feature = "postgres"))]
 /// A task that listens for another process's wake notifications (NATS, Redis) for as long as
 /// its bus lives: dropped with the bus, it stops (and its subscription ends).
 pub(crate) struct Listener(pub(crate) tokio::task::JoinHandle<()>);
 
-#[cfg(any(feature = "nats", feature = "redis"))]
+#[cfg(any(feature = "nats", feature = "redis", feature = "postgres"))]
 impl Drop for Listener {
     fn drop(&mut self) {
         self.0.abort();

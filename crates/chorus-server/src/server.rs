@@ -140,9 +140,9 @@ impl Store {
         let base = match &self.address {
             StoreAddress::Memory => return None,
             StoreAddress::Sqlite(path) => path.clone(),
-            StoreAddress::Nats(server) | StoreAddress::Redis(server) => {
-                PathBuf::from(format!("{}.db", server.namespace))
-            }
+            StoreAddress::Nats(server)
+            | StoreAddress::Redis(server)
+            | StoreAddress::Postgres(server) => PathBuf::from(format!("{}.db", server.namespace)),
         };
         Some(move |suffix: &str| {
             let stem = base

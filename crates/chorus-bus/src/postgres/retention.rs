@@ -1,0 +1,82 @@
+//! Pruning of the PostgreSQL store: old rows deleted from the oldest on, a bounded batch per
+//! statement (each its own short transaction, so no lock is held for long and autovacuum
+//! reclaims the space behind it), with a pause as long as the batch took between two.
+
+use std::time::Instant;
+
+use deadpool_postgres::Pool;
+
+use super::errors::{pg_error, pool_error};
+use crate::error::BusResult;
+use crate::retention::PRUNE_BATCH;
+
+/// One batch of messages: the next [`PRUNE_BATCH`] rows after $1 in row order; of them, those
+/// published before $2 that no queue holds are deleted with their dedupe records. Returns the
+/// rows deleted, the last row looked at, how many were looked at, and whether all were older
+/// than the cut.
+const MESSAGES_SQL: &str = "
+WITH batch AS (
+    SELECT seq, published_ms FROM messages WHERE seq > $1 ORDER BY seq LIMIT $3
+), old AS (
+    SELECT b.seq FROM batch b
+    WHERE b.published_ms < $2 AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = b.seq)
+), gone AS (
+    DELETE FROM messages WHERE seq IN (SELECT seq FROM old) RETURNING seq
+), forgotten AS (
+    DELETE FROM seen WHERE seq IN (SELECT seq FROM gone)
+)
+SELECT (SELECT COUNT(*) FROM gone), (SELECT MAX(seq) FROM batch), (SELECT COUNT(*) FROM batch),
+       COALESCE((SELECT bool_and(published_ms < $2) FROM batch), false)";
+
+/// One batch of dead letters recorded before $1, oldest first.
+const DEAD_SQL: &str = "
+WITH old AS (
+    SELECT id FROM dead_letters WHERE at_ms < $1 ORDER BY id LIMIT $2
+), gone AS (
+    DELETE FROM dead_letters WHERE id IN (SELECT id FROM old) RETURNING id
+)
+SELECT COUNT(*) FROM gone";
+
+/// Deletes the messages published before `cut` that no queue holds; returns how many.
+pub(super) async fn prune_messages(pool: &Pool, cut: i64) -> BusResult<u64> {
+    let (mut deleted, mut from) = (0u64, 0i64);
+    let batch = i64::try_from(PRUNE_BATCH).unwrap_or(i64::MAX);
+    loop {
+        let started = Instant::now();
+        let c = pool.get().await.map_err(pool_error)?;
+        let row = c
+            .query_one(MESSAGES_SQL, &[&from, &cut, &batch])
+            .await
+            .map_err(pg_error)?;
+        drop(c);
+        deleted += row.get::<_, i64>(0).unsigned_abs();
+        let looked: i64 = row.get(2);
+        let all_older: bool = row.get(3);
+        match row.get::<_, Option<i64>>(1) {
+            Some(last) if looked == batch && all_older => from = last,
+            _ => return Ok(deleted),
+        }
+        tokio::time::sleep(started.elapsed()).await;
+    }
+}
+
+/// Deletes the dead letters recorded before `cut`; returns how many.
+pub(super) async fn prune_dead(pool: &Pool, cut: i64) -> BusResult<u64> {
+    let mut deleted = 0u64;
+    let batch = i64::try_from(PRUNE_BATCH).unwrap_or(i64::MAX);
+    loop {
+        let started = Instant::now();
+        let c = pool.get().await.map_err(pool_error)?;
+        let n: i64 = c
+            .query_one(DEAD_SQL, &[&cut, &batch])
+            .await
+            .map_err(pg_error)?
+            .get(0);
+        drop(c);
+        deleted += n.unsigned_abs();
+        if n < batch {
+            return Ok(deleted);
+        }
+        tokio::time::sleep(started.elapsed()).await;
+    }
+}
