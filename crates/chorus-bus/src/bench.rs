@@ -16,6 +16,10 @@ use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
 use crate::open::StoreAddress;
 
+/// The floor a PostgreSQL run is compared with: plain SQL on the same rows, no chorus code.
+#[cfg(feature = "postgres")]
+pub use crate::postgres::floor as postgres_floor;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use chorus_bus::StoreAddress;
-use chorus_bus::bench::{BenchOptions, Progress, run as run_bench};
+use chorus_bus::bench::{BenchOptions, BenchReport, Progress, run as run_bench};
 
 use crate::error::CliError;
 use crate::output::FormatArgs;
@@ -30,7 +30,8 @@ pub enum BenchTarget {
 /// Arguments of `chorus bench bus`.
 #[derive(clap::Args, Debug)]
 pub struct BusBenchArgs {
-    /// memory, sqlite:PATH, nats://HOST:PORT or redis://HOST:PORT
+    /// memory, sqlite:PATH, nats://HOST:PORT, redis://HOST:PORT or postgres://USER@HOST/DB (on
+    /// PostgreSQL the floor, plain SQL on the same rows, is measured after and printed beside)
     #[arg(long)]
     pub backend: String,
     /// Messages to publish.
@@ -125,27 +126,61 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         if let Some(t) = ticker {
             t.abort();
         }
-        report
+        let report = report?;
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
+        let floor = floor(&opts).await?;
+        Ok::<_, chorus_bus::BusError>((report, floor))
     });
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let report = outcome.map_err(CliError::usage)?;
+    let (report, floor) = outcome.map_err(CliError::usage)?;
     if args.output.json() {
-        let json = serde_json::to_string(&report)
+        let mut json = serde_json::to_value(&report)
             .map_err(|e| CliError::usage(format!("cannot print the report: {e}")))?;
+        if let (Some(floor), Some(fields)) = (&floor, json.as_object_mut()) {
+            fields.insert("floor".into(), serde_json::json!(floor));
+            fields.insert(
+                "ratio_to_floor".into(),
+                serde_json::json!(ratio(&report, floor)),
+            );
+        }
         outln!("{json}");
     } else {
-        outln!(
-            "sent {}, received {}, lost {}, duplicates {}; {:.0} msgs/s; latency p50 {:.2} ms, p99 {:.2} ms",
-            report.sent,
-            report.received,
-            report.lost,
-            report.duplicates,
-            report.throughput_msgs_per_s,
-            report.p50_ms,
-            report.p99_ms
-        );
+        outln!("{}", line(&report));
+        if let Some(floor) = &floor {
+            outln!(
+                "floor (plain INSERT per commit, SKIP LOCKED DELETE, same rows, no chorus code): {}",
+                line(floor)
+            );
+            outln!("chorus / floor: {:.2}", ratio(&report, floor));
+        }
     }
     Ok(())
+}
+
+/// A report in one line.
+fn line(r: &BenchReport) -> String {
+    format!(
+        "sent {}, received {}, lost {}, duplicates {}; {:.0} msgs/s; latency p50 {:.2} ms, p99 {:.2} ms",
+        r.sent, r.received, r.lost, r.duplicates, r.throughput_msgs_per_s, r.p50_ms, r.p99_ms
+    )
+}
+
+fn ratio(report: &BenchReport, floor: &BenchReport) -> f64 {
+    report.throughput_msgs_per_s / floor.throughput_msgs_per_s.max(1e-9)
+}
+
+/// The floor measured after a PostgreSQL run, on the same database; none for other stores.
+async fn floor(opts: &BenchOptions) -> chorus_bus::BusResult<Option<BenchReport>> {
+    match &opts.backend {
+        #[cfg(feature = "postgres")]
+        StoreAddress::Postgres(server) => {
+            eprintln!("chorus bench bus: measuring the floor (plain SQL, same rows)...");
+            chorus_bus::bench::postgres_floor(&server.url, opts).await.map(Some)
+        }
+        _ => Ok(None),
+    }
 }

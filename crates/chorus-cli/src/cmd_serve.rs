@@ -15,9 +15,10 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:7700")]
     pub listen: String,
-    /// Where messages are kept: sqlite:PATH, memory, nats://HOST:PORT or redis://HOST:PORT
-    /// (a server address may end in ?namespace=NAME; NATS and Redis are in the default build,
-    /// features `nats` and `redis`).
+    /// Where messages are kept: sqlite:PATH, memory, nats://HOST:PORT, redis://HOST:PORT or
+    /// postgres://USER@HOST:PORT/DATABASE (a server address may end in ?namespace=NAME; the
+    /// password of PostgreSQL from PGPASSWORD, password_file=FILE or ~/.pgpass; NATS, Redis and
+    /// PostgreSQL are in the default build, features `nats`, `redis` and `postgres`).
     #[arg(long, default_value = "sqlite:./chorus.db")]
     pub store: String,
     /// Agents, tokens and limits (TOML); without it only a generated admin token is accepted.
@@ -32,6 +33,11 @@ pub struct ServeArgs {
     /// file), with a warning, instead of refusing to start; as `accept_volatile_store = true`.
     #[arg(long)]
     pub accept_volatile_store: bool,
+    /// Bring the store's schema to this build's version (PostgreSQL's migrations; the tables
+    /// of the other stores) and exit, without serving: for a deploy step before the replicas
+    /// start (they migrate on start too, one at a time).
+    #[arg(long)]
+    pub migrate_only: bool,
     #[command(flatten)]
     pub log: LogArgs,
 }
@@ -77,6 +83,9 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         .log
         .init("chorus serve", "chorus-server", "info,rmcp=warn");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
+    if args.migrate_only {
+        return runtime.block_on(migrate_only(&store, &config));
+    }
     runtime.block_on(async {
         // Before the address is printed: a SIGTERM from then on stops the server gracefully.
         let shutdown = shutdown_signal();
@@ -106,4 +115,27 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         outln!("chorus serve: stopped");
         Ok(())
     })
+}
+
+/// `--migrate-only`: migrates (PostgreSQL) or opens (creating the tables of) the store, says
+/// what it found, and returns.
+async fn migrate_only(store: &Store, config: &ServerConfig) -> Result<(), CliError> {
+    #[cfg(feature = "postgres")]
+    if let chorus_bus::StoreAddress::Postgres(server) = store.address() {
+        let before = chorus_bus::PostgresBus::migrate_only(&server.url, &server.namespace)
+            .await
+            .map_err(CliError::usage)?;
+        let now = chorus_bus::SCHEMA_VERSION;
+        match before == now {
+            true => outln!("chorus serve: schema {} is at version {now}; nothing to do", server.namespace),
+            false => outln!(
+                "chorus serve: schema {} migrated from version {before} to {now}",
+                server.namespace
+            ),
+        }
+        return Ok(());
+    }
+    store.open(config).await.map_err(CliError::usage)?;
+    outln!("chorus serve: store {store} is ready");
+    Ok(())
 }

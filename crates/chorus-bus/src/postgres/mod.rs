@@ -5,6 +5,7 @@
 //! caused them commit in one transaction.
 
 mod errors;
+mod floor;
 mod listen;
 mod migrations;
 mod options;
@@ -32,6 +33,7 @@ use crate::retention::{Page, PruneBefore, Pruned};
 use crate::routing::Binding;
 use crate::wakers::{Listener, Wakers};
 use errors::{pg_error, pool_error};
+pub use floor::floor;
 pub use migrations::LATEST as SCHEMA_VERSION;
 pub use options::DEFAULT_MAX_CONNECTIONS;
 use options::{Options, quoted};
