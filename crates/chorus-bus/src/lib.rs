@@ -79,10 +79,10 @@ pub use error::{BusError, BusResult};
 pub use memory::MemoryBus;
 #[cfg(feature = "nats")]
 pub use nats::NatsBus;
-#[cfg(feature = "postgres")]
-pub use postgres::{DEFAULT_MAX_CONNECTIONS, PostgresBus, SCHEMA_VERSION};
 pub use open::{DEFAULT_NAMESPACE, RemoteStore, StoreAddress};
 pub use peek::{PEEK_LIMIT, Queued, QueuedState};
+#[cfg(feature = "postgres")]
+pub use postgres::{DEFAULT_MAX_CONNECTIONS, PostgresBus, SCHEMA_VERSION};
 #[cfg(feature = "redis")]
 pub use redis::RedisBus;
 pub use retention::{Page, PruneBefore, Pruned};

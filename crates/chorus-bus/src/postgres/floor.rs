@@ -104,9 +104,9 @@ async fn load(pool: &deadpool_postgres::Pool, opts: &BenchOptions) -> BusResult<
     let mut latencies = Vec::new();
     let mut end = Duration::ZERO;
     for c in consumers {
-        let (l, e) = c
-            .await
-            .map_err(|e| crate::error::BusError::Storage(format!("a consumer task failed: {e}")))??;
+        let (l, e) = c.await.map_err(|e| {
+            crate::error::BusError::Storage(format!("a consumer task failed: {e}"))
+        })??;
         latencies.extend(l);
         end = end.max(e);
     }

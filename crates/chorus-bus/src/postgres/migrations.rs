@@ -128,7 +128,10 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> BusResult<i32>
             ),
         });
     }
-    for (version, sql) in (1..).zip(MIGRATIONS).skip(usize::try_from(found).unwrap_or(0)) {
+    for (version, sql) in (1..)
+        .zip(MIGRATIONS)
+        .skip(usize::try_from(found).unwrap_or(0))
+    {
         tx.batch_execute(&format!("SET LOCAL search_path TO {s}; {sql}"))
             .await
             .map_err(pg_error)?;

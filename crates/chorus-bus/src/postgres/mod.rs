@@ -105,9 +105,12 @@ impl PostgresBus {
     /// Drops the namespace's schema with everything in it.
     pub async fn destroy(self) -> BusResult<()> {
         let c = self.client().await?;
-        c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", quoted(&self.schema)))
-            .await
-            .map_err(pg_error)
+        c.batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {} CASCADE",
+            quoted(&self.schema)
+        ))
+        .await
+        .map_err(pg_error)
     }
 
     /// Bytes the namespace's tables and indexes take in the database.
@@ -214,9 +217,12 @@ impl Backend for PostgresBus {
     async fn probe_write(&self) -> BusResult<()> {
         // A real write: a read-only standby or a full disk refuses it.
         let c = self.client().await?;
-        c.execute("UPDATE chorus_schema SET version = version WHERE version = $1", &[&SCHEMA_VERSION])
-            .await
-            .map_err(pg_error)?;
+        c.execute(
+            "UPDATE chorus_schema SET version = version WHERE version = $1",
+            &[&SCHEMA_VERSION],
+        )
+        .await
+        .map_err(pg_error)?;
         Ok(())
     }
 
@@ -333,7 +339,13 @@ impl Backend for PostgresBus {
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
         let (applied, settled) = self
-            .commit(handler, &delivery.envelope.id, record, outgoing, Some(delivery))
+            .commit(
+                handler,
+                &delivery.envelope.id,
+                record,
+                outgoing,
+                Some(delivery),
+            )
             .await?;
         match settled {
             true => Ok(applied),
@@ -380,7 +392,13 @@ impl Backend for PostgresBus {
         after: Option<&str>,
         limit: usize,
     ) -> BusResult<Page<TrackSummary>> {
-        pages::tracks(&self.client().await?, pages::Key::Conversation, after, limit).await
+        pages::tracks(
+            &self.client().await?,
+            pages::Key::Conversation,
+            after,
+            limit,
+        )
+        .await
     }
 
     async fn prune(&self, before: PruneBefore) -> BusResult<Pruned> {

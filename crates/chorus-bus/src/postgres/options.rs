@@ -84,9 +84,8 @@ impl Options {
         if let Some(file) = own.get("password_file") {
             pg.password(read_password(Path::new(file))?);
         } else if pg.get_password().is_none() {
-            let passfile = env("PGPASSFILE").or_else(|| {
-                env("HOME").map(|home| format!("{home}/.pgpass"))
-            });
+            let passfile =
+                env("PGPASSFILE").or_else(|| env("HOME").map(|home| format!("{home}/.pgpass")));
             if let Some(password) = passfile.and_then(|f| pgpass_lookup(Path::new(&f), &pg)) {
                 pg.password(password);
             }
@@ -139,7 +138,12 @@ impl Options {
             .max_size(self.max_connections)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(POOL_WAIT))
-            .create_timeout(Some(self.pg.get_connect_timeout().copied().unwrap_or(CONNECT_TIMEOUT)))
+            .create_timeout(Some(
+                self.pg
+                    .get_connect_timeout()
+                    .copied()
+                    .unwrap_or(CONNECT_TIMEOUT),
+            ))
             .recycle_timeout(Some(CONNECT_TIMEOUT))
             .build()
             .map_err(|e| bad(format!("the connection pool: {e}")))
@@ -180,7 +184,10 @@ fn apply_environment(
     if pg.get_ports().is_empty()
         && let Some(port) = env("PGPORT")
     {
-        pg.port(port.parse().map_err(|_| bad(format!("PGPORT {port:?} is not a port")))?);
+        pg.port(
+            port.parse()
+                .map_err(|_| bad(format!("PGPORT {port:?} is not a port")))?,
+        );
     }
     if pg.get_user().is_none() {
         let user = env("PGUSER").or_else(|| env("USER")).ok_or_else(|| {
@@ -333,7 +340,9 @@ fn tls_config(
                 .with_client_auth_cert(chain, key_der)
                 .map_err(|e| bad(format!("sslcert and sslkey: {e}")))
         }
-        _ => Err(bad("sslcert and sslkey come together (a client certificate and its key)")),
+        _ => Err(bad(
+            "sslcert and sslkey come together (a client certificate and its key)",
+        )),
     }
 }
 
@@ -355,7 +364,11 @@ mod tests {
     fn the_url_wins_and_the_environment_fills_in() {
         let o = parse(
             "postgres://app@db.internal:6432/chorus?max_connections=4",
-            &[("PGUSER", "other"), ("PGPASSWORD", "s3cret"), ("PGDATABASE", "x")],
+            &[
+                ("PGUSER", "other"),
+                ("PGPASSWORD", "s3cret"),
+                ("PGDATABASE", "x"),
+            ],
         )
         .unwrap();
         assert_eq!(o.pg.get_user(), Some("app"));
@@ -397,12 +410,21 @@ mod tests {
 
     #[test]
     fn bad_settings_are_explained() {
-        let err = parse("postgres://u@h/db?max_connections=0", &[]).err().unwrap();
+        let err = parse("postgres://u@h/db?max_connections=0", &[])
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("max_connections must be"), "{err}");
-        let err = parse("postgres://u@h/db?sslmode=sometimes", &[]).err().unwrap();
+        let err = parse("postgres://u@h/db?sslmode=sometimes", &[])
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("in the PostgreSQL URL"), "{err}");
-        let err = parse("postgres://u@h/db?password_file=/nonexistent/x", &[]).err().unwrap();
-        assert!(err.to_string().contains("password_file /nonexistent/x"), "{err}");
+        let err = parse("postgres://u@h/db?password_file=/nonexistent/x", &[])
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().contains("password_file /nonexistent/x"),
+            "{err}"
+        );
         let err = parse("postgres://u@h/db?sslcert=/a", &[]).err().unwrap();
         assert!(err.to_string().contains("come together"), "{err}");
         let err = parse("postgres://h/db", &[]).err().unwrap();

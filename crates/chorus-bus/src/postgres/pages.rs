@@ -56,20 +56,24 @@ pub(super) async fn bind(c: &impl GenericClient, b: &Binding) -> BusResult<()> {
 
 /// Every binding, in the order they were added.
 pub(super) async fn bindings(c: &impl GenericClient) -> BusResult<Vec<Binding>> {
-    rows(c, "SELECT queue, kind, value FROM bindings ORDER BY added", &[])
-        .await?
-        .iter()
-        .map(|r| {
-            let kind: String = r.get(1);
-            let value: String = r.get(2);
-            let filter = Filter::from_parts(&kind, &value)
-                .ok_or_else(|| BusError::Corrupt(format!("unknown binding kind {kind:?}")))?;
-            Ok(Binding {
-                queue: r.get(0),
-                filter,
-            })
+    rows(
+        c,
+        "SELECT queue, kind, value FROM bindings ORDER BY added",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        let kind: String = r.get(1);
+        let value: String = r.get(2);
+        let filter = Filter::from_parts(&kind, &value)
+            .ok_or_else(|| BusError::Corrupt(format!("unknown binding kind {kind:?}")))?;
+        Ok(Binding {
+            queue: r.get(0),
+            filter,
         })
-        .collect()
+    })
+    .collect()
 }
 
 const DEAD_COLS: &str = "id, message_id, queue, reason, bytes, envelope, at_ms";
@@ -109,7 +113,10 @@ pub(super) async fn dead_letters(
         &[&after, &int(limit).saturating_add(1)],
     )
     .await?;
-    let items = found.iter().map(dead_letter).collect::<BusResult<Vec<_>>>()?;
+    let items = found
+        .iter()
+        .map(dead_letter)
+        .collect::<BusResult<Vec<_>>>()?;
     let total = dead_count(c).await?;
     Ok(Page::cut(items, limit, Some(total), |d| d.id.clone()))
 }
@@ -134,7 +141,10 @@ pub(super) async fn find_dead(c: &impl GenericClient, id: &str) -> BusResult<Opt
 }
 
 /// The dead letters deliveries of `message_id` became, oldest first (index `dead_letters_message`).
-pub(super) async fn dead_of(c: &impl GenericClient, message_id: &str) -> BusResult<Vec<DeadLetter>> {
+pub(super) async fn dead_of(
+    c: &impl GenericClient,
+    message_id: &str,
+) -> BusResult<Vec<DeadLetter>> {
     rows(
         c,
         &format!(
@@ -221,9 +231,7 @@ pub(super) async fn by_correlation(
 ) -> BusResult<Vec<Envelope>> {
     rows(
         c,
-        &format!(
-            "SELECT {ENV_COLS} FROM messages m WHERE m.correlation_id = $1 ORDER BY m.seq"
-        ),
+        &format!("SELECT {ENV_COLS} FROM messages m WHERE m.correlation_id = $1 ORDER BY m.seq"),
         &[&correlation_id],
     )
     .await?

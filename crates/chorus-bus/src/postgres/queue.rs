@@ -241,7 +241,11 @@ pub(super) async fn settle(c: &impl GenericClient, d: &Delivery) -> BusResult<()
         .prepare_cached("DELETE FROM deliveries WHERE token = $1 AND attempts = $2")
         .await
         .map_err(pg_error)?;
-    match c.execute(&statement, &[&token, &attempt]).await.map_err(pg_error)? {
+    match c
+        .execute(&statement, &[&token, &attempt])
+        .await
+        .map_err(pg_error)?
+    {
         0 => Err(stale(d)),
         _ => Ok(()),
     }
@@ -299,7 +303,11 @@ pub(super) async fn postpone(
         .query(&statement, &[&visible_ms, &token, &attempt, &channel])
         .await
         .map_err(pg_error)?;
-    if rows.is_empty() { Err(stale(d)) } else { Ok(()) }
+    if rows.is_empty() {
+        Err(stale(d))
+    } else {
+        Ok(())
+    }
 }
 
 /// The reason and the envelope's keys (without its bytes) of a dead letter, as stored.
@@ -354,7 +362,11 @@ pub(super) async fn dead_letter(
         )
         .await
         .map_err(pg_error)?;
-    if rows.is_empty() { Err(stale(d)) } else { Ok(()) }
+    if rows.is_empty() {
+        Err(stale(d))
+    } else {
+        Ok(())
+    }
 }
 
 /// Records bytes refused on publish; returns the letter's id.
@@ -409,8 +421,7 @@ pub(super) async fn is_handled(
         .prepare_cached("SELECT 1 FROM handled WHERE handler = $1 AND message_id = $2")
         .await
         .map_err(pg_error)?;
-    Ok(c
-        .query_opt(&statement, &[&handler, &message_id])
+    Ok(c.query_opt(&statement, &[&handler, &message_id])
         .await
         .map_err(pg_error)?
         .is_some())
@@ -422,8 +433,7 @@ pub(super) async fn effects(c: &impl GenericClient, handler: &str) -> BusResult<
         .prepare_cached("SELECT message_id, record FROM effects WHERE handler = $1 ORDER BY id")
         .await
         .map_err(pg_error)?;
-    Ok(c
-        .query(&statement, &[&handler])
+    Ok(c.query(&statement, &[&handler])
         .await
         .map_err(pg_error)?
         .iter()

@@ -337,9 +337,10 @@ impl SseReader {
 pub const STREAM_ENDED: &str = "the stream ended";
 
 /// The server stores a test also runs on, with the variable naming each one's URL.
-pub const SERVER_STORES: [(&str, &str); 2] = [
+pub const SERVER_STORES: [(&str, &str); 3] = [
     ("NATS", "CHORUS_TEST_NATS_URL"),
     ("Redis", "CHORUS_TEST_REDIS_URL"),
+    ("PostgreSQL", "CHORUS_TEST_POSTGRES_URL"),
 ];
 
 /// The URL in `var`; none after saying, past the harness's capture, that `what` was not tested
