@@ -1,4 +1,4 @@
-//! `chorus serve --store nats://…` and `redis://…` through the real binary: built with the
+//! `chorus serve --store nats://…`, `redis://…` and `postgres://…` through the real binary: built with the
 //! backend's cargo feature it prints the store, answers `/healthz` (which asks the store) and
 //! keeps confirmations and media beside the working directory; built without it, it refuses
 //! with exit code 2 and names the feature.
@@ -27,14 +27,18 @@ fn refusals_name_the_cause() {
     for (store, backend) in [
         ("nats://127.0.0.1:1", "nats"),
         ("redis://127.0.0.1:1", "redis"),
+        ("postgres://chorus@127.0.0.1:1/db", "postgres"),
     ] {
         let built = match backend {
             "nats" => cfg!(feature = "nats"),
-            _ => cfg!(feature = "redis"),
+            "redis" => cfg!(feature = "redis"),
+            _ => cfg!(feature = "postgres"),
         };
-        let expected = match built {
-            true => format!("backend {backend}: cannot connect"),
-            false => format!("cargo feature `{backend}`"),
+        let expected = match (built, backend) {
+            // The address it tried, without a password.
+            (true, "postgres") => "backend postgres: ".to_owned(),
+            (true, _) => format!("backend {backend}: cannot connect"),
+            (false, _) => format!("cargo feature `{backend}`"),
         };
         let (code, err) = refused(store);
         assert_eq!(code, Some(2), "{store}: {err}");
@@ -42,10 +46,13 @@ fn refusals_name_the_cause() {
             err.contains(&expected),
             "{store}: expected {expected:?} in {err}"
         );
+        if built && backend == "postgres" {
+            assert!(err.contains("chorus@127.0.0.1:1/db"), "{err}");
+        }
     }
 }
 
-#[cfg(any(feature = "nats", feature = "redis"))]
+#[cfg(any(feature = "nats", feature = "redis", feature = "postgres"))]
 mod on_server {
     use std::io::Write;
     use std::process::Stdio;
@@ -129,6 +136,37 @@ mod on_server {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
             let bus = chorus_bus::RedisBus::connect(&url, &ns, Default::default())
+                .await
+                .expect("reconnect");
+            bus.destroy().await.expect("delete the test namespace");
+        });
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn serves_on_postgres_and_migrates_alone() {
+        let Ok(url) = std::env::var("CHORUS_TEST_POSTGRES_URL") else {
+            return not_tested("PostgreSQL", "CHORUS_TEST_POSTGRES_URL not set");
+        };
+        let ns = serve_and_stop(&url);
+        // The schema is there: a second migration finds nothing to do.
+        let store = format!("{url}?namespace={ns}");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chorus"))
+            .args(["serve", "--migrate-only", "--store", &store])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{said} {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            said.contains(&format!(
+                "schema {ns} is at version {}; nothing to do",
+                chorus_bus::SCHEMA_VERSION
+            )),
+            "{said}"
+        );
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let bus = chorus_bus::PostgresBus::connect(&url, &ns, Default::default())
                 .await
                 .expect("reconnect");
             bus.destroy().await.expect("delete the test namespace");

@@ -5,6 +5,10 @@
 #![allow(dead_code)]
 
 pub mod child;
+#[cfg(feature = "postgres")]
+pub mod pg_process;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub mod recovery;
 pub mod redis_process;
 
 use std::net::SocketAddr;
