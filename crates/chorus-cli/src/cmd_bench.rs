@@ -179,7 +179,9 @@ async fn floor(opts: &BenchOptions) -> chorus_bus::BusResult<Option<BenchReport>
         #[cfg(feature = "postgres")]
         StoreAddress::Postgres(server) => {
             eprintln!("chorus bench bus: measuring the floor (plain SQL, same rows)...");
-            chorus_bus::bench::postgres_floor(&server.url, opts).await.map(Some)
+            chorus_bus::bench::postgres_floor(&server.url, opts)
+                .await
+                .map(Some)
         }
         _ => Ok(None),
     }

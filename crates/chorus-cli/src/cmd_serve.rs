@@ -127,7 +127,10 @@ async fn migrate_only(store: &Store, config: &ServerConfig) -> Result<(), CliErr
             .map_err(CliError::usage)?;
         let now = chorus_bus::SCHEMA_VERSION;
         match before == now {
-            true => outln!("chorus serve: schema {} is at version {now}; nothing to do", server.namespace),
+            true => outln!(
+                "chorus serve: schema {} is at version {now}; nothing to do",
+                server.namespace
+            ),
             false => outln!(
                 "chorus serve: schema {} migrated from version {before} to {now}",
                 server.namespace

@@ -428,8 +428,8 @@ fn token(name: &str) -> String {
     format!("token-{name}-0123456789abcdef0123456789abcdef")
 }
 
-/// A hub with the four agents, its flow file for the workers, the directory.
-fn hub() -> (tempfile::TempDir, common::Served) {
+/// A hub with the four agents on `store`, its flow file for the workers, the directory.
+fn hub(store: &str) -> (tempfile::TempDir, common::Served) {
     let dir = tempfile::tempdir().unwrap();
     let hash = |t: &str| {
         common::stdout(&common::chorus(&["serve", "--hash-token", t], ""))
@@ -449,7 +449,7 @@ fn hub() -> (tempfile::TempDir, common::Served) {
     flow_with(dir.path(), &tokens);
     let mut served = common::Served::start(
         dir.path(),
-        &["--store", "memory", "--config", "chorus.toml"],
+        &["--store", store, "--config", "chorus.toml"],
         Stdio::null(),
     );
     served.keep_reading();
@@ -500,8 +500,8 @@ enum HubKill {
 
 /// Runs the chain on a hub with one worker per agent; with `kill_at`, one worker is killed
 /// with SIGKILL there and started again. The task's documents on the hub and the tickets opened.
-async fn on_hub(kill_at: Option<HubKill>) -> (Vec<Value>, usize) {
-    let (dir, server) = hub();
+async fn on_hub(kill_at: Option<HubKill>, store: &str) -> (Vec<Value>, usize) {
+    let (dir, server) = hub(store);
     let addr = server.addr.clone();
     let hold = match kill_at {
         Some(HubKill::InModelCall(n)) => Some(n),
@@ -620,7 +620,48 @@ async fn on_hub(kill_at: Option<HubKill>) -> (Vec<Value>, usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_on_a_hub_killed_at_every_step_finish_the_task_with_each_effect_once() {
-    let (clean, opened) = on_hub(None).await;
+    kill_workers_at_every_step(|| "memory".to_owned()).await;
+}
+
+/// The same chain with the hub's store on PostgreSQL (a fresh schema per run), when
+/// CHORUS_TEST_POSTGRES_URL is set.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_workers_killed_at_every_step_finish_the_task_with_each_effect_once() {
+    let Ok(url) = std::env::var("CHORUS_TEST_POSTGRES_URL") else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** the durable chain on PostgreSQL NOT tested: CHORUS_TEST_POSTGRES_URL not set ***\n"
+        );
+        return;
+    };
+    let namespaces = std::sync::Mutex::new(Vec::new());
+    kill_workers_at_every_step(|| {
+        let mut names = namespaces.lock().unwrap();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let ns = format!("chorus_test_chain_{}_{nanos}", std::process::id());
+        names.push(ns.clone());
+        format!("{url}?namespace={ns}")
+    })
+    .await;
+    for ns in namespaces.into_inner().unwrap() {
+        chorus_bus::PostgresBus::connect(&url, &ns, Default::default())
+            .await
+            .expect("reconnect")
+            .destroy()
+            .await
+            .expect("delete the test namespace");
+    }
+}
+
+/// The chain run once cleanly, then once per kill point, each on a hub on the store `store`
+/// names; each run's story and its single ticket match the clean run's.
+async fn kill_workers_at_every_step(store: impl Fn() -> String) {
+    let (clean, opened) = on_hub(None, &store()).await;
     let expected = story_of(&clean);
     assert_eq!(expected.len(), 6, "{expected:#?}");
     assert_eq!(opened, 1);
@@ -634,7 +675,7 @@ async fn workers_on_a_hub_killed_at_every_step_finish_the_task_with_each_effect_
         HubKill::AfterSent("customer_service", 2),
     ]);
     for at in kills {
-        let (documents, opened) = on_hub(Some(at)).await;
+        let (documents, opened) = on_hub(Some(at), &store()).await;
         assert_eq!(story_of(&documents), expected, "killed {at:?}");
         assert_eq!(opened, 1, "killed {at:?}: the ticket was opened once");
     }

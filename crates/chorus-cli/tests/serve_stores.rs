@@ -156,7 +156,11 @@ mod on_server {
             .output()
             .unwrap();
         let said = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{said} {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{said} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(
             said.contains(&format!(
                 "schema {ns} is at version {}; nothing to do",
