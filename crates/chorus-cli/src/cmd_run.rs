@@ -72,9 +72,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub transcript: Option<PathBuf>,
     /// Keep the embedded bus and the agents' work (outputs, tool calls, conversations) in this
-    /// SQLite file, so that an interrupted run can go on with `--resume`. Default: beside the
-    /// transcript (`T.jsonl` → `T.store.db`); without a transcript, in memory.
-    #[arg(long, value_name = "FILE")]
+    /// SQLite file (or on a server: postgres://USER@HOST/DB?namespace=NAME, nats://…, redis://…),
+    /// so that an interrupted run can go on with `--resume`. Default: beside the transcript
+    /// (`T.jsonl` → `T.store.db`); without a transcript, in memory.
+    #[arg(long, value_name = "FILE|URL")]
     pub store: Option<PathBuf>,
     /// Go on with the run that stopped on `--store` (killed, or failed): nothing it finished is
     /// done again, and the transcript is appended to.
@@ -305,7 +306,10 @@ impl StoredRun {
             max_deliver: u32::MAX,
             ..BusConfig::default()
         };
-        let bus: Arc<dyn Bus> = Arc::new(SqliteBus::open(path, config).map_err(|e| at(&e))?);
+        let bus: Arc<dyn Bus> = match server_store(path) {
+            Some(address) => address.open(config).await.map_err(|e| at(&e))?,
+            None => Arc::new(SqliteBus::open(path, config).map_err(|e| at(&e))?),
+        };
         let journal = BusJournal::new(bus.clone());
         let runs = journal.records(&runs_book()).await.map_err(|e| at(&e))?;
         let last = runs.last().map(|(_, r)| r);
@@ -355,6 +359,17 @@ impl StoredRun {
             .map(drop)
             .map_err(|e| format!("--store: {e}"))
     }
+}
+
+/// The store a `--store` naming a server holds (`postgres://…`, `nats://…`, `redis://…`); none
+/// for a file path.
+fn server_store(path: &std::path::Path) -> Option<chorus_bus::StoreAddress> {
+    let text = path.to_str()?;
+    ["postgres://", "postgresql://", "nats://", "redis://"]
+        .iter()
+        .any(|scheme| text.starts_with(scheme))
+        .then(|| chorus_bus::StoreAddress::parse(text).ok())
+        .flatten()
 }
 
 /// The ids of the items a transcript holds (none when it cannot be read).

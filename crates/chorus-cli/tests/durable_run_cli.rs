@@ -306,7 +306,7 @@ fn tickets(dir: &Path) -> usize {
 
 /// Runs the flow in a new directory, killing the first process with SIGKILL once `at` says
 /// so, then resumes it; the directory.
-async fn interrupted(at: Kill) -> tempfile::TempDir {
+async fn interrupted(at: Kill, store: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     flow(dir.path());
     let hold = match at {
@@ -318,7 +318,7 @@ async fn interrupted(at: Kill) -> tempfile::TempDir {
         Kill::AfterItem(n) => vec![("CHORUS_RUN_PAUSE_AFTER_ITEMS", n.to_string())],
         Kill::InModelCall(_) => vec![],
     };
-    let mut first = run(dir.path(), &base, &[], &env);
+    let mut first = run(dir.path(), &base, store, &env);
     let stderr = first.stderr.take().unwrap();
     let watched = state.clone();
     let waited = tokio::task::spawn_blocking(move || {
@@ -355,7 +355,7 @@ async fn interrupted(at: Kill) -> tempfile::TempDir {
             assert_eq!(tickets(dir.path()), usize::from(n > 2), "{at:?}");
         }
     }
-    let second = run(dir.path(), &base, &["--resume"], &[]);
+    let second = run(dir.path(), &base, &[store, &["--resume"]].concat(), &[]);
     finish(second).await;
     // Nothing recorded was asked again: only a model call cut off by the kill is made twice.
     let again = usize::from(matches!(at, Kill::InModelCall(_)));
@@ -373,11 +373,70 @@ enum Kill {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_killed_at_every_step_resumes_to_the_same_transcript_with_each_effect_once() {
+    kill_a_run_at_every_step(|| Vec::new()).await;
+}
+
+/// A fresh namespace on the test database for each run, when CHORUS_TEST_POSTGRES_URL is set;
+/// the namespaces are deleted by the caller.
+#[cfg(feature = "postgres")]
+fn postgres_store(url: &str, namespaces: &std::sync::Mutex<Vec<String>>) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let ns = format!("chorus_test_chain_{}_{nanos}", std::process::id());
+    namespaces.lock().unwrap().push(ns.clone());
+    format!("{url}?namespace={ns}")
+}
+
+#[cfg(feature = "postgres")]
+async fn drop_namespaces(url: &str, namespaces: std::sync::Mutex<Vec<String>>) {
+    for ns in namespaces.into_inner().unwrap() {
+        chorus_bus::PostgresBus::connect(url, &ns, Default::default())
+            .await
+            .expect("reconnect")
+            .destroy()
+            .await
+            .expect("delete the test namespace");
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_url(what: &str) -> Option<String> {
+    let url = std::env::var("CHORUS_TEST_POSTGRES_URL").ok();
+    if url.is_none() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** {what} on PostgreSQL NOT tested: CHORUS_TEST_POSTGRES_URL not set ***\n"
+        );
+    }
+    url
+}
+
+/// The embedded run with its store (bus and journal) on PostgreSQL: `--store postgres://…`.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_run_killed_at_every_step_resumes_with_each_effect_once() {
+    let Some(url) = postgres_url("the embedded durable run") else {
+        return;
+    };
+    let namespaces = std::sync::Mutex::new(Vec::new());
+    kill_a_run_at_every_step(|| vec!["--store".to_owned(), postgres_store(&url, &namespaces)])
+        .await;
+    drop_namespaces(&url, namespaces).await;
+}
+
+/// The chain run once cleanly, then killed at each model call and after each item and resumed,
+/// each run with the arguments `store` gives (none: the store beside the transcript).
+async fn kill_a_run_at_every_step(store: impl Fn() -> Vec<String>) {
     // The uninterrupted run.
     let clean = tempfile::tempdir().unwrap();
     flow(clean.path());
     let (base, state) = model(None).await;
-    finish(run(clean.path(), &base, &[], &[])).await;
+    let args = store();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    finish(run(clean.path(), &base, &args, &[])).await;
     let expected = story(clean.path());
     let calls = state.requests.load(Ordering::SeqCst);
     assert_eq!(calls, 6, "one model call per step of the chain");
@@ -405,7 +464,9 @@ async fn a_run_killed_at_every_step_resumes_to_the_same_transcript_with_each_eff
     let mut kills: Vec<Kill> = (1..=calls).map(Kill::InModelCall).collect();
     kills.extend((1..=expected.len()).map(Kill::AfterItem));
     for at in kills {
-        let dir = interrupted(at).await;
+        let args = store();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let dir = interrupted(at, &args).await;
         assert_eq!(story(dir.path()), expected, "killed {at:?}");
         assert_eq!(
             tickets(dir.path()),
@@ -628,34 +689,12 @@ async fn workers_on_a_hub_killed_at_every_step_finish_the_task_with_each_effect_
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_workers_killed_at_every_step_finish_the_task_with_each_effect_once() {
-    let Ok(url) = std::env::var("CHORUS_TEST_POSTGRES_URL") else {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** the durable chain on PostgreSQL NOT tested: CHORUS_TEST_POSTGRES_URL not set ***\n"
-        );
+    let Some(url) = postgres_url("the durable chain of workers on a hub") else {
         return;
     };
     let namespaces = std::sync::Mutex::new(Vec::new());
-    kill_workers_at_every_step(|| {
-        let mut names = namespaces.lock().unwrap();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let ns = format!("chorus_test_chain_{}_{nanos}", std::process::id());
-        names.push(ns.clone());
-        format!("{url}?namespace={ns}")
-    })
-    .await;
-    for ns in namespaces.into_inner().unwrap() {
-        chorus_bus::PostgresBus::connect(&url, &ns, Default::default())
-            .await
-            .expect("reconnect")
-            .destroy()
-            .await
-            .expect("delete the test namespace");
-    }
+    kill_workers_at_every_step(|| postgres_store(&url, &namespaces)).await;
+    drop_namespaces(&url, namespaces).await;
 }
 
 /// The chain run once cleanly, then once per kill point, each on a hub on the store `store`
