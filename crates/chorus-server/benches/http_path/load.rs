@@ -86,7 +86,7 @@ pub fn agent(j: usize) -> String {
     format!("agent-{j}")
 }
 
-fn sender(p: usize) -> String {
+pub fn sender(p: usize) -> String {
     format!("sender-{p:02}")
 }
 
@@ -239,7 +239,7 @@ pub async fn http_run(plan: &Plan, n: usize) -> Report {
 
 /// The clients' own runtime (`CHORUS_BENCH_CLIENT_WORKERS` workers, 2 unless set), made once
 /// and kept for every run.
-fn client_runtime() -> tokio::runtime::Handle {
+pub fn client_runtime() -> tokio::runtime::Handle {
     static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -254,7 +254,7 @@ fn client_runtime() -> tokio::runtime::Handle {
 }
 
 /// The publishers and the consumers of one run against the server at `addr`; what they measured.
-async fn clients_run(plan: Plan, n: usize, addr: std::net::SocketAddr) -> Report {
+pub async fn clients_run(plan: Plan, n: usize, addr: std::net::SocketAddr) -> Report {
     let base = format!("http://{addr}");
     // The streams and the publishers' connections are opened before the clock starts.
     let mut readers = Vec::new();
