@@ -178,7 +178,7 @@ async fn floor(opts: &BenchOptions) -> chorus_bus::BusResult<Option<BenchReport>
     match &opts.backend {
         #[cfg(feature = "postgres")]
         StoreAddress::Postgres(server) => {
-            eprintln!("chorus bench bus: measuring the floor (plain SQL, same rows)...");
+            errln!("chorus bench bus: measuring the floor (plain SQL, same rows)...");
             chorus_bus::bench::postgres_floor(&server.url, opts)
                 .await
                 .map(Some)

@@ -373,7 +373,7 @@ enum Kill {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_killed_at_every_step_resumes_to_the_same_transcript_with_each_effect_once() {
-    kill_a_run_at_every_step(|| Vec::new()).await;
+    kill_a_run_at_every_step(Vec::new).await;
 }
 
 /// A fresh namespace on the test database for each run, when CHORUS_TEST_POSTGRES_URL is set;
