@@ -11,8 +11,10 @@
 //!
 //! Runs its own cluster on free loopback ports when CHORUS_TEST_NATS_URL and
 //! CHORUS_TEST_CLUSTER_FAULTS are set (then a missing `nats-server` fails the test). Opt-in for
-//! now: some runs leave a published handoff undelivered for over 120 s after the faults. `CHORUS_CLUSTER_HANDOFFS` sets the number of handoffs
-//! (default 4,000). The replicas are this binary itself (no libtest harness), serving when
+//! now: some runs leave a published handoff undelivered for over 120 s after the faults.
+//! `CHORUS_CLUSTER_HANDOFFS` sets the number of handoffs (default 4,000);
+//! `CHORUS_TEST_NATS_SERVER` the `nats-server` binary (default: the one on PATH), whose version
+//! the report names. The replicas are this binary itself (no libtest harness), serving when
 //! `CHORUS_CLUSTER_CHILD_STORE` names the store.
 
 mod common;
@@ -187,6 +189,8 @@ mod scenario {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(4_000);
+        let version = super::nats_cluster::server_version();
+        eprintln!("cluster faults on {version}");
         let mut cluster = Cluster::start(3);
         let ns = format!("chorus_faults_{}", uuid::Uuid::new_v4().simple());
         let store = format!("{}&namespace={ns}", cluster.url(3));
@@ -273,9 +277,9 @@ mod scenario {
         let lost = total - delivered.min(total);
         let again = seen.again_after_ack.load(Ordering::Relaxed);
         eprintln!(
-            "cluster faults: {total} handoffs; published (201/200) {}; acknowledged (204) {acked}; \
-             delivered {delivered}; lost {lost}; delivered again after a 204: {again}; refused \
-             publishes {} (the longest wait of one publish {} ms); publishes/s before {:.0}, \
+            "cluster faults on {version}: {total} handoffs; published (201/200) {}; \
+             acknowledged (204) {acked}; delivered {delivered}; lost {lost}; delivered again \
+             after a 204: {again}; refused publishes {} (the longest wait of one publish {} ms); publishes/s before {:.0}, \
              during {:.0}, after {:.0}; {:.1} s in all",
             times.len(),
             seen.refused.load(Ordering::Relaxed),

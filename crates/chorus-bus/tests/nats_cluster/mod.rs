@@ -3,7 +3,8 @@
 //! and ask which node leads a stream (the monitoring endpoint's `/jsz`). Shared by the bus's
 //! and the server's tests (the server's include this file by path). A node is killed with the
 //! thread that started it: start and restart nodes from a thread that lives as long as they
-//! should.
+//! should. The binary is `CHORUS_TEST_NATS_SERVER` (a path) when set, else `nats-server` on
+//! PATH; [`server_version`] says which version that is.
 
 #![allow(dead_code)]
 
@@ -14,6 +15,25 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+/// The `nats-server` binary the nodes run: `CHORUS_TEST_NATS_SERVER` when set, else
+/// `nats-server` on PATH.
+pub fn server_binary() -> String {
+    std::env::var("CHORUS_TEST_NATS_SERVER")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "nats-server".to_owned())
+}
+
+/// What `<binary> --version` prints (`nats-server: v2.9.10`), with the binary's path; says so
+/// when it does not run.
+pub fn server_version() -> String {
+    let binary = server_binary();
+    match Command::new(&binary).arg("--version").output() {
+        Ok(out) => format!("{} ({binary})", String::from_utf8_lossy(&out.stdout).trim()),
+        Err(e) => format!("{binary} does not run: {e}"),
+    }
+}
 
 /// How long a cluster may take to elect its JetStream meta leader.
 const FORMING: Duration = Duration::from_secs(30);
@@ -81,7 +101,7 @@ impl Cluster {
     fn spawn(&mut self, i: usize) {
         let node = &self.nodes[i];
         std::fs::create_dir_all(&node.dir).unwrap();
-        let mut command = Command::new("nats-server");
+        let mut command = Command::new(server_binary());
         // Killed with the thread that started it, so that no node outlives a test process
         // that ends without dropping its cluster (a static one, or a panic that aborts).
         // SAFETY: prctl is async-signal-safe and touches nothing of the parent's.
@@ -105,7 +125,12 @@ impl Cluster {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("nats-server runs (CHORUS_TEST_NATS_URL is set, so it must)");
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} runs (CHORUS_TEST_NATS_URL is set, so it must): {e}",
+                    server_binary()
+                )
+            });
         self.nodes[i].child = Some(child);
         let deadline = Instant::now() + FORMING;
         while TcpStream::connect(("127.0.0.1", self.nodes[i].port)).is_err() {
