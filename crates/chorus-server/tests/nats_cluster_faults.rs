@@ -23,6 +23,8 @@ mod common;
 mod nats_cluster;
 
 const CHILD_ENV: &str = "CHORUS_CLUSTER_CHILD_STORE";
+/// The file a replica writes its log to: its deliveries and settles (`debug`), warnings.
+const CHILD_LOG: &str = "CHORUS_CLUSTER_CHILD_LOG";
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -31,6 +33,16 @@ fn main() {
         .build()
         .expect("tokio runtime");
     if let Ok(store) = std::env::var(CHILD_ENV) {
+        if let Ok(path) = std::env::var(CHILD_LOG) {
+            let file = std::fs::File::create(path).expect("the replica's log file");
+            tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(
+                    "warn,chorus_server::api::inbox=debug",
+                ))
+                .with_writer(std::sync::Mutex::new(file))
+                .with_ansi(false)
+                .init();
+        }
         return runtime.block_on(common::child::serve(&store, &common::config(20), false));
     }
     #[cfg(feature = "nats")]
@@ -205,9 +217,47 @@ mod scenario {
         n as f64 / to.saturating_duration_since(from).as_secs_f64().max(0.001)
     }
 
+    /// The replicas' log files (see [`super::CHILD_LOG`]), in a directory of their own.
+    struct Logs {
+        dir: tempfile::TempDir,
+    }
+
+    impl Logs {
+        fn new() -> Logs {
+            Logs {
+                dir: tempfile::tempdir().expect("a directory for the replicas' logs"),
+            }
+        }
+
+        /// Starts replica `name` on `store`, logging to its file.
+        fn spawn(&self, store: &str, name: &str) -> (child::ServerProcess, String) {
+            let log = self.dir.path().join(format!("replica-{name}.log"));
+            let log = log.to_string_lossy().into_owned();
+            child::spawn_server_with(super::CHILD_ENV, store, &[(super::CHILD_LOG, log)], None)
+        }
+
+        /// The lines of every replica's log that name `id`, each after its replica's name.
+        fn lines_of(&self, id: &str) -> String {
+            let mut out = String::new();
+            let mut files: Vec<_> = (std::fs::read_dir(self.dir.path()).into_iter().flatten())
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            files.sort();
+            for path in files {
+                let name = path.file_stem().unwrap_or_default().to_string_lossy();
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                for line in text.lines().filter(|l| l.contains(id)) {
+                    out += &format!("  {name}: {line}\n");
+                }
+            }
+            out
+        }
+    }
+
     /// Says what the client saw of each of the `missing` ids, what the nodes hold of the queue
     /// stream and its consumers, and which of its messages are still stored.
-    fn diagnose(cluster: &Cluster, ns: &str, seen: &Seen, missing: &[String]) {
+    fn diagnose(cluster: &Cluster, ns: &str, seen: &Seen, missing: &[String], logs: &Logs) {
         use base64::Engine;
         let delivered = seen.delivered.lock().unwrap().clone();
         for id in missing {
@@ -217,6 +267,7 @@ mod scenario {
                 " (never delivered)"
             };
             eprintln!("not acked, {id}{never}: {}", seen.history_of(id));
+            eprint!("{}", logs.lines_of(id));
         }
         let stream = format!("{ns}_Q");
         eprint!("{}", cluster.stream_report(&stream));
@@ -283,8 +334,9 @@ mod scenario {
         let mut cluster = Cluster::start(3);
         let ns = format!("chorus_faults_{}", uuid::Uuid::new_v4().simple());
         let store = format!("{}&namespace={ns}", cluster.url(3));
-        let (replica_a, base_a) = child::spawn_server(super::CHILD_ENV, &store);
-        let (replica_b, base_b) = child::spawn_server(super::CHILD_ENV, &store);
+        let logs = Logs::new();
+        let (replica_a, base_a) = logs.spawn(&store, "a");
+        let (replica_b, base_b) = logs.spawn(&store, "b");
         let bases: Bases = Arc::new(Mutex::new(vec![base_a, base_b]));
         let seen = Arc::new(Seen::default());
         let stop = Arc::new(AtomicBool::new(false));
@@ -330,7 +382,7 @@ mod scenario {
         );
         drop(replica_a);
         bases.lock().unwrap().remove(0);
-        let (replica_c, base_c) = child::spawn_server(super::CHILD_ENV, &store);
+        let (replica_c, base_c) = logs.spawn(&store, "c");
         bases.lock().unwrap().push(base_c);
         let faults_to = Instant::now();
 
@@ -359,7 +411,7 @@ mod scenario {
                 seconds(),
                 missing.len()
             );
-            diagnose(&cluster, &ns, &seen, &missing);
+            diagnose(&cluster, &ns, &seen, &missing, &logs);
             // Whether they come later.
             std::thread::sleep(Duration::from_secs(60));
             for id in &missing {
@@ -382,6 +434,7 @@ mod scenario {
         let again = seen.again_after_ack.load(Ordering::Relaxed);
         for id in seen.again_ids.lock().unwrap().iter() {
             eprintln!("delivered again after a 204, {id}: {}", seen.history_of(id));
+            eprint!("{}", logs.lines_of(id));
         }
         eprintln!(
             "cluster faults on {version}: {total} handoffs; not acked within 120 s {}; \
