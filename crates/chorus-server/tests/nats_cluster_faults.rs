@@ -13,8 +13,10 @@
 //! and the history of every id left unsettled or delivered again after a 204.
 //!
 //! Runs its own cluster on free loopback ports when CHORUS_TEST_NATS_URL and
-//! CHORUS_TEST_CLUSTER_FAULTS are set (then a missing `nats-server` fails the test). Opt-in for
-//! now: some runs leave a published handoff undelivered for over 120 s after the faults.
+//! CHORUS_TEST_CLUSTER_FAULTS are set (then a missing `nats-server` fails the test). Opt-in: it
+//! was made so while some runs failed with a handoff not acked 120 s after the faults; in the
+//! failing runs looked at since, the handoff's ack had reached the store through a replica
+//! killed before it answered (or answered 503), and the old check waited for a 204.
 //! `CHORUS_CLUSTER_HANDOFFS` sets the number of handoffs (default 4,000);
 //! `CHORUS_TEST_NATS_SERVER` the `nats-server` binary (default: the one on PATH), whose version
 //! the report names. The replicas are this binary itself (no libtest harness), serving when
@@ -384,14 +386,15 @@ mod scenario {
         if server_url("a cluster's faults", "NATS", "CHORUS_TEST_NATS_URL").is_none() {
             return;
         }
-        // Opt-in for now: some runs leave a published handoff undelivered for over 120 s after
-        // the faults (a bug not yet found), and a failing run would hold back every change.
+        // Opt-in: made so while some runs failed (a handoff not acked 120 s after the faults; in
+        // the failing runs looked at since, an ack whose answer was lost, see the top); whether
+        // it runs by default is still to decide.
         if std::env::var("CHORUS_TEST_CLUSTER_FAULTS").is_err() {
             use std::io::Write;
             let _ = writeln!(
                 std::io::stderr(),
                 "\n*** a cluster's faults on NATS NOT tested: set CHORUS_TEST_CLUSTER_FAULTS=1 \
-                 (opt-in until the handoff some runs leave undelivered is found) ***\n"
+                 (opt-in) ***\n"
             );
             println!("0 passed, 0 failed, 1 skipped");
             return;
