@@ -3,17 +3,37 @@
 //! and ask which node leads a stream (the monitoring endpoint's `/jsz`). Shared by the bus's
 //! and the server's tests (the server's include this file by path). A node is killed with the
 //! thread that started it: start and restart nodes from a thread that lives as long as they
-//! should.
+//! should. The binary is `CHORUS_TEST_NATS_SERVER` (a path) when set, else `nats-server` on
+//! PATH; [`server_version`] says which version that is.
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+/// The `nats-server` binary the nodes run: `CHORUS_TEST_NATS_SERVER` when set, else
+/// `nats-server` on PATH.
+pub fn server_binary() -> String {
+    std::env::var("CHORUS_TEST_NATS_SERVER")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "nats-server".to_owned())
+}
+
+/// What `<binary> --version` prints (`nats-server: v2.9.10`), with the binary's path; says so
+/// when it does not run.
+pub fn server_version() -> String {
+    let binary = server_binary();
+    match Command::new(&binary).arg("--version").output() {
+        Ok(out) => format!("{} ({binary})", String::from_utf8_lossy(&out.stdout).trim()),
+        Err(e) => format!("{binary} does not run: {e}"),
+    }
+}
 
 /// How long a cluster may take to elect its JetStream meta leader.
 const FORMING: Duration = Duration::from_secs(30);
@@ -81,7 +101,7 @@ impl Cluster {
     fn spawn(&mut self, i: usize) {
         let node = &self.nodes[i];
         std::fs::create_dir_all(&node.dir).unwrap();
-        let mut command = Command::new("nats-server");
+        let mut command = Command::new(server_binary());
         // Killed with the thread that started it, so that no node outlives a test process
         // that ends without dropping its cluster (a static one, or a panic that aborts).
         // SAFETY: prctl is async-signal-safe and touches nothing of the parent's.
@@ -105,7 +125,12 @@ impl Cluster {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("nats-server runs (CHORUS_TEST_NATS_URL is set, so it must)");
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} runs (CHORUS_TEST_NATS_URL is set, so it must): {e}",
+                    server_binary()
+                )
+            });
         self.nodes[i].child = Some(child);
         let deadline = Instant::now() + FORMING;
         while TcpStream::connect(("127.0.0.1", self.nodes[i].port)).is_err() {
@@ -185,6 +210,61 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// One request of the NATS API (`$JS.API.…`) with a JSON `payload`, over a bare client
+    /// connection to the first running node that answers within 2 s: its JSON answer.
+    pub fn request(&self, subject: &str, payload: &str) -> Option<Value> {
+        (self.nodes.iter().filter(|n| n.child.is_some()))
+            .find_map(|n| request(n.port, subject, payload))
+    }
+
+    /// What each running node's `/jsz` says of stream `name` and its consumers (each node's
+    /// own copy of their state), a line each.
+    pub fn stream_report(&self, name: &str) -> String {
+        let mut out = String::new();
+        for node in self.nodes.iter().filter(|n| n.child.is_some()) {
+            let query = "&accounts=true&streams=true&consumers=true";
+            let Some(j) = jsz(node.monitor, query) else {
+                out += &format!("{}: no /jsz answer\n", node.name);
+                continue;
+            };
+            let Some(stream) = find_named(&j, name, "state") else {
+                out += &format!("{}: no stream {name}\n", node.name);
+                continue;
+            };
+            let state = &stream["state"];
+            out += &format!(
+                "{}: stream leader {}, messages {}, first {}, last {}, deleted {}\n",
+                node.name,
+                stream["cluster"]["leader"],
+                state["messages"],
+                state["first_seq"],
+                state["last_seq"],
+                state["num_deleted"],
+            );
+            let consumers = stream["consumer_detail"].as_array().cloned();
+            for c in consumers.unwrap_or_default() {
+                out += &format!(
+                    "  {}: consumer {} (leader {}): delivered {}/{} (stream/consumer), ack floor \
+                     {}/{}, pending {}, ack pending {}, redelivered {}, waiting {}\n",
+                    node.name,
+                    c["name"],
+                    c["cluster"]["leader"],
+                    c["delivered"]["stream_seq"],
+                    c["delivered"]["consumer_seq"],
+                    c["ack_floor"]["stream_seq"],
+                    c["ack_floor"]["consumer_seq"],
+                    c["num_pending"],
+                    c["num_ack_pending"],
+                    c["num_redelivered"],
+                    c["num_waiting"],
+                );
+            }
+        }
+        out
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         for i in 0..self.nodes.len() {
@@ -214,6 +294,53 @@ fn find_leader(j: &Value, name: &str) -> Option<String> {
         }
         Value::Array(items) => items.iter().find_map(|v| find_leader(v, name)),
         _ => None,
+    }
+}
+
+/// The object anywhere in `j` whose `name` is `name` and that has the field `field`.
+fn find_named<'a>(j: &'a Value, name: &str, field: &str) -> Option<&'a Value> {
+    match j {
+        Value::Object(map) => {
+            if map.get("name").and_then(Value::as_str) == Some(name) && map.contains_key(field) {
+                return Some(j);
+            }
+            map.values().find_map(|v| find_named(v, name, field))
+        }
+        Value::Array(items) => items.iter().find_map(|v| find_named(v, name, field)),
+        _ => None,
+    }
+}
+
+/// A NATS request on client port `port` in the bare protocol (CONNECT, SUB, PUB, then the
+/// one MSG answered): its payload as JSON; `None` when none came within 2 s.
+fn request(port: u16, subject: &str, payload: &str) -> Option<Value> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?; // INFO
+    write!(
+        stream,
+        "CONNECT {{\"verbose\":false,\"pedantic\":false}}\r\nSUB _chorus_test.reply 1\r\n\
+         PUB {subject} _chorus_test.reply {}\r\n{payload}\r\n",
+        payload.len()
+    )
+    .ok()?;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if line.starts_with("PING") {
+            stream.write_all(b"PONG\r\n").ok()?;
+        } else if line.starts_with("MSG ") {
+            let len: usize = line.split_whitespace().last()?.parse().ok()?;
+            let mut body = vec![0; len + 2];
+            reader.read_exact(&mut body).ok()?;
+            return serde_json::from_slice(&body[..len]).ok();
+        } else if line.starts_with("-ERR") {
+            return None;
+        }
     }
 }
 
