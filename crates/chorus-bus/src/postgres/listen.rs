@@ -1,7 +1,9 @@
-//! Wake-ups across processes by `LISTEN`/`NOTIFY`: every store, nack and lease change sends the
-//! queue's name on the namespace's channel at commit; one connection per bus listens and wakes
-//! this process's consumers of that queue. Nothing polls: an idle hub sends no query.
+//! Wake-ups across processes by `LISTEN`/`NOTIFY`: after each commit that makes deliveries
+//! visible (a store, a nack), the queue's name is sent on the namespace's channel (coalesced:
+//! one statement for every queue named since the last); one connection per bus listens and
+//! wakes this process's consumers of that queue. Nothing polls: an idle hub sends no query.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -78,4 +80,57 @@ async fn connect(
         let _ = driver.await;
         drop(client);
     }))
+}
+
+/// Tells the other processes which queues got deliveries, after the commits: a task sends one
+/// `pg_notify` statement for all the queues named since its last one. Such a statement writes
+/// nothing, so it holds the server's notification lock only for a moment (a notifying
+/// transaction that writes holds it through its WAL flush, and such commits go one at a time).
+/// A notification lost with a connection is made up for by the listeners, which wake every
+/// waiter when they connect again, and by each waiter's own deadline.
+pub(super) struct Announcer {
+    queues: tokio::sync::mpsc::UnboundedSender<String>,
+    _task: Listener,
+}
+
+impl Announcer {
+    /// The announcer of channel `channel`, sending on connections of `pool`.
+    pub(super) fn spawn(pool: deadpool_postgres::Pool, channel: &str) -> Announcer {
+        let (queues, mut named) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let channel = channel.to_owned();
+        let task = tokio::spawn(async move {
+            while let Some(first) = named.recv().await {
+                let mut all = HashSet::from([first]);
+                while let Ok(more) = named.try_recv() {
+                    all.insert(more);
+                }
+                let all: Vec<String> = all.into_iter().collect();
+                let sent = match pool.get().await {
+                    Ok(c) => c
+                        .execute(
+                            "SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q",
+                            &[&channel, &all],
+                        )
+                        .await
+                        .map(drop)
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                if let Err(e) = sent {
+                    tracing::debug!(error = %e, "postgres: a wake-up was not sent");
+                }
+            }
+        });
+        Announcer {
+            queues,
+            _task: Listener(task),
+        }
+    }
+
+    /// Has `queues` announced soon.
+    pub(super) fn announce(&self, queues: &[String]) {
+        for q in queues {
+            let _ = self.queues.send(q.clone());
+        }
+    }
 }

@@ -55,8 +55,10 @@ CREATE TABLE deliveries (
     attempts INTEGER NOT NULL,
     visible_ms BIGINT NOT NULL
 );
+-- Claims find their rows through (queue, priority, token). No index holds `attempts` or
+-- `visible_ms`, which every claim, nack and lease renewal changes: those updates stay
+-- heap-only (HOT), writing no index entry.
 CREATE INDEX deliveries_ready ON deliveries (queue, priority, token);
-CREATE INDEX deliveries_visible ON deliveries (queue, visible_ms);
 CREATE INDEX deliveries_seq ON deliveries (seq);
 CREATE TABLE bindings (
     added BIGSERIAL,

@@ -49,6 +49,7 @@ pub struct PostgresBus {
     schedulers: Mutex<HashMap<String, Arc<Mutex<FairScheduler>>>>,
     binding_cache: BindingCache,
     wakers: Arc<Wakers>,
+    announcer: listen::Announcer,
     _listener: Listener,
 }
 
@@ -81,8 +82,10 @@ impl PostgresBus {
         let listener = listen::listen(&options, ns, &wakers)
             .await
             .map_err(|e| unreachable(pg_error(e)))?;
+        let announcer = listen::Announcer::spawn(pool.clone(), ns);
         Ok(PostgresBus {
             config,
+            announcer,
             pool,
             options,
             schema: ns.to_owned(),
@@ -135,11 +138,10 @@ impl PostgresBus {
         self.pool.get().await.map_err(pool_error)
     }
 
-    fn store_settings(&self, dedupe: bool) -> Store<'_> {
+    fn store_settings(&self, dedupe: bool) -> Store {
         Store {
             dedupe,
             window_ms: millis(self.config.dedupe_window),
-            channel: &self.schema,
         }
     }
 
@@ -150,12 +152,13 @@ impl PostgresBus {
             .clone()
     }
 
-    /// Wakes this process's consumers of `queues` at once (other processes hear the
-    /// notification sent at commit).
+    /// After a commit that made deliveries of `queues` visible: wakes this process's
+    /// consumers of them at once, and has the other processes told.
     fn wake(&self, queues: &[String]) {
         for q in queues {
             self.wakers.wake(q);
         }
+        self.announcer.announce(queues);
     }
 
     /// Records the effect, stores the outgoing messages and, when given, settles the delivery,
@@ -266,7 +269,7 @@ impl Backend for PostgresBus {
 
     async fn nack(&self, d: &Delivery, delay: Duration) -> BusResult<()> {
         let c = self.client().await?;
-        queue::postpone(&c, d, now_ms() + millis(delay), &self.schema).await?;
+        queue::postpone(&c, d, now_ms() + millis(delay)).await?;
         self.wake(&[d.queue.to_string()]);
         Ok(())
     }
@@ -274,7 +277,7 @@ impl Backend for PostgresBus {
     async fn in_progress(&self, d: &Delivery) -> BusResult<()> {
         let ack_wait = millis(self.config.ack_wait_for(&d.queue));
         let c = self.client().await?;
-        queue::postpone(&c, d, now_ms() + ack_wait, &self.schema).await
+        queue::postpone(&c, d, now_ms() + ack_wait).await
     }
 
     async fn dead_letter(&self, d: &Delivery, reason: DeadReason) -> BusResult<()> {

@@ -43,9 +43,11 @@ pub(super) fn envelope_at(row: &Row, i: usize) -> BusResult<Envelope> {
 }
 
 /// One statement: the dedupe record (taken only when the id is new, outside the window, or
-/// `dedupe` is off), the conversation's next entry number, the message, one delivery per
-/// queue, and a notification per queue (sent at commit). Returns the message's row number,
-/// or NULL when the record refused it.
+/// `dedupe` is off), the conversation's next entry number, the message and one delivery per
+/// queue. Returns the message's row number, or no row when the record refused it. (No `NOTIFY`
+/// here: a transaction that notifies holds the server's one notification lock through its
+/// commit's WAL flush, so that notifying publishes commit one at a time. The other processes
+/// are told after the commit, see `listen::Announcer`.)
 const STORE_SQL: &str = "
 WITH s AS (
     INSERT INTO seen (id, seq, at_ms) VALUES ($1::text, nextval('messages_seq_seq'), $2::int8)
@@ -66,20 +68,17 @@ WITH s AS (
     INSERT INTO deliveries (queue, priority, seq, attempts, visible_ms)
     SELECT q, $5::int2, m.seq, 0, 0 FROM m, unnest($14::text[]) AS q
 )
-SELECT (SELECT seq FROM m),
-       (SELECT count(pg_notify($15::text, q)) FROM m, unnest($14::text[]) AS q)";
+SELECT seq FROM m";
 
-/// How a store treats ids, and where it announces new deliveries.
-pub(super) struct Store<'a> {
+/// How a store treats ids.
+pub(super) struct Store {
     /// Whether an id stored within the window is refused (a duplicate or a conflict).
     pub dedupe: bool,
     /// The dedupe window in milliseconds.
     pub window_ms: i64,
-    /// The notification channel of the namespace.
-    pub channel: &'a str,
 }
 
-impl Store<'_> {
+impl Store {
     /// Stores `env` in `queues` at `now`: true when stored, false for a duplicate, a conflict
     /// for an id stored within the window with other content.
     pub(super) async fn put(
@@ -93,7 +92,7 @@ impl Store<'_> {
         let statement = c.prepare_cached(STORE_SQL).await.map_err(pg_error)?;
         let rank = i16::from(env.priority.rank());
         let row = c
-            .query_one(
+            .query_opt(
                 &statement,
                 &[
                     &env.id,
@@ -110,12 +109,11 @@ impl Store<'_> {
                     &self.dedupe,
                     &(now - self.window_ms),
                     &queues,
-                    &self.channel,
                 ],
             )
             .await
             .map_err(pg_error)?;
-        if row.get::<_, Option<i64>>(0).is_some() {
+        if row.is_some() {
             return Ok(true);
         }
         let stored = c
@@ -283,30 +281,24 @@ pub(super) async fn settle_all(
         .collect())
 }
 
-/// Makes the delivery visible again at `visible_ms` when this attempt still holds it, and
-/// announces its queue (a waiting consumer looks again at its next time).
+/// Makes the delivery visible again at `visible_ms` when this attempt still holds it.
 pub(super) async fn postpone(
     c: &impl GenericClient,
     d: &Delivery,
     visible_ms: i64,
-    channel: &str,
 ) -> BusResult<()> {
     let (token, attempt) = token_parts(d)?;
     let statement = c
-        .prepare_cached(
-            "WITH u AS (UPDATE deliveries SET visible_ms = $1 WHERE token = $2 AND attempts = $3 \
-             RETURNING queue) SELECT pg_notify($4::text, queue) FROM u",
-        )
+        .prepare_cached("UPDATE deliveries SET visible_ms = $1 WHERE token = $2 AND attempts = $3")
         .await
         .map_err(pg_error)?;
-    let rows = c
-        .query(&statement, &[&visible_ms, &token, &attempt, &channel])
+    match c
+        .execute(&statement, &[&visible_ms, &token, &attempt])
         .await
-        .map_err(pg_error)?;
-    if rows.is_empty() {
-        Err(stale(d))
-    } else {
-        Ok(())
+        .map_err(pg_error)?
+    {
+        0 => Err(stale(d)),
+        _ => Ok(()),
     }
 }
 
