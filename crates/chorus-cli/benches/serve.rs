@@ -119,9 +119,10 @@ fn serve() -> Served {
         .spawn()
         .expect("chorus serve starts");
     let mut first = String::new();
-    BufReader::new(child.stdout.take().expect("its stdout"))
-        .read_line(&mut first)
-        .expect("its first line");
+    let mut stdout = BufReader::new(child.stdout.take().expect("its stdout"));
+    stdout.read_line(&mut first).expect("its first line");
+    // Read to the end: a closed pipe would end the server at its next line (the admin token).
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
     // "chorus serve: listening on http://ADDR (store …)"
     let addr = first
         .split("http://")
