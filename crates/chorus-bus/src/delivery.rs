@@ -160,3 +160,42 @@ pub enum Handled {
     /// The message had already been handled; the handler did not run again.
     AlreadyDone,
 }
+
+/// The columns a SQL store keeps a dead letter's reason and envelope in: the reason as JSON, and
+/// the envelope's keys as JSON without its bytes (a column of their own).
+pub(crate) fn dead_letter_columns(
+    reason: &DeadReason,
+    envelope: Option<&Envelope>,
+) -> crate::error::BusResult<(String, Option<String>)> {
+    let reason = serde_json::to_string(reason).map_err(stored_json_error)?;
+    let envelope = envelope
+        .map(|e| {
+            let mut keys = e.clone();
+            keys.bytes = bytes::Bytes::new();
+            serde_json::to_string(&keys)
+        })
+        .transpose()
+        .map_err(stored_json_error)?;
+    Ok((reason, envelope))
+}
+
+/// A dead letter's envelope read back from [`dead_letter_columns`]' keys and its bytes.
+pub(crate) fn dead_letter_envelope(
+    keys: Option<&str>,
+    bytes: &[u8],
+) -> crate::error::BusResult<Option<Envelope>> {
+    keys.map(serde_json::from_str::<Envelope>)
+        .transpose()
+        .map_err(stored_json_error)
+        .map(|e| {
+            e.map(|mut e| {
+                e.bytes = bytes.to_vec().into();
+                e
+            })
+        })
+}
+
+/// A JSON column a store wrote that does not parse back.
+pub(crate) fn stored_json_error(e: serde_json::Error) -> crate::error::BusError {
+    crate::error::BusError::Corrupt(format!("a stored JSON column does not parse: {e}"))
+}

@@ -34,7 +34,4 @@ pub(crate) fn pool_error(e: PoolError) -> BusError {
     }
 }
 
-/// A stored JSON column that does not parse.
-pub(crate) fn json_error(e: serde_json::Error) -> BusError {
-    BusError::Corrupt(format!("a stored JSON column does not parse: {e}"))
-}
+pub(crate) use crate::delivery::stored_json_error as json_error;

@@ -80,15 +80,7 @@ const DEAD_COLS: &str = "id, message_id, queue, reason, bytes, envelope, at_ms";
 
 fn dead_letter(r: &Row) -> BusResult<DeadLetter> {
     let bytes: Vec<u8> = r.get(4);
-    let envelope = r
-        .get::<_, Option<String>>(5)
-        .map(|e| serde_json::from_str::<Envelope>(&e))
-        .transpose()
-        .map_err(json_error)?
-        .map(|mut e| {
-            e.bytes = bytes.clone().into();
-            e
-        });
+    let envelope = crate::delivery::dead_letter_envelope(r.get(5), &bytes)?;
     Ok(DeadLetter {
         id: r.get::<_, i64>(0).to_string(),
         message_id: r.get(1),

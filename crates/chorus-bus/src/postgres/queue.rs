@@ -302,23 +302,6 @@ pub(super) async fn postpone(
     }
 }
 
-/// The reason and the envelope's keys (without its bytes) of a dead letter, as stored.
-fn dead_columns(
-    reason: &DeadReason,
-    envelope: Option<&Envelope>,
-) -> BusResult<(String, Option<String>)> {
-    let reason = serde_json::to_string(reason).map_err(json_error)?;
-    let envelope = envelope
-        .map(|e| {
-            let mut keys = e.clone();
-            keys.bytes = bytes::Bytes::new();
-            serde_json::to_string(&keys)
-        })
-        .transpose()
-        .map_err(json_error)?;
-    Ok((reason, envelope))
-}
-
 /// Takes the delivery from its queue and records it as a dead letter, in one statement; stale
 /// when this attempt no longer holds it.
 pub(super) async fn dead_letter(
@@ -328,7 +311,7 @@ pub(super) async fn dead_letter(
     now: i64,
 ) -> BusResult<()> {
     let (token, attempt) = token_parts(d)?;
-    let (reason, envelope) = dead_columns(reason, Some(&d.envelope))?;
+    let (reason, envelope) = crate::delivery::dead_letter_columns(reason, Some(&d.envelope))?;
     let statement = c
         .prepare_cached(
             "WITH gone AS (DELETE FROM deliveries WHERE token = $1 AND attempts = $2 RETURNING 1) \
@@ -369,7 +352,7 @@ pub(super) async fn record_rejected(
     reason: &DeadReason,
     now: i64,
 ) -> BusResult<String> {
-    let (reason, _) = dead_columns(reason, None)?;
+    let (reason, _) = crate::delivery::dead_letter_columns(reason, None)?;
     let row = c
         .query_one(
             "INSERT INTO dead_letters (message_id, queue, reason, bytes, envelope, at_ms) \

@@ -15,6 +15,4 @@ pub(crate) fn storage_error(e: rusqlite::Error) -> BusError {
     }
 }
 
-pub(crate) fn json_error(e: serde_json::Error) -> BusError {
-    BusError::Corrupt(format!("a stored JSON column does not parse: {e}"))
-}
+pub(crate) use crate::delivery::stored_json_error as json_error;

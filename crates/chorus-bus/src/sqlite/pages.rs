@@ -4,7 +4,6 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::schema::{ENV_COLS, Key, count, envelope_at, json_error, storage_error};
 use crate::delivery::{DeadLetter, Logged, TrackSummary};
-use crate::envelope::Envelope;
 use crate::error::BusResult;
 use crate::retention::{Page, TrackCursor, number_cursor};
 
@@ -42,14 +41,7 @@ fn dead_row(r: &Row<'_>) -> rusqlite::Result<DeadRow> {
 fn dead_letter(
     (id, message_id, queue, reason, bytes, envelope, at_ms): DeadRow,
 ) -> BusResult<DeadLetter> {
-    let envelope = envelope
-        .map(|e| serde_json::from_str::<Envelope>(&e))
-        .transpose()
-        .map_err(json_error)?
-        .map(|mut e| {
-            e.bytes = bytes.clone().into();
-            e
-        });
+    let envelope = crate::delivery::dead_letter_envelope(envelope.as_deref(), &bytes)?;
     Ok(DeadLetter {
         id: id.to_string(),
         message_id,

@@ -317,15 +317,7 @@ pub(crate) fn insert_dead(
     envelope: Option<&Envelope>,
     now: i64,
 ) -> BusResult<String> {
-    let reason = serde_json::to_string(reason).map_err(json_error)?;
-    let envelope = envelope
-        .map(|e| {
-            let mut keys = e.clone();
-            keys.bytes = bytes::Bytes::new();
-            serde_json::to_string(&keys)
-        })
-        .transpose()
-        .map_err(json_error)?;
+    let (reason, envelope) = crate::delivery::dead_letter_columns(reason, envelope)?;
     conn.execute(
         "INSERT INTO dead_letters (message_id, queue, reason, bytes, envelope, at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
