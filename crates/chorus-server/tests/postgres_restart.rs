@@ -6,6 +6,8 @@
 //! open inbox stream waits and goes on; every message answered 201 is delivered, none
 //! acknowledged with 204 comes again.
 //!
+//! Also: TLS to the database, the server's certificate verified against `sslrootcert`.
+//!
 //! Runs its own PostgreSQL (`initdb` and `postgres` of `pg_config --bindir`, as the `postgres`
 //! user when run as root) on a free port of 127.0.0.1: the shared server must not be killed.
 //! Tested when CHORUS_TEST_POSTGRES_URL is set; then missing server programs fail the test.
@@ -151,5 +153,56 @@ mod restart {
             Err(_) => panic!("the publishers still hold the server"),
         }
         drop(pg);
+    }
+
+    /// `sslmode=require` with `sslrootcert`: the connection is TLS (the server's own view,
+    /// `pg_stat_ssl`); without the root (the web's roots only), the test certificate is refused
+    /// and the error says why.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tls_to_the_database_is_verified() {
+        let Some(_) = server_url(
+            "PostgreSQL over TLS",
+            "PostgreSQL",
+            "CHORUS_TEST_POSTGRES_URL",
+        ) else {
+            return;
+        };
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tls");
+        let dir = tempfile::tempdir().unwrap();
+        let pg = PgProcess::start_tls(
+            dir.path(),
+            free_port(),
+            &fixtures.join("test-only-cert.pem"),
+            &fixtures.join("test-only-key.pem"),
+        );
+        let verified = format!(
+            "{}?sslmode=require&sslrootcert={}&application_name=chorus_tls",
+            pg.url,
+            fixtures.join("test-only-ca.pem").display()
+        );
+        let config = config(30);
+        let bus = Store::parse(&verified)
+            .unwrap()
+            .open(&config)
+            .await
+            .expect("served over TLS with the test CA");
+        bus.probe_write().await.expect("a write over TLS");
+        let ssl = pg
+            .psql(
+                "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+                 WHERE a.application_name = 'chorus_tls'",
+            )
+            .unwrap();
+        assert_eq!(ssl, "t", "every connection of the bus is TLS");
+        drop(bus);
+        let unverified = format!("{}?sslmode=require", pg.url);
+        let err = Store::parse(&unverified)
+            .unwrap()
+            .open(&config)
+            .await
+            .err()
+            .expect("a certificate no web root signed is refused")
+            .to_string();
+        assert!(err.to_lowercase().contains("certificate"), "{err}");
     }
 }

@@ -9,7 +9,16 @@ use crate::error::BusError;
 pub(crate) fn pg_error(e: tokio_postgres::Error) -> BusError {
     let detail = match e.as_db_error() {
         Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
-        None => e.to_string(),
+        // With its causes: "error performing TLS handshake" says nothing of the certificate.
+        None => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            text
+        }
     };
     BusError::Backend {
         backend: "postgres",

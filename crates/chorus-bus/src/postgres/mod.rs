@@ -70,9 +70,12 @@ impl PostgresBus {
             });
         }
         let pool = options.pool(ns)?;
-        let unreachable = |e: BusError| BusError::Backend {
-            backend: "postgres",
-            detail: format!("{} at {}", e, options.describe()),
+        let unreachable = |e: BusError| match e {
+            BusError::Backend { detail, .. } => BusError::Backend {
+                backend: "postgres",
+                detail: format!("{detail} at {}", options.describe()),
+            },
+            other => other,
         };
         {
             let mut client = pool.get().await.map_err(pool_error).map_err(unreachable)?;

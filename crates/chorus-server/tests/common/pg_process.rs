@@ -14,6 +14,8 @@ const STARTING: Duration = Duration::from_secs(60);
 pub struct PgProcess {
     child: Option<Child>,
     data: PathBuf,
+    /// Server settings given at each start (`-c NAME=VALUE` pairs).
+    settings: Vec<String>,
     bin: PathBuf,
     owner: Option<(u32, u32)>,
     /// Its port on 127.0.0.1.
@@ -50,6 +52,33 @@ fn owner() -> Option<(u32, u32)> {
 impl PgProcess {
     /// Makes a cluster in `dir` (`initdb`, trust authentication) and starts it on `port`.
     pub fn start(dir: &Path, port: u16) -> PgProcess {
+        PgProcess::start_with(dir, port, &[])
+    }
+
+    /// Like [`PgProcess::start`], with TLS from the certificate and key files `cert` and `key`
+    /// (copied into the data directory, as the server wants them: owned by it, mode 0600).
+    pub fn start_tls(dir: &Path, port: u16, cert: &Path, key: &Path) -> PgProcess {
+        let tls = dir.join("tls");
+        std::fs::create_dir_all(&tls).unwrap();
+        let (cert_to, key_to) = (tls.join("server.crt"), tls.join("server.key"));
+        std::fs::copy(cert, &cert_to).unwrap();
+        std::fs::copy(key, &key_to).unwrap();
+        std::fs::set_permissions(&key_to, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        if let Some((uid, gid)) = owner() {
+            for path in [&tls, &cert_to, &key_to] {
+                std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();
+            }
+        }
+        let settings = [
+            "ssl=on".to_owned(),
+            format!("ssl_cert_file={}", cert_to.display()),
+            format!("ssl_key_file={}", key_to.display()),
+        ];
+        PgProcess::start_with(dir, port, &settings)
+    }
+
+    fn start_with(dir: &Path, port: u16, settings: &[String]) -> PgProcess {
         let data = dir.join("pgdata");
         std::fs::create_dir_all(&data).unwrap();
         let owner = owner();
@@ -69,6 +98,7 @@ impl PgProcess {
         let mut pg = PgProcess {
             child: None,
             data,
+            settings: settings.to_vec(),
             bin,
             owner,
             port,
@@ -92,6 +122,7 @@ impl PgProcess {
                     "-c",
                     "unix_socket_directories=",
                 ])
+                .args(self.settings.iter().flat_map(|s| ["-c", s.as_str()]))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             // Killed with the thread that started it: no server outlives a test that aborts.
