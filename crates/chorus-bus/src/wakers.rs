@@ -15,6 +15,16 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+/// How long a waiter may sleep when a queue's next delivery becomes visible at `next_ms` (Unix
+/// ms): until then, or, when it is visible already (raced with the last fetch), one
+/// `poll_interval`, so that it looks again soon but never spins.
+pub(crate) fn until_visible(next_ms: i64, poll_interval: Duration) -> Duration {
+    match next_ms - crate::config::now_ms() {
+        left if left <= 0 => poll_interval,
+        left => Duration::from_millis(u64::try_from(left).unwrap_or(0)),
+    }
+}
+
 /// The waiting consumers of one database file, by queue.
 #[derive(Default)]
 pub(crate) struct Wakers {

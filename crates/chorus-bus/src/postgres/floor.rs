@@ -18,7 +18,7 @@ use crate::error::BusResult;
 
 /// Runs the floor's load on the database at `url` in a schema of its own, deleted afterwards.
 pub async fn floor(url: &str, opts: &BenchOptions) -> BusResult<BenchReport> {
-    let options = Options::parse(url, &|name| std::env::var(name).ok())?;
+    let options = Options::from_env(url)?;
     let schema = format!("chorus_floor_{}", std::process::id());
     let pool = options.pool(&schema)?;
     let setup = pool.get().await.map_err(pool_error)?;

@@ -60,7 +60,7 @@ impl PostgresBus {
     /// Connects to the database at `url` (`postgres://…`; what it leaves out from the `PG*`
     /// variables), brings schema `ns` to this build's version, and listens for wake-ups.
     pub async fn connect(url: &str, ns: &str, config: BusConfig) -> BusResult<PostgresBus> {
-        let options = Options::parse(url, &|name| std::env::var(name).ok())?;
+        let options = Options::from_env(url)?;
         if ns.len() > MAX_NAME {
             return Err(BusError::Config {
                 what: "store".into(),
@@ -102,7 +102,7 @@ impl PostgresBus {
     /// Brings schema `ns` at `url` to this build's version and returns the version it had
     /// (`chorus serve --migrate-only`).
     pub async fn migrate_only(url: &str, ns: &str) -> BusResult<i32> {
-        let options = Options::parse(url, &|name| std::env::var(name).ok())?;
+        let options = Options::from_env(url)?;
         let pool = options.pool(ns)?;
         let mut client = pool.get().await.map_err(pool_error)?;
         migrations::migrate(&mut client, ns).await
@@ -121,7 +121,7 @@ impl PostgresBus {
 
     /// Bytes the namespace's tables and indexes take in the database.
     pub async fn stored_bytes_at(url: &str, ns: &str) -> BusResult<u64> {
-        let options = Options::parse(url, &|name| std::env::var(name).ok())?;
+        let options = Options::from_env(url)?;
         let pool = options.pool(ns)?;
         let c = pool.get().await.map_err(pool_error)?;
         let row = c
@@ -438,11 +438,10 @@ impl Backend for PostgresBus {
         let look = async {
             let c = self.client().await.ok()?;
             let next = pages::next_visible(&c, queue).await.ok().flatten()?;
-            Some(match next {
-                // Visible already (raced with the last fetch): look again soon, never spin.
-                at if at <= now_ms() => self.config.poll_interval,
-                at => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)),
-            })
+            Some(crate::wakers::until_visible(
+                next,
+                self.config.poll_interval,
+            ))
         };
         self.wakers.wait(queue, timeout, look).await;
     }

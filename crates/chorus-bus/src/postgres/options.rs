@@ -117,6 +117,11 @@ impl Options {
         })
     }
 
+    /// [`Options::parse`] with this process's environment.
+    pub(crate) fn from_env(url: &str) -> BusResult<Options> {
+        Options::parse(url, &|name| std::env::var(name).ok())
+    }
+
     /// The pool, with the namespace's schema as every connection's search path. Creates no
     /// connection yet.
     pub(crate) fn pool(&self, schema: &str) -> BusResult<Pool> {

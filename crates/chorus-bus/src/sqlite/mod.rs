@@ -450,11 +450,10 @@ impl Backend for SqliteBus {
                 .await
                 .ok()
                 .flatten()?;
-            Some(match next {
-                // Visible already (raced with the last fetch): look again soon, never spin.
-                at if at <= now_ms() => self.config.poll_interval,
-                at => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)),
-            })
+            Some(crate::wakers::until_visible(
+                next,
+                self.config.poll_interval,
+            ))
         };
         self.wakers.wait(queue, timeout, look).await;
     }
