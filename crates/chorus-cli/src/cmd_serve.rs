@@ -12,9 +12,13 @@ use crate::telemetry::LogArgs;
 /// Arguments of `chorus serve`.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:7700")]
+    /// Address to listen on, HOST:PORT (port 0 picks a free port; 0.0.0.0:PORT for every
+    /// interface).
+    #[arg(long, default_value = "127.0.0.1:7700", value_name = "HOST:PORT", value_parser = listen_address)]
     pub listen: String,
+    /// Not an option of chorus serve: refused with a pointer to `--listen HOST:PORT`.
+    #[arg(long, hide = true, value_name = "PORT")]
+    pub port: Option<String>,
     /// Where messages are kept: sqlite:PATH, memory, nats://HOST:PORT, redis://HOST:PORT or
     /// postgres://USER@HOST:PORT/DATABASE (a server address may end in ?namespace=NAME; the
     /// password of PostgreSQL from PGPASSWORD, password_file=FILE or ~/.pgpass; NATS, Redis and
@@ -66,8 +70,32 @@ fn secret(source: &str) -> Result<String, CliError> {
     Ok(token.to_owned())
 }
 
+/// Checks a `--listen` value: HOST:PORT, or a bare port refused with the form it needs.
+fn listen_address(value: &str) -> Result<String, String> {
+    if value.parse::<u16>().is_ok() {
+        return Err(format!(
+            "expected HOST:PORT, found a port alone (hint: --listen 127.0.0.1:{value} for this \
+             machine, --listen 0.0.0.0:{value} for every interface)"
+        ));
+    }
+    match value.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            Ok(value.to_owned())
+        }
+        _ => Err(format!(
+            "expected HOST:PORT, found {value:?} (hint: --listen 127.0.0.1:7700, or [::1]:7700 for IPv6)"
+        )),
+    }
+}
+
 /// Runs `chorus serve`.
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
+    if let Some(port) = &args.port {
+        return Err(CliError::usage(format!(
+            "chorus serve has no --port (hint: --listen 127.0.0.1:{port}, or 0.0.0.0:{port} for \
+             every interface)"
+        )));
+    }
     if let Some(source) = &args.hash_token {
         outln!("{}", hash_token(&secret(source)?));
         return Ok(());

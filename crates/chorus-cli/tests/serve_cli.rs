@@ -45,7 +45,15 @@ fn refuses_a_bad_store_and_a_bad_config() {
     let config = dir.path().join("chorus.toml");
     std::fs::write(&config, "[agents.alice]\ntoken_sha256 = \"plain-secret\"\n").unwrap();
     for (args, fragment) in [
-        (vec!["serve", "--store", "postgres://x"], "unknown backend"),
+        (vec!["serve", "--store", "mongodb://x"], "unknown backend"),
+        (vec!["serve", "--store", "postgres://x"], "names no user"),
+        // A bare port, and the --port other servers take, get the HOST:PORT form to use.
+        (
+            vec!["serve", "--listen", "18101"],
+            "--listen 127.0.0.1:18101",
+        ),
+        (vec!["serve", "--listen", "localhost"], "expected HOST:PORT"),
+        (vec!["serve", "--port", "18101"], "--listen 127.0.0.1:18101"),
         (
             vec!["serve", "--config", config.to_str().unwrap()],
             "64 hex digits",
@@ -54,6 +62,7 @@ fn refuses_a_bad_store_and_a_bad_config() {
         let out = Command::new(env!("CARGO_BIN_EXE_chorus"))
             .args(&args)
             .current_dir(dir.path())
+            .env_remove("PGUSER")
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
