@@ -359,3 +359,91 @@ async fn a_message_carries_at_most_its_cap_of_media() {
     assert_eq!(blob_files(dir.path()).len(), 100);
     server.stop().await;
 }
+
+/// `[media] max_new_blobs_per_minute`: the pieces of media the store does not hold yet are
+/// counted per agent over a minute, all its messages together. Past the cap a message is
+/// refused (429 `too_many_new_blobs`, `Retry-After`, the pointer of its first piece) with no
+/// file written; pieces the store already holds cost nothing, and each agent has its own
+/// minute. (Before, an agent could make the hub write 100 files a message as fast as its
+/// publish rate allowed.)
+#[tokio::test]
+async fn new_blobs_are_capped_per_agent_per_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(30);
+    config.max_body_bytes = 4 * 1024 * 1024;
+    config.media.max_new_blobs_per_minute = 150;
+    let server = TestServer::start(&db(dir.path()), &config).await;
+    let png = STANDARD.decode(PNG_B64).unwrap();
+    // Distinct pieces: the same picture with a different trailing number each.
+    let images = |from: u32, n: u32| -> Vec<Value> {
+        (from..from + n)
+            .map(|i| {
+                let mut bytes = png.clone();
+                bytes.extend_from_slice(&i.to_le_bytes());
+                let url = format!("data:image/png;base64,{}", STANDARD.encode(&bytes));
+                json!({"type": "image_url", "image_url": {"url": url}})
+            })
+            .collect()
+    };
+    let message = |id: &str, from: &str, to: &str, content: Vec<Value>| json!({"role": "user", "id": id, "name": from, "recipient": to, "content": content});
+    let first = publish(
+        &server,
+        ALICE,
+        &message("m-1", "alice", "bob", images(0, 100)),
+    )
+    .await;
+    assert_eq!(first.status(), 201);
+    assert_eq!(blob_files(dir.path()).len(), 100);
+
+    // 60 more new ones: 50 are left of alice's minute.
+    let refused = publish(
+        &server,
+        ALICE,
+        &message("m-2", "alice", "bob", images(100, 60)),
+    )
+    .await;
+    let status = refused.status();
+    let retry_after = refused.headers().get("retry-after").cloned();
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"], "too_many_new_blobs", "{body}");
+    assert_eq!(body["issues"][0]["pointer"], "/content/0/image_url/url");
+    let wait: u64 = retry_after.unwrap().to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "Retry-After {wait}");
+    assert_eq!(blob_files(dir.path()).len(), 100, "nothing written");
+
+    // Pieces the hub holds already cost nothing, however many; 50 new ones still fit.
+    let again = publish(
+        &server,
+        ALICE,
+        &message("m-3", "alice", "bob", images(0, 100)),
+    )
+    .await;
+    assert_eq!(again.status(), 201);
+    let fits = publish(
+        &server,
+        ALICE,
+        &message("m-4", "alice", "bob", images(100, 50)),
+    )
+    .await;
+    assert_eq!(fits.status(), 201);
+    assert_eq!(blob_files(dir.path()).len(), 150);
+    let over = publish(
+        &server,
+        ALICE,
+        &message("m-5", "alice", "bob", images(150, 1)),
+    )
+    .await;
+    assert_eq!(over.status(), 429);
+
+    // Bob's minute is his own.
+    let bobs = publish(
+        &server,
+        BOB,
+        &message("m-6", "bob", "alice", images(1000, 100)),
+    )
+    .await;
+    assert_eq!(bobs.status(), 201);
+    assert_eq!(blob_files(dir.path()).len(), 250);
+    server.stop().await;
+}

@@ -326,7 +326,7 @@ async fn store(
         // What it created is taken back when the store refuses the document as a conflict.
         let kept = match &env {
             Some(env) if app.blobs.has_media(&document) && !refused_anyway(app, env, &document) => {
-                app.blobs.keep_media(&mut document).await?
+                app.blobs.keep_media(&mut document, agent).await?
             }
             _ => Kept::default(),
         };

@@ -15,6 +15,8 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::rate::NewBlobLimit;
+
 pub use media::{content_type, extension};
 pub use rewrite::Kept;
 
@@ -39,6 +41,16 @@ pub struct MediaConfig {
     /// past it is refused before any is decoded or written.
     #[serde(default = "default_max_items_per_message")]
     pub max_items_per_message: usize,
+    /// Most new images and audio clips (ones the store does not hold yet) one agent may make
+    /// the store keep in a minute, all its messages together; 0 turns the cap off.
+    #[serde(default = "default_max_new_blobs_per_minute")]
+    pub max_new_blobs_per_minute: u32,
+}
+
+/// 600 new pieces of media an agent a minute: ten a second, far above an agent that sends a
+/// screenshot a step, and a bound on the files and the disk one token can make the hub write.
+fn default_max_new_blobs_per_minute() -> u32 {
+    600
 }
 
 /// 100 pieces of media a message, as Anthropic's Messages API allows images a request; what a
@@ -62,6 +74,7 @@ impl Default for MediaConfig {
             max_blob_bytes: default_max_blob_bytes(),
             fetch_timeout_secs: default_fetch_timeout_secs(),
             max_items_per_message: default_max_items_per_message(),
+            max_new_blobs_per_minute: default_max_new_blobs_per_minute(),
         }
     }
 }
@@ -120,6 +133,8 @@ pub struct BlobStore {
     pending: Arc<Mutex<HashMap<String, u64>>>,
     /// Take-backs of this process under way: one may have a blob's file set aside for a moment.
     taking_back: Arc<AtomicUsize>,
+    /// What each agent may still create this minute (`max_new_blobs_per_minute`).
+    new_blobs: NewBlobLimit,
 }
 
 /// A blob could not be kept or read.
@@ -167,6 +182,7 @@ impl BlobStore {
     fn with_place(place: Place, config: MediaConfig) -> BlobStore {
         BlobStore {
             place,
+            new_blobs: NewBlobLimit::new(config.max_new_blobs_per_minute),
             config,
             client: OnceLock::new(),
             files: Arc::default(),
@@ -248,6 +264,32 @@ impl BlobStore {
             mark,
         });
         Ok((name, created))
+    }
+
+    /// How many of `names` the store does not hold yet.
+    async fn missing(&self, names: Vec<String>) -> Result<usize, BlobError> {
+        match &self.place {
+            Place::Memory(map) => {
+                let map = map
+                    .lock()
+                    .map_err(|_| BlobError("the store's lock was poisoned".into()))?;
+                Ok(names.iter().filter(|n| !map.contains_key(*n)).count())
+            }
+            Place::Dir(dir) => {
+                let dir = dir.clone();
+                tokio::task::spawn_blocking(move || {
+                    names.iter().try_fold(0, |missing, name| {
+                        match std::fs::symlink_metadata(dir.join(name)) {
+                            Ok(_) => Ok(missing),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(missing + 1),
+                            Err(e) => Err(BlobError(format!("cannot look for blob {name}: {e}"))),
+                        }
+                    })
+                })
+                .await
+                .map_err(|e| BlobError(e.to_string()))?
+            }
+        }
     }
 
     /// The bytes and content type of the blob `name`; `None` when absent or not a blob name.

@@ -159,6 +159,56 @@ pub struct Kept {
 }
 
 impl BlobStore {
+    /// Takes the pieces of `read` the store does not hold yet (each name once) from `agent`'s
+    /// new-blob minute, or refuses the document at its first piece.
+    async fn take_new(
+        &self,
+        agent: &str,
+        read: &[(String, String, Vec<u8>)],
+    ) -> Result<(), ApiError> {
+        let Some((first, _, _)) = read.first() else {
+            return Ok(());
+        };
+        let most = self.new_blobs.per_minute();
+        if most == 0 {
+            return Ok(());
+        }
+        let names: std::collections::BTreeSet<&String> = read.iter().map(|(_, n, _)| n).collect();
+        let missing = self
+            .missing(names.into_iter().cloned().collect())
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    e.to_string(),
+                )
+            })?;
+        let n = u32::try_from(missing).unwrap_or(u32::MAX);
+        let wait = match self.new_blobs.take(agent, n) {
+            Ok(()) => return Ok(()),
+            Err(wait) => wait,
+        };
+        let hint = if n > most {
+            format!(
+                "send at most {most} new images and audio clips in one message, or raise [media] max_new_blobs_per_minute in the config"
+            )
+        } else {
+            format!("retry in {wait} s, or raise [media] max_new_blobs_per_minute in the config")
+        };
+        let mut e = refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_new_blobs",
+            first,
+            format!(
+                "{n} new images and audio clips, more than agent {agent:?} may still make the hub keep this minute ({most} a minute)"
+            ),
+            &hint,
+        );
+        e.retry_after_secs = Some(wait);
+        Err(e)
+    }
+
     /// True when `document` has images or audio that [`BlobStore::keep_media`] would move.
     pub fn has_media(&self, document: &Value) -> bool {
         let mut jobs = Vec::new();
@@ -174,7 +224,9 @@ impl BlobStore {
     /// Moves the images and audio of `document` into the store and points the document at
     /// them. Every piece is read (decoded, fetched, its size checked) before any is written, so
     /// that a refused piece writes nothing; a write that fails takes back what was written.
-    pub async fn keep_media(&self, document: &mut Value) -> Result<Kept, ApiError> {
+    /// The pieces the store does not hold yet are taken from `agent`'s new-blob minute
+    /// (`max_new_blobs_per_minute`): past it the document is refused (429) with none written.
+    pub async fn keep_media(&self, document: &mut Value, agent: &str) -> Result<Kept, ApiError> {
         let mut jobs = Vec::new();
         collect(
             document,
@@ -218,15 +270,16 @@ impl BlobStore {
             if bytes.len() > self.config.max_blob_bytes {
                 return Err(self.too_large(&job.pointer, bytes.len()));
             }
-            read.push((job.pointer, bytes, mime));
-        }
-        let mut kept = Kept::default();
-        let mut written = std::collections::HashSet::new();
-        for (pointer, bytes, mime) in read {
             // (Only kept types are read: every piece has a name.)
             let Some(name) = super::blob_name(&bytes, &mime) else {
                 continue;
             };
+            read.push((job.pointer, name, bytes));
+        }
+        self.take_new(agent, &read).await?;
+        let mut kept = Kept::default();
+        let mut written = std::collections::HashSet::new();
+        for (pointer, name, bytes) in read {
             // The same piece twice in one document is written once (a second put would count
             // as another message carrying it, and keep it when the document is refused).
             if written.contains(&name) {
@@ -342,7 +395,7 @@ mod tests {
             {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "pcm16"}},
             {"type": "image_url", "image_url": {"url": "data:image/svg+xml;base64,PHN2Zy8+"}},
         ]});
-        assert!(store.keep_media(&mut doc).await.unwrap().changed);
+        assert!(store.keep_media(&mut doc, "alice").await.unwrap().changed);
         let url = doc["content"][1]["image_url"]["url"].as_str().unwrap();
         assert!(
             url.starts_with("/v1/blobs/sha256-") && url.ends_with(".png"),
@@ -378,7 +431,7 @@ mod tests {
         let mut doc = json!({"metadata": {"a/b~c": [{"x": 1}, part], "plain": "text"}});
         assert!(store.has_media(&doc));
         assert!(!store.has_media(&json!({"metadata": {"a/b~c": [{"x": 1}], "n": 2}})));
-        assert!(store.keep_media(&mut doc).await.unwrap().changed);
+        assert!(store.keep_media(&mut doc, "alice").await.unwrap().changed);
         let url = doc["metadata"]["a/b~c"][1]["image_url"].as_str().unwrap();
         assert!(url.starts_with(BLOB_PATH), "{url}");
         let big = STANDARD.encode(b"12345");
@@ -387,7 +440,7 @@ mod tests {
             ..MediaConfig::default()
         });
         let mut doc = json!({"k~/": {"type": "image_url", "image_url": format!("data:image/png;base64,{big}")}});
-        let e = tiny.keep_media(&mut doc).await.unwrap_err();
+        let e = tiny.keep_media(&mut doc, "alice").await.unwrap_err();
         assert_eq!(e.body.issues[0].pointer, "/k~0~1/image_url");
     }
 
@@ -398,12 +451,12 @@ mod tests {
             ..MediaConfig::default()
         });
         let mut bad = json!({"content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,!!"}}]});
-        let e = store.keep_media(&mut bad).await.unwrap_err();
+        let e = store.keep_media(&mut bad, "alice").await.unwrap_err();
         assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(e.body.issues[0].pointer, "/content/0/image_url/url");
         let big = STANDARD.encode(b"12345");
         let mut doc = json!({"payload": {"parts": [{"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{big}")}}]}});
-        let e = store.keep_media(&mut doc).await.unwrap_err();
+        let e = store.keep_media(&mut doc, "alice").await.unwrap_err();
         assert_eq!(e.status, StatusCode::PAYLOAD_TOO_LARGE);
         assert_eq!(e.body.issues[0].pointer, "/payload/parts/0/image_url/url");
         assert!(
