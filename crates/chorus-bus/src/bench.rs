@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use serde::Serialize;
 
 use crate::bus::Bus;
 use crate::config::BusConfig;
@@ -16,9 +15,7 @@ use crate::envelope::Envelope;
 use crate::error::{BusError, BusResult};
 use crate::open::StoreAddress;
 
-/// The floor a PostgreSQL run is compared with: plain SQL on the same rows, no chorus code.
-#[cfg(feature = "postgres")]
-pub use crate::postgres::floor as postgres_floor;
+pub use crate::bench_report::{BenchReport, FloorLoad};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -56,23 +53,34 @@ impl Default for BenchOptions {
     }
 }
 
-/// The result, as `chorus bench bus` prints it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BenchReport {
-    /// Messages published and acknowledged by the bus.
-    pub sent: u64,
-    /// Distinct messages received.
-    pub received: u64,
-    /// Sent but never received.
-    pub lost: u64,
-    /// Deliveries beyond the first of a message.
-    pub duplicates: u64,
-    /// Received messages per second, from the first publish to the last receipt.
-    pub throughput_msgs_per_s: f64,
-    /// Median publish-to-receipt latency.
-    pub p50_ms: f64,
-    /// 99th percentile publish-to-receipt latency.
-    pub p99_ms: f64,
+impl BenchOptions {
+    /// The load of these options for a floor: the same messages, size, consumers, publishes in
+    /// flight (all producers together) and largest commit.
+    pub fn floor_load(&self) -> FloorLoad {
+        FloorLoad {
+            messages: self.messages,
+            size: self.size,
+            consumers: self.consumers,
+            in_flight: self.window.max(1) * self.producers.max(1),
+            max_batch: self.max_batch,
+        }
+    }
+}
+
+/// The floor the run of `opts` is compared with, measured now: plain SQL on the same rows
+/// with no chorus code, in a file beside a SQLite store's or on a PostgreSQL store's database;
+/// `None` for the stores that have none.
+pub async fn floor(opts: &BenchOptions) -> BusResult<Option<BenchReport>> {
+    match &opts.backend {
+        StoreAddress::Sqlite(path) => crate::sqlite::floor(path, &opts.floor_load())
+            .await
+            .map(Some),
+        #[cfg(feature = "postgres")]
+        StoreAddress::Postgres(server) => crate::postgres::floor(&server.url, &opts.floor_load())
+            .await
+            .map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// Live counters, for a progress display.
@@ -287,25 +295,11 @@ async fn load(
         duplicates += d;
         end = end.max(last);
     }
-    latencies.sort_unstable();
-    let pick = |q: f64| -> f64 {
-        if latencies.is_empty() {
-            return 0.0;
-        }
-        let i = ((latencies.len() as f64 - 1.0) * q).round() as usize;
-        latencies[i] as f64 / 1000.0
-    };
     let sent = progress.sent.load(Ordering::SeqCst);
     let received = progress.received.load(Ordering::SeqCst);
-    Ok(BenchReport {
-        sent,
-        received,
-        lost: sent.saturating_sub(received),
-        duplicates,
-        throughput_msgs_per_s: received as f64 / end.as_secs_f64().max(1e-9),
-        p50_ms: pick(0.50),
-        p99_ms: pick(0.99),
-    })
+    Ok(BenchReport::from_latencies(
+        sent, received, duplicates, latencies, end,
+    ))
 }
 
 #[cfg(test)]

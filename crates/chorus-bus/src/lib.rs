@@ -32,6 +32,7 @@
 mod agent;
 mod backend;
 pub mod bench;
+mod bench_report;
 mod binding_cache;
 mod bus;
 mod check;

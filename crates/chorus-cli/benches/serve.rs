@@ -80,7 +80,14 @@ fn floor(n: usize) -> f64 {
     let dir = tempfile::tempdir().expect("temporary folder");
     let backend = format!("sqlite:{}", dir.path().join("floor.db").display());
     let out = chorus()
-        .args(["bench", "bus", "--backend", &backend, "--json"])
+        .args([
+            "bench",
+            "bus",
+            "--backend",
+            &backend,
+            "--json",
+            "--no-floor",
+        ])
         .args(["--messages", &n.to_string()])
         .stdin(Stdio::null())
         .output()

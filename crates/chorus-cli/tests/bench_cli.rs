@@ -23,6 +23,11 @@ const FIELDS: [&str; 7] = [
 
 /// Parses the one JSON object on `text` and checks it has exactly the report's fields.
 fn report(text: &str) -> Map<String, Value> {
+    report_with(text, &[])
+}
+
+/// As [`report`], with the fields `extra` beside the report's.
+fn report_with(text: &str, extra: &[&str]) -> Map<String, Value> {
     // On a terminal the line may follow the codes that cleared the progress bar.
     let lines: Vec<&str> = text
         .lines()
@@ -35,6 +40,7 @@ fn report(text: &str) -> Map<String, Value> {
     let mut keys: Vec<&str> = report.keys().map(String::as_str).collect();
     keys.sort_unstable();
     let mut expected = FIELDS.to_vec();
+    expected.extend_from_slice(extra);
     expected.sort_unstable();
     assert_eq!(keys, expected);
     report
@@ -58,11 +64,15 @@ fn nothing_lost(report: &Map<String, Value>) {
     assert!(0.0 <= p50 && p50 <= p99, "p50 {p50} p99 {p99}");
 }
 
+/// Both stores deliver every message once; SQLite is also measured against its floor (plain
+/// SQL on the same rows, in a file beside the bench's, removed after), whose report and
+/// chorus's ratio to it come with chorus's own.
 #[test]
 fn memory_and_sqlite_deliver_every_message_once() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bench.db");
     for backend in ["memory".to_owned(), format!("sqlite:{}", file.display())] {
+        let sqlite = backend.starts_with("sqlite:");
         let out = chorus(
             &[
                 "bench",
@@ -80,13 +90,41 @@ fn memory_and_sqlite_deliver_every_message_once() {
             "",
         );
         assert_eq!(code(&out), 0, "{backend}: {}", stderr(&out));
-        let report = report(&stdout(&out));
+        let extra: &[&str] = if sqlite {
+            &["floor", "ratio_to_floor"]
+        } else {
+            &[]
+        };
+        let report = report_with(&stdout(&out), extra);
         nothing_lost(&report);
         assert_eq!(number(&report, "sent"), 3000.0, "{backend}");
-        // Standard error is not a terminal here: no progress bar.
-        assert_eq!(stderr(&out), "", "{backend}");
+        // Standard error is not a terminal here: no progress bar, only what is measured next.
+        let said = if sqlite {
+            "chorus bench bus: measuring the floor (plain SQL, same rows)...\n"
+        } else {
+            ""
+        };
+        assert_eq!(stderr(&out), said, "{backend}");
+        if sqlite {
+            let floor = report["floor"].as_object().unwrap();
+            nothing_lost(floor);
+            assert_eq!(number(floor, "sent"), 3000.0);
+            let ratio = number(&report, "ratio_to_floor");
+            let expected =
+                number(&report, "throughput_msgs_per_s") / number(floor, "throughput_msgs_per_s");
+            assert!((ratio - expected).abs() < 1e-9, "{ratio} {expected}");
+        }
     }
     assert!(file.exists(), "the sqlite store is the file named");
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert!(
+        left.iter().all(|n| !n.contains("floor")),
+        "the floor's file is removed: {left:?}"
+    );
 }
 
 #[test]

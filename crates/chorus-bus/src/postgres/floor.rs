@@ -13,11 +13,11 @@ use futures::stream::FuturesUnordered;
 
 use super::errors::{pg_error, pool_error};
 use super::options::{Options, quoted};
-use crate::bench::{BenchOptions, BenchReport};
+use crate::bench_report::{BenchReport, FloorLoad};
 use crate::error::BusResult;
 
 /// Runs the floor's load on the database at `url` in a schema of its own, deleted afterwards.
-pub async fn floor(url: &str, opts: &BenchOptions) -> BusResult<BenchReport> {
+pub async fn floor(url: &str, opts: &FloorLoad) -> BusResult<BenchReport> {
     let options = Options::from_env(url)?;
     let schema = format!("chorus_floor_{}", std::process::id());
     let pool = options.pool(&schema)?;
@@ -41,7 +41,7 @@ pub async fn floor(url: &str, opts: &BenchOptions) -> BusResult<BenchReport> {
     Ok(report)
 }
 
-async fn load(pool: &deadpool_postgres::Pool, opts: &BenchOptions) -> BusResult<BenchReport> {
+async fn load(pool: &deadpool_postgres::Pool, opts: &FloorLoad) -> BusResult<BenchReport> {
     let total = opts.messages.max(1) as u64;
     let body = vec![b'x'; opts.size];
     let start = Instant::now();
@@ -80,7 +80,7 @@ async fn load(pool: &deadpool_postgres::Pool, opts: &BenchOptions) -> BusResult<
     }
     let mut inflight = FuturesUnordered::new();
     for _ in 0..total {
-        if inflight.len() >= opts.window.max(1)
+        if inflight.len() >= opts.in_flight.max(1)
             && let Some(result) = inflight.next().await
         {
             result?;
@@ -110,19 +110,6 @@ async fn load(pool: &deadpool_postgres::Pool, opts: &BenchOptions) -> BusResult<
         latencies.extend(l);
         end = end.max(e);
     }
-    latencies.sort_unstable();
-    let pick = |q: f64| match latencies.len() {
-        0 => 0.0,
-        n => latencies[((n - 1) as f64 * q).round() as usize] as f64 / 1000.0,
-    };
     let got = latencies.len() as u64;
-    Ok(BenchReport {
-        sent: total,
-        received: got,
-        lost: total.saturating_sub(got),
-        duplicates: 0,
-        throughput_msgs_per_s: got as f64 / end.as_secs_f64().max(1e-9),
-        p50_ms: pick(0.5),
-        p99_ms: pick(0.99),
-    })
+    Ok(BenchReport::from_latencies(total, got, 0, latencies, end))
 }

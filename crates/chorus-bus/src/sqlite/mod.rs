@@ -1,6 +1,7 @@
 //! The embedded durable default: one SQLite file in WAL mode, fsync'd group commit.
 
 mod errors;
+mod floor;
 mod pages;
 mod peek;
 mod retention;
@@ -31,6 +32,8 @@ use crate::wakers::Wakers;
 use schema::Key;
 use seen::Seen;
 use writer::Writer;
+
+pub use floor::floor;
 
 /// Operations committed together at most; 1 gives one fsync per operation.
 pub const DEFAULT_MAX_BATCH: usize = 1024;

@@ -1,0 +1,245 @@
+//! The floor chorus on SQLite is measured against, in the same run: the same number of rows of
+//! the same size in a file beside chorus's (same disk, WAL, the durability chorus gives a
+//! publish: `synchronous=FULL` on a commit that holds an insert, `NORMAL` on one that only takes
+//! rows), written by one thread that commits everything waiting at once (group commit with no
+//! linger and no cap but chorus's `max_batch`). One producer keeps as many inserts in flight as
+//! chorus's producers do; consumers take 64 rows at a time with one `DELETE … RETURNING`, and
+//! look again after 1 ms when they found none. No chorus code runs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use rusqlite::{Connection, params};
+use tokio::sync::oneshot;
+
+use super::errors::storage_error;
+use crate::bench_report::{BenchReport, FloorLoad};
+use crate::error::{BusError, BusResult};
+
+/// One operation for the floor's writer thread.
+enum Op {
+    /// Insert a row sent at `sent_us` (after the start), answered after its commit.
+    Insert {
+        sent_us: i64,
+        done: oneshot::Sender<BusResult<()>>,
+    },
+    /// Delete up to 64 of the oldest rows, answered with their send times after the commit.
+    Take {
+        done: oneshot::Sender<BusResult<Vec<i64>>>,
+    },
+}
+
+/// Runs the floor's load on a fresh file beside `bench_path` (chorus's own bench file), removed
+/// afterwards.
+pub async fn floor(bench_path: &Path, opts: &FloorLoad) -> BusResult<BenchReport> {
+    let path = beside(bench_path);
+    remove(&path);
+    let report = load(&path, opts).await;
+    remove(&path);
+    report
+}
+
+/// `NAME.floor` in the folder of `bench_path`.
+fn beside(bench_path: &Path) -> PathBuf {
+    let mut name = bench_path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "chorus-bench.db".into());
+    name.push(".floor");
+    bench_path.with_file_name(name)
+}
+
+/// Removes the floor's file and its WAL and shared-memory files.
+fn remove(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+}
+
+fn open(path: &Path) -> BusResult<Connection> {
+    let conn = Connection::open(path).map_err(storage_error)?;
+    conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+        .map_err(storage_error)?;
+    conn.execute_batch(
+        "CREATE TABLE floor (id INTEGER PRIMARY KEY, sent_us INTEGER NOT NULL, body BLOB NOT NULL)",
+    )
+    .map_err(storage_error)?;
+    Ok(conn)
+}
+
+async fn load(path: &Path, opts: &FloorLoad) -> BusResult<BenchReport> {
+    let conn = open(path)?;
+    let (ops, rx) = channel::<Op>();
+    let (body, max_batch) = (vec![b'x'; opts.size], opts.max_batch.max(1));
+    let writer = std::thread::Builder::new()
+        .name("chorus-bench-floor".into())
+        .spawn(move || write(conn, rx, body, max_batch))
+        .map_err(|e| BusError::Storage(format!("cannot start the floor's writer: {e}")))?;
+    let report = drive(&ops, opts).await;
+    drop(ops);
+    let _ = writer.join();
+    report
+}
+
+/// The producer and the consumers, through the writer's channel `ops`.
+async fn drive(ops: &Sender<Op>, opts: &FloorLoad) -> BusResult<BenchReport> {
+    let total = opts.messages.max(1) as u64;
+    let start = Instant::now();
+    let received = Arc::new(AtomicU64::new(0));
+    let mut consumers = Vec::new();
+    for _ in 0..opts.consumers.max(1) {
+        let (ops, received) = (ops.clone(), received.clone());
+        consumers.push(tokio::spawn(async move {
+            let (mut latencies, mut end) = (Vec::new(), Duration::ZERO);
+            while received.load(Ordering::SeqCst) < total {
+                let (done, taken) = oneshot::channel();
+                ops.send(Op::Take { done }).map_err(|_| stopped())?;
+                let taken = taken.await.map_err(|_| stopped())??;
+                if taken.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    continue;
+                }
+                let now = start.elapsed().as_micros();
+                latencies.extend(
+                    taken
+                        .iter()
+                        .map(|&sent| now.saturating_sub(u128::from(sent.unsigned_abs()))),
+                );
+                received.fetch_add(taken.len() as u64, Ordering::SeqCst);
+                end = start.elapsed();
+            }
+            Ok::<_, BusError>((latencies, end))
+        }));
+    }
+    let window = opts.in_flight.max(1);
+    let mut inflight = FuturesUnordered::new();
+    for _ in 0..total {
+        if inflight.len() >= window
+            && let Some(result) = inflight.next().await
+        {
+            result?;
+        }
+        let sent_us = i64::try_from(start.elapsed().as_micros()).unwrap_or(i64::MAX);
+        let (done, inserted) = oneshot::channel();
+        ops.send(Op::Insert { sent_us, done })
+            .map_err(|_| stopped())?;
+        inflight.push(async move { inserted.await.map_err(|_| stopped())? });
+    }
+    while let Some(result) = inflight.next().await {
+        result?;
+    }
+    let (mut latencies, mut end) = (Vec::new(), Duration::ZERO);
+    for c in consumers {
+        let (l, e) = c
+            .await
+            .map_err(|e| BusError::Storage(format!("a consumer task failed: {e}")))??;
+        latencies.extend(l);
+        end = end.max(e);
+    }
+    let got = latencies.len() as u64;
+    Ok(BenchReport::from_latencies(total, got, 0, latencies, end))
+}
+
+fn stopped() -> BusError {
+    BusError::Storage("the floor's writer thread stopped".into())
+}
+
+/// The writer thread: each turn takes every operation waiting (at most `max_batch`), runs them
+/// in one transaction and answers them after its commit.
+fn write(conn: Connection, rx: Receiver<Op>, body: Vec<u8>, max_batch: usize) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        let durable = batch.iter().any(|op| matches!(op, Op::Insert { .. }));
+        let outcome = commit(&conn, &batch, &body, durable);
+        let mut taken = outcome.as_ref().map(|t| t.iter()).ok();
+        for op in batch {
+            match op {
+                Op::Insert { done, .. } => {
+                    let _ = done.send(outcome.as_ref().map(|_| ()).map_err(Clone::clone));
+                }
+                Op::Take { done } => {
+                    let rows = match (&outcome, taken.as_mut().and_then(Iterator::next)) {
+                        (Ok(_), Some(rows)) => Ok(rows.clone()),
+                        (Err(e), _) => Err(e.clone()),
+                        (Ok(_), None) => Err(stopped()),
+                    };
+                    let _ = done.send(rows);
+                }
+            }
+        }
+    }
+}
+
+/// One transaction of `batch`: the rows each take removed, in the order of the takes.
+fn commit(conn: &Connection, batch: &[Op], body: &[u8], durable: bool) -> BusResult<Vec<Vec<i64>>> {
+    conn.execute_batch(match durable {
+        true => "PRAGMA synchronous=FULL; BEGIN IMMEDIATE",
+        false => "PRAGMA synchronous=NORMAL; BEGIN IMMEDIATE",
+    })
+    .map_err(storage_error)?;
+    let run = || -> rusqlite::Result<Vec<Vec<i64>>> {
+        let mut taken = Vec::new();
+        for op in batch {
+            match op {
+                Op::Insert { sent_us, .. } => {
+                    conn.prepare_cached("INSERT INTO floor (sent_us, body) VALUES (?1, ?2)")?
+                        .execute(params![sent_us, body])?;
+                }
+                Op::Take { .. } => {
+                    let mut take = conn.prepare_cached(
+                        "DELETE FROM floor WHERE id IN (SELECT id FROM floor ORDER BY id LIMIT 64) \
+                         RETURNING sent_us",
+                    )?;
+                    let rows = take.query_map([], |r| r.get(0))?;
+                    taken.push(rows.collect::<rusqlite::Result<Vec<i64>>>()?);
+                }
+            }
+        }
+        conn.execute_batch("COMMIT")?;
+        Ok(taken)
+    };
+    run().map_err(|e| {
+        let _ = conn.execute_batch("ROLLBACK");
+        storage_error(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_floor_takes_back_every_row_it_wrote_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let bench = dir.path().join("bench.db");
+        let opts = FloorLoad {
+            messages: 3_000,
+            size: 1024,
+            consumers: 3,
+            in_flight: 256,
+            max_batch: 1024,
+        };
+        let report = floor(&bench, &opts).await.unwrap();
+        assert_eq!(
+            (report.sent, report.received, report.lost),
+            (3_000, 3_000, 0)
+        );
+        assert!(report.throughput_msgs_per_s > 0.0);
+        assert!(report.p50_ms <= report.p99_ms);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
