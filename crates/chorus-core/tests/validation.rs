@@ -324,3 +324,48 @@ fn data_parts_with_a_broken_schema_are_rejected() {
     assert!(report.is_valid());
     assert_eq!(report.problems[0].pointer, "/data/age");
 }
+
+/// Every problem a schema finds says how to fix it, a known mistake's hint or else the broken
+/// rule's own (before, a missing property, an unknown one, a bad type or format had
+/// `"hint": null` although the README promises a hint for every error).
+#[test]
+fn every_schema_problem_has_a_hint() {
+    let mut missing = handoff();
+    missing["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("sender_id");
+    let mut unknown = handoff();
+    unknown["metadata"]["sendr_id"] = json!("x");
+    let mut wrong_type = handoff();
+    wrong_type["context"]["previous_actions"] = json!("none");
+    let mut bad_format = handoff();
+    bad_format["metadata"]["timestamp"] = json!("yesterday");
+    let mut data = handoff();
+    data["payload"]["data"] = json!({});
+    let cases = [
+        (missing, "add \"sender_id\" to this object"),
+        (unknown, "remove it or correct its spelling"),
+        (wrong_type, "give an array here"),
+        (bad_format, "RFC 3339"),
+        (data, "add \"requested_info_keys\""),
+    ];
+    for (document, expected) in cases {
+        let report = check(document, Kind::Handoff);
+        let errors = errors(&report);
+        assert!(!errors.is_empty());
+        for e in &errors {
+            let hint = e
+                .hint
+                .as_deref()
+                .unwrap_or_else(|| panic!("no hint: {e:?}"));
+            assert!(!hint.is_empty(), "{e:?}");
+        }
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.hint.as_deref().unwrap().contains(expected)),
+            "{expected:?} in {errors:?}"
+        );
+    }
+}

@@ -49,11 +49,20 @@ pub(crate) enum Broken {
 
 /// The broken rule, as far as hints care.
 enum Rule<'a> {
-    Type,
+    /// The types expected, as the message names them.
+    Type(String),
     Enum,
-    Const,
+    /// The value expected.
+    Const(String),
     Format(&'a str),
-    Pattern,
+    /// The pattern expected.
+    Pattern(String),
+    /// The property missing.
+    Required(String),
+    /// A property the schema does not list.
+    Unknown,
+    /// A minimum or maximum.
+    Limit,
     Other,
 }
 
@@ -78,7 +87,7 @@ pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Sch
             };
             (
                 format!("expected {expected}, found {}", describe_found(found)),
-                Rule::Type,
+                Rule::Type(expected),
             )
         }
         ValidationErrorKind::Required { property } => {
@@ -87,7 +96,7 @@ pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Sch
             }
             (
                 format!("expected property {property}, found it missing"),
-                Rule::Other,
+                Rule::Required(property.to_string()),
             )
         }
         ValidationErrorKind::AdditionalProperties { unexpected }
@@ -98,7 +107,7 @@ pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Sch
                     "expected only known properties, found unexpected {}",
                     quoted(unexpected)
                 ),
-                Rule::Other,
+                Rule::Unknown,
             )
         }
         ValidationErrorKind::Enum { options } => (
@@ -107,7 +116,7 @@ pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Sch
         ),
         ValidationErrorKind::Constant { expected_value } => (
             format!("expected {expected_value}, found {}", shown(found)),
-            Rule::Const,
+            Rule::Const(expected_value.to_string()),
         ),
         ValidationErrorKind::Format { format } => (
             format!("expected a {format} string, found {}", shown(found)),
@@ -118,15 +127,15 @@ pub(crate) fn problems_from_schema_error(error: &ValidationError<'_>) -> Vec<Sch
                 "expected a string matching {pattern}, found {}",
                 shown(found)
             ),
-            Rule::Pattern,
+            Rule::Pattern(pattern.to_string()),
         ),
         ValidationErrorKind::Minimum { limit } => (
             format!("expected at least {limit}, found {}", shown(found)),
-            Rule::Other,
+            Rule::Limit,
         ),
         ValidationErrorKind::Maximum { limit } => (
             format!("expected at most {limit}, found {}", shown(found)),
-            Rule::Other,
+            Rule::Limit,
         ),
         _ => (error.to_string(), Rule::Other),
     };
@@ -149,11 +158,34 @@ fn broken_value(problem: Problem) -> SchemaProblem {
     }
 }
 
+/// A problem with the hint for a known mistake, else the rule's own: every problem a schema
+/// finds says how to fix it.
 fn problem_with_hint(pointer: &str, message: String, rule: &Rule<'_>, found: &Value) -> Problem {
-    let problem = Problem::error(pointer, message);
-    match hint_for(pointer, rule, found) {
-        Some(hint) => problem.with_hint(hint),
-        None => problem,
+    let hint = hint_for(pointer, rule, found).unwrap_or_else(|| rule_hint(rule));
+    Problem::error(pointer, message).with_hint(hint)
+}
+
+/// The hint any breach of `rule` gets when no known mistake explains it (it names no pointer:
+/// the problem's own is where it applies, and a data part's is prefixed after this).
+fn rule_hint(rule: &Rule<'_>) -> String {
+    let schema =
+        "`chorus schema` prints the schema (with `--handoff-type TYPE` for a handoff's data)";
+    match rule {
+        Rule::Required(property) => format!("add {property} to this object; {schema}"),
+        Rule::Unknown => format!("remove it or correct its spelling; {schema}"),
+        Rule::Type(expected) => {
+            let article = match expected.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                true => "an",
+                false => "a",
+            };
+            format!("give {article} {expected} here")
+        }
+        Rule::Enum => "use one of the listed values, spelled exactly (case counts)".to_owned(),
+        Rule::Const(expected) => format!("use exactly {expected}"),
+        Rule::Format(format) => format!("give a valid {format} string"),
+        Rule::Pattern(pattern) => format!("give a string matching {pattern}"),
+        Rule::Limit => "give a value within the limit".to_owned(),
+        Rule::Other => format!("see what the schema asks here; {schema}"),
     }
 }
 
@@ -224,15 +256,12 @@ fn explain_alternatives(
             expected.push(name);
         }
     }
-    let message = format!(
-        "expected {}, found {}",
-        expected.join(" or "),
-        describe_found(found)
-    );
+    let expected = expected.join(" or ");
+    let message = format!("expected {expected}, found {}", describe_found(found));
     vec![broken_value(problem_with_hint(
         pointer,
         message,
-        &Rule::Type,
+        &Rule::Type(expected),
         found,
     ))]
 }
@@ -256,7 +285,7 @@ fn quoted(names: &[String]) -> String {
 fn hint_for(pointer: &str, rule: &Rule<'_>, found: &Value) -> Option<String> {
     let last = pointer.rsplit('/').next().unwrap_or_default();
     let hint = match (last, rule) {
-        ("arguments", Rule::Type) if found.is_object() || found.is_array() => {
+        ("arguments", Rule::Type(_)) if found.is_object() || found.is_array() => {
             "tool-call `arguments` must be a JSON string: serialize the object (JSON.stringify, json.dumps)"
         }
         ("role", Rule::Enum) => match found.as_str() {
@@ -272,13 +301,13 @@ fn hint_for(pointer: &str, rule: &Rule<'_>, found: &Value) -> Option<String> {
         ("handoff_type", Rule::Enum) => {
             "handoff types are upper case (e.g. ESCALATION); register a data schema to add a custom type"
         }
-        ("content", Rule::Type) if found.is_object() => {
+        ("content", Rule::Type(_)) if found.is_object() => {
             "content is a string or an array of parts: wrap a single part in [ ]"
         }
-        ("image_url", Rule::Type) if found.is_string() => {
+        ("image_url", Rule::Type(_)) if found.is_string() => {
             "`image_url` is an object: {\"url\": \"…\"}"
         }
-        ("input_audio", Rule::Type) if found.is_string() => {
+        ("input_audio", Rule::Type(_)) if found.is_string() => {
             "`input_audio` is an object: {\"data\": \"<base64>\", \"format\": \"wav\"}"
         }
         (_, Rule::Format("date-time")) => {
@@ -287,8 +316,8 @@ fn hint_for(pointer: &str, rule: &Rule<'_>, found: &Value) -> Option<String> {
         (_, Rule::Format("uuid")) => {
             "message ids are UUIDs, e.g. a1b2c3d4-e5f6-7890-1234-567890abcdef"
         }
-        ("protocol_version", Rule::Pattern) => "use MAJOR.MINOR.PATCH, e.g. 1.0.0",
-        ("type", Rule::Const) => "content part types are lower case",
+        ("protocol_version", Rule::Pattern(_)) => "use MAJOR.MINOR.PATCH, e.g. 1.0.0",
+        ("type", Rule::Const(_)) => "content part types are lower case",
         _ => return None,
     };
     Some(hint.to_owned())
