@@ -369,3 +369,35 @@ fn every_schema_problem_has_a_hint() {
         );
     }
 }
+
+/// The semantic checks and the JSON reader give a hint with every problem too: tool calls on a
+/// user message, a call id twice in a message and again later, a second result, an orphan
+/// result, a call left unanswered, a call the conversation ends waiting for, and text that is
+/// not JSON.
+#[test]
+fn every_semantic_and_syntax_problem_has_a_hint() {
+    let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}});
+    let conversation = json!({"messages": [
+        {"role": "user", "content": "go", "tool_calls": [call("u")]},
+        {"role": "assistant", "content": null, "tool_calls": [call("a"), call("a")]},
+        {"role": "tool", "tool_call_id": "a", "content": "ok"},
+        {"role": "tool", "tool_call_id": "a", "content": "again"},
+        {"role": "tool", "tool_call_id": "zzz", "content": "orphan"},
+        {"role": "assistant", "content": null, "tool_calls": [call("a"), call("c")]},
+        {"role": "user", "content": "never mind"},
+        {"role": "assistant", "content": null, "tool_calls": [call("d")]}
+    ]});
+    let mut problems = check(conversation, Kind::Conversation).problems;
+    problems.extend(
+        Validator::standard()
+            .validate_bytes(b"{\"role\": \"user\" \"content\": 1}", Some(Kind::Message))
+            .problems,
+    );
+    assert!(problems.len() >= 7, "{problems:?}");
+    for p in &problems {
+        assert!(
+            p.hint.as_deref().is_some_and(|h| !h.is_empty()),
+            "no hint: {p:?}"
+        );
+    }
+}

@@ -81,21 +81,29 @@ pub(crate) fn check_message(
         && role != "assistant"
         && !calls.is_empty()
     {
-        problems.push(Problem::error(
-            format!("{pointer}/tool_calls"),
-            format!(
-                "expected tool calls only on assistant messages, found them on a {role} message"
-            ),
-        ));
+        problems.push(
+            Problem::error(
+                format!("{pointer}/tool_calls"),
+                format!(
+                    "expected tool calls only on assistant messages, found them on a {role} message"
+                ),
+            )
+            .with_hint("move the calls to an assistant message, or set role to assistant"),
+        );
     }
     let mut call_ids = HashSet::new();
     for (i, call) in calls.iter().enumerate() {
         let id = str_at(call, "id").unwrap_or_default();
         if !call_ids.insert(id) {
-            problems.push(Problem::error(
-                format!("{pointer}/tool_calls/{i}/id"),
-                format!("expected unique call ids, found {id:?} twice"),
-            ));
+            problems.push(
+                Problem::error(
+                    format!("{pointer}/tool_calls/{i}/id"),
+                    format!("expected unique call ids, found {id:?} twice"),
+                )
+                .with_hint(
+                    "give each call of a message its own id: results are matched to calls by id",
+                ),
+            );
         }
         let arguments = call
             .pointer("/function/arguments")
@@ -156,10 +164,13 @@ fn check_base64(data: &str, pointer: impl Fn() -> String, problems: &mut Vec<Pro
         return;
     }
     if data.contains("...") {
-        problems.push(Problem::warning(
-            pointer(),
-            "expected base64, found an elided placeholder (`...`)",
-        ));
+        problems.push(
+            Problem::warning(
+                pointer(),
+                "expected base64, found an elided placeholder (`...`)",
+            )
+            .with_hint("put the whole base64 data in, or point at the media by URL"),
+        );
     } else {
         problems.push(
             Problem::error(
@@ -236,17 +247,23 @@ pub(crate) fn check_data_part(part: &Value, pointer: &str, problems: &mut Vec<Pr
         return;
     };
     match jsonschema::validator_for(schema) {
-        Err(error) => problems.push(Problem::error(
-            format!("{pointer}/schema"),
-            format!("expected a valid JSON Schema, found one that does not compile: {error}"),
-        )),
+        Err(error) => problems.push(
+            Problem::error(
+                format!("{pointer}/schema"),
+                format!("expected a valid JSON Schema, found one that does not compile: {error}"),
+            )
+            .with_hint("check the schema against JSON Schema 2020-12 (keyword names and their value types)"),
+        ),
         Ok(validator) => {
             let data = part.get("data").unwrap_or(&Value::Null);
             for error in validator.iter_errors(data) {
-                problems.push(Problem::warning(
-                    format!("{pointer}/data{}", error.instance_path().as_str()),
-                    format!("data does not match its own schema: {error}"),
-                ));
+                problems.push(
+                    Problem::warning(
+                        format!("{pointer}/data{}", error.instance_path().as_str()),
+                        format!("data does not match its own schema: {error}"),
+                    )
+                    .with_hint("correct the data, or the schema it carries if the data is right"),
+                );
             }
         }
     }
@@ -267,10 +284,13 @@ pub(crate) fn check_conversation(messages: &[Value], problems: &mut Vec<Problem>
             if pending.shift_remove(id).is_some() {
                 answered.insert(id);
             } else if answered.contains(id) {
-                problems.push(Problem::error(
-                    format!("{pointer}/tool_call_id"),
-                    format!("expected one result per call, found a second result for {id:?}"),
-                ));
+                problems.push(
+                    Problem::error(
+                        format!("{pointer}/tool_call_id"),
+                        format!("expected one result per call, found a second result for {id:?}"),
+                    )
+                    .with_hint("drop the repeated result, or merge the two into one tool message"),
+                );
             } else {
                 problems.push(
                     Problem::error(
@@ -294,19 +314,25 @@ pub(crate) fn check_conversation(messages: &[Value], problems: &mut Vec<Problem>
         for (j, call) in array_at(message, "tool_calls").iter().enumerate() {
             let id = str_at(call, "id").unwrap_or_default();
             if answered.contains(id) || pending.contains_key(id) {
-                problems.push(Problem::error(
-                    format!("{pointer}/tool_calls/{j}/id"),
-                    format!("expected a new call id, found {id:?} used before"),
-                ));
+                problems.push(
+                    Problem::error(
+                        format!("{pointer}/tool_calls/{j}/id"),
+                        format!("expected a new call id, found {id:?} used before"),
+                    )
+                    .with_hint("give every call in the conversation its own id"),
+                );
             }
             pending.insert(id, format!("{pointer}/tool_calls/{j}"));
         }
     }
     for (id, call_pointer) in pending {
-        problems.push(Problem::warning(
-            call_pointer,
-            format!("call {id:?} has no result yet (the conversation ends waiting for it)"),
-        ));
+        problems.push(
+            Problem::warning(
+                call_pointer,
+                format!("call {id:?} has no result yet (the conversation ends waiting for it)"),
+            )
+            .with_hint("fine for a conversation that waits on the tool; append its tool message once it ran"),
+        );
     }
 }
 

@@ -124,6 +124,9 @@ fn syntax_problem(error: &serde_json::Error, pointer: String) -> Problem {
         _ => Problem::error(
             pointer,
             format!("expected valid JSON, found {reason} at {position}"),
+        )
+        .with_hint(
+            "look just before that place: a missing comma or quote, a trailing comma, or a comment",
         ),
     }
 }
