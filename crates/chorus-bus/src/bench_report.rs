@@ -1,9 +1,15 @@
 //! What a benchmark run measured, and the load a floor run repeats (shared by `chorus bench
 //! bus` and the stores' floors, which know nothing of the bench's options).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use serde::Serialize;
+
+use crate::error::{BusError, BusResult};
 
 /// The result, as `chorus bench bus` prints it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -67,4 +73,71 @@ pub struct FloorLoad {
     pub in_flight: usize,
     /// Operations per commit at most (SQLite).
     pub max_batch: usize,
+}
+
+/// Runs a floor's load: one producer calling `insert` with each row's send time (microseconds
+/// after the start), at most `load.in_flight` at once, and `load.consumers` tasks calling
+/// `take` (the send times of the rows it removed; none: it looks again after 1 ms) until every
+/// row is back. The stores' floors differ only in those two operations.
+pub(crate) async fn drive_floor<I, IF, T, TF>(
+    load: &FloorLoad,
+    insert: I,
+    take: T,
+) -> BusResult<BenchReport>
+where
+    I: Fn(i64) -> IF,
+    IF: Future<Output = BusResult<()>>,
+    T: Fn() -> TF + Clone + Send + 'static,
+    TF: Future<Output = BusResult<Vec<i64>>> + Send,
+{
+    let total = load.messages.max(1) as u64;
+    let start = Instant::now();
+    let received = Arc::new(AtomicU64::new(0));
+    let mut consumers = Vec::new();
+    for _ in 0..load.consumers.max(1) {
+        let (take, received) = (take.clone(), received.clone());
+        consumers.push(tokio::spawn(async move {
+            let (mut latencies, mut end) = (Vec::new(), Duration::ZERO);
+            while received.load(Ordering::SeqCst) < total {
+                let taken = take().await?;
+                if taken.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    continue;
+                }
+                let now = start.elapsed().as_micros();
+                latencies.extend(
+                    taken
+                        .iter()
+                        .map(|&sent| now.saturating_sub(u128::from(sent.unsigned_abs()))),
+                );
+                received.fetch_add(taken.len() as u64, Ordering::SeqCst);
+                end = start.elapsed();
+            }
+            Ok::<_, BusError>((latencies, end))
+        }));
+    }
+    let mut inflight = FuturesUnordered::new();
+    for _ in 0..total {
+        if inflight.len() >= load.in_flight.max(1)
+            && let Some(result) = inflight.next().await
+        {
+            result?;
+        }
+        inflight.push(insert(
+            i64::try_from(start.elapsed().as_micros()).unwrap_or(i64::MAX),
+        ));
+    }
+    while let Some(result) = inflight.next().await {
+        result?;
+    }
+    let (mut latencies, mut end) = (Vec::new(), Duration::ZERO);
+    for c in consumers {
+        let (l, e) = c
+            .await
+            .map_err(|e| BusError::Storage(format!("a consumer task failed: {e}")))??;
+        latencies.extend(l);
+        end = end.max(e);
+    }
+    let got = latencies.len() as u64;
+    Ok(BenchReport::from_latencies(total, got, 0, latencies, end))
 }

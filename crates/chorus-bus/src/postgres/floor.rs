@@ -5,15 +5,10 @@
 //! … RETURNING`, and looking again after 1 ms when they found none. No chorus code runs.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 
 use super::errors::{pg_error, pool_error};
 use super::options::{Options, quoted};
-use crate::bench_report::{BenchReport, FloorLoad};
+use crate::bench_report::{BenchReport, FloorLoad, drive_floor};
 use crate::error::BusResult;
 
 /// Runs the floor's load on the database at `url` in a schema of its own, deleted afterwards.
@@ -42,74 +37,35 @@ pub async fn floor(url: &str, opts: &FloorLoad) -> BusResult<BenchReport> {
 }
 
 async fn load(pool: &deadpool_postgres::Pool, opts: &FloorLoad) -> BusResult<BenchReport> {
-    let total = opts.messages.max(1) as u64;
-    let body = vec![b'x'; opts.size];
-    let start = Instant::now();
-    let received = Arc::new(AtomicU64::new(0));
-    let mut consumers = Vec::new();
-    for _ in 0..opts.consumers.max(1) {
-        let (pool, received) = (pool.clone(), received.clone());
-        consumers.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut end = Duration::ZERO;
-            while received.load(Ordering::SeqCst) < total {
-                let c = pool.get().await.map_err(pool_error)?;
-                let taken = c
-                    .query(
-                        "DELETE FROM floor WHERE id IN (SELECT id FROM floor ORDER BY id \
-                         LIMIT 64 FOR UPDATE SKIP LOCKED) RETURNING sent_us",
-                        &[],
-                    )
-                    .await
-                    .map_err(pg_error)?;
-                drop(c);
-                if taken.is_empty() {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    continue;
-                }
-                let now = start.elapsed().as_micros();
-                for row in &taken {
-                    let sent = u128::from(row.get::<_, i64>(0).unsigned_abs());
-                    latencies.push(now.saturating_sub(sent));
-                }
-                received.fetch_add(taken.len() as u64, Ordering::SeqCst);
-                end = start.elapsed();
-            }
-            Ok::<_, crate::error::BusError>((latencies, end))
-        }));
-    }
-    let mut inflight = FuturesUnordered::new();
-    for _ in 0..total {
-        if inflight.len() >= opts.in_flight.max(1)
-            && let Some(result) = inflight.next().await
-        {
-            result?;
-        }
-        let (pool, body) = (pool.clone(), &body);
-        inflight.push(async move {
-            let sent = i64::try_from(start.elapsed().as_micros()).unwrap_or(i64::MAX);
+    let body = Arc::new(vec![b'x'; opts.size]);
+    let insert = |sent: i64| {
+        let (pool, body) = (pool.clone(), body.clone());
+        async move {
             let c = pool.get().await.map_err(pool_error)?;
             c.execute(
                 "INSERT INTO floor (sent_us, body) VALUES ($1, $2)",
-                &[&sent, body],
+                &[&sent, &*body],
             )
             .await
             .map_err(pg_error)?;
-            Ok::<(), crate::error::BusError>(())
-        });
-    }
-    while let Some(result) = inflight.next().await {
-        result?;
-    }
-    let mut latencies = Vec::new();
-    let mut end = Duration::ZERO;
-    for c in consumers {
-        let (l, e) = c.await.map_err(|e| {
-            crate::error::BusError::Storage(format!("a consumer task failed: {e}"))
-        })??;
-        latencies.extend(l);
-        end = end.max(e);
-    }
-    let got = latencies.len() as u64;
-    Ok(BenchReport::from_latencies(total, got, 0, latencies, end))
+            Ok(())
+        }
+    };
+    let taker = pool.clone();
+    let take = move || {
+        let pool = taker.clone();
+        async move {
+            let c = pool.get().await.map_err(pool_error)?;
+            let rows = c
+                .query(
+                    "DELETE FROM floor WHERE id IN (SELECT id FROM floor ORDER BY id \
+                     LIMIT 64 FOR UPDATE SKIP LOCKED) RETURNING sent_us",
+                    &[],
+                )
+                .await
+                .map_err(pg_error)?;
+            Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())
+        }
+    };
+    drive_floor(opts, insert, take).await
 }

@@ -7,18 +7,13 @@
 //! look again after 1 ms when they found none. No chorus code runs.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
 
 use super::errors::storage_error;
-use crate::bench_report::{BenchReport, FloorLoad};
+use crate::bench_report::{BenchReport, FloorLoad, drive_floor};
 use crate::error::{BusError, BusResult};
 
 /// One operation for the floor's writer thread.
@@ -90,61 +85,24 @@ async fn load(path: &Path, opts: &FloorLoad) -> BusResult<BenchReport> {
 
 /// The producer and the consumers, through the writer's channel `ops`.
 async fn drive(ops: &Sender<Op>, opts: &FloorLoad) -> BusResult<BenchReport> {
-    let total = opts.messages.max(1) as u64;
-    let start = Instant::now();
-    let received = Arc::new(AtomicU64::new(0));
-    let mut consumers = Vec::new();
-    for _ in 0..opts.consumers.max(1) {
-        let (ops, received) = (ops.clone(), received.clone());
-        consumers.push(tokio::spawn(async move {
-            let (mut latencies, mut end) = (Vec::new(), Duration::ZERO);
-            while received.load(Ordering::SeqCst) < total {
-                let (done, taken) = oneshot::channel();
-                ops.send(Op::Take { done }).map_err(|_| stopped())?;
-                let taken = taken.await.map_err(|_| stopped())??;
-                if taken.is_empty() {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    continue;
-                }
-                let now = start.elapsed().as_micros();
-                latencies.extend(
-                    taken
-                        .iter()
-                        .map(|&sent| now.saturating_sub(u128::from(sent.unsigned_abs()))),
-                );
-                received.fetch_add(taken.len() as u64, Ordering::SeqCst);
-                end = start.elapsed();
-            }
-            Ok::<_, BusError>((latencies, end))
-        }));
-    }
-    let window = opts.in_flight.max(1);
-    let mut inflight = FuturesUnordered::new();
-    for _ in 0..total {
-        if inflight.len() >= window
-            && let Some(result) = inflight.next().await
-        {
-            result?;
-        }
-        let sent_us = i64::try_from(start.elapsed().as_micros()).unwrap_or(i64::MAX);
+    let insert = |sent_us: i64| {
         let (done, inserted) = oneshot::channel();
-        ops.send(Op::Insert { sent_us, done })
-            .map_err(|_| stopped())?;
-        inflight.push(async move { inserted.await.map_err(|_| stopped())? });
-    }
-    while let Some(result) = inflight.next().await {
-        result?;
-    }
-    let (mut latencies, mut end) = (Vec::new(), Duration::ZERO);
-    for c in consumers {
-        let (l, e) = c
-            .await
-            .map_err(|e| BusError::Storage(format!("a consumer task failed: {e}")))??;
-        latencies.extend(l);
-        end = end.max(e);
-    }
-    let got = latencies.len() as u64;
-    Ok(BenchReport::from_latencies(total, got, 0, latencies, end))
+        let sent = ops.send(Op::Insert { sent_us, done });
+        async move {
+            sent.map_err(|_| stopped())?;
+            inserted.await.map_err(|_| stopped())?
+        }
+    };
+    let taker = ops.clone();
+    let take = move || {
+        let (done, taken) = oneshot::channel();
+        let sent = taker.send(Op::Take { done });
+        async move {
+            sent.map_err(|_| stopped())?;
+            taken.await.map_err(|_| stopped())?
+        }
+    };
+    drive_floor(opts, insert, take).await
 }
 
 fn stopped() -> BusError {
