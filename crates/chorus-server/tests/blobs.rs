@@ -412,38 +412,19 @@ async fn new_blobs_are_capped_per_agent_per_minute() {
     assert!((1..=60).contains(&wait), "Retry-After {wait}");
     assert_eq!(blob_files(dir.path()).len(), 100, "nothing written");
 
-    // Pieces the hub holds already cost nothing, however many; 50 new ones still fit.
-    let again = publish(
-        &server,
-        ALICE,
-        &message("m-3", "alice", "bob", images(0, 100)),
-    )
-    .await;
-    assert_eq!(again.status(), 201);
-    let fits = publish(
-        &server,
-        ALICE,
-        &message("m-4", "alice", "bob", images(100, 50)),
-    )
-    .await;
-    assert_eq!(fits.status(), 201);
-    assert_eq!(blob_files(dir.path()).len(), 150);
-    let over = publish(
-        &server,
-        ALICE,
-        &message("m-5", "alice", "bob", images(150, 1)),
-    )
-    .await;
-    assert_eq!(over.status(), 429);
-
-    // Bob's minute is his own.
-    let bobs = publish(
-        &server,
-        BOB,
-        &message("m-6", "bob", "alice", images(1000, 100)),
-    )
-    .await;
-    assert_eq!(bobs.status(), 201);
-    assert_eq!(blob_files(dir.path()).len(), 250);
+    // Pieces the hub holds already cost nothing, however many; 50 new ones still fit, one more
+    // does not; Bob's minute is his own. (token, id, sender, recipient, first piece, pieces,
+    // status, files after.)
+    let steps = [
+        (ALICE, "m-3", "alice", "bob", 0, 100, 201, 100),
+        (ALICE, "m-4", "alice", "bob", 100, 50, 201, 150),
+        (ALICE, "m-5", "alice", "bob", 150, 1, 429, 150),
+        (BOB, "m-6", "bob", "alice", 1000, 100, 201, 250),
+    ];
+    for (token, id, from, to, first, n, status, files) in steps {
+        let sent = publish(&server, token, &message(id, from, to, images(first, n))).await;
+        assert_eq!(sent.status(), status, "{id}");
+        assert_eq!(blob_files(dir.path()).len(), files, "{id}");
+    }
     server.stop().await;
 }
