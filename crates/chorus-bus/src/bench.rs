@@ -67,9 +67,23 @@ impl BenchOptions {
     }
 }
 
-/// The floor the run of `opts` is compared with, measured now: plain SQL on the same rows
-/// with no chorus code, in a file beside a SQLite store's or on a PostgreSQL store's database;
-/// `None` for the stores that have none.
+/// What the floor of a run on `backend` is, in a few words; `None` for a store without one
+/// (only SQLite and PostgreSQL have a floor of plain SQL).
+pub fn floor_description(backend: &StoreAddress) -> Option<&'static str> {
+    match backend {
+        StoreAddress::Sqlite(_) => Some(
+            "plain INSERT and DELETE, one thread committing all that waits, same rows and fsyncs, no chorus code",
+        ),
+        #[cfg(feature = "postgres")]
+        StoreAddress::Postgres(_) => {
+            Some("plain INSERT per commit, SKIP LOCKED DELETE, same rows, no chorus code")
+        }
+        _ => None,
+    }
+}
+
+/// The floor the run of `opts` is compared with, measured now (see [`floor_description`]): in
+/// a file beside a SQLite store's, on a PostgreSQL store's database; `None` for the others.
 pub async fn floor(opts: &BenchOptions) -> BusResult<Option<BenchReport>> {
     match &opts.backend {
         StoreAddress::Sqlite(path) => crate::sqlite::floor(path, &opts.floor_load())

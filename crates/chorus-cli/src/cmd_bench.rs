@@ -137,10 +137,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         let floor = match args.no_floor {
             true => None,
             false => {
-                if matches!(
-                    opts.backend,
-                    StoreAddress::Sqlite(_) | StoreAddress::Postgres(_)
-                ) {
+                if chorus_bus::bench::floor_description(&opts.backend).is_some() {
                     errln!("chorus bench bus: measuring the floor (plain SQL, same rows)...");
                 }
                 chorus_bus::bench::floor(&opts).await?
@@ -166,12 +163,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     } else {
         outln!("{}", line(&report));
         if let Some(floor) = &floor {
-            let what = match &opts.backend {
-                StoreAddress::Sqlite(_) => {
-                    "plain INSERT and DELETE, one thread committing all that waits, same rows and fsyncs, no chorus code"
-                }
-                _ => "plain INSERT per commit, SKIP LOCKED DELETE, same rows, no chorus code",
-            };
+            let what = chorus_bus::bench::floor_description(&opts.backend).unwrap_or_default();
             outln!("floor ({what}): {}", line(floor));
             outln!("chorus / floor: {:.2}", ratio(&report, floor));
         }

@@ -121,20 +121,22 @@ fn write(conn: Connection, rx: Receiver<Op>, body: Vec<u8>, max_batch: usize) {
             }
         }
         let durable = batch.iter().any(|op| matches!(op, Op::Insert { .. }));
-        let outcome = commit(&conn, &batch, &body, durable);
-        let mut taken = outcome.as_ref().map(|t| t.iter()).ok();
-        for op in batch {
-            match op {
-                Op::Insert { done, .. } => {
-                    let _ = done.send(outcome.as_ref().map(|_| ()).map_err(Clone::clone));
+        match commit(&conn, &batch, &body, durable) {
+            Ok(taken) => {
+                let mut taken = taken.into_iter();
+                for op in batch {
+                    match op {
+                        Op::Insert { done, .. } => drop(done.send(Ok(()))),
+                        Op::Take { done } => drop(done.send(Ok(taken.next().unwrap_or_default()))),
+                    }
                 }
-                Op::Take { done } => {
-                    let rows = match (&outcome, taken.as_mut().and_then(Iterator::next)) {
-                        (Ok(_), Some(rows)) => Ok(rows.clone()),
-                        (Err(e), _) => Err(e.clone()),
-                        (Ok(_), None) => Err(stopped()),
-                    };
-                    let _ = done.send(rows);
+            }
+            Err(e) => {
+                for op in batch {
+                    match op {
+                        Op::Insert { done, .. } => drop(done.send(Err(e.clone()))),
+                        Op::Take { done } => drop(done.send(Err(e.clone()))),
+                    }
                 }
             }
         }
