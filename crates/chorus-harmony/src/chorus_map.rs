@@ -36,7 +36,8 @@ use chorus_core::{
 use serde_json::Map;
 
 use crate::model::{
-    Content, Conversation, DeveloperContent, Message, Role, SystemContent, ToolDescription,
+    Content, Conversation, DeveloperContent, Message, ResponseFormat, Role, SystemContent,
+    ToolDescription,
 };
 
 /// Something a chorus message held that the Harmony conversation cannot carry (named apart
@@ -255,6 +256,34 @@ fn report_ambiguous_pairings(
                     "an unanswered call before an answered call to the same function",
                 ));
             }
+        }
+    }
+}
+
+/// Offers `format` in the "# Response Formats" section of the developer message, adding a
+/// developer message after the system message when there is none.
+pub fn add_response_format(conversation: &mut Conversation, format: ResponseFormat) {
+    let messages = &mut conversation.messages;
+    let developer = messages
+        .iter_mut()
+        .filter(|m| m.author.role == Role::Developer)
+        .flat_map(|m| m.content.iter_mut())
+        .find_map(|c| match c {
+            Content::DeveloperContent(d) => Some(d),
+            _ => None,
+        });
+    match developer {
+        Some(developer) => developer
+            .response_formats
+            .get_or_insert_with(Vec::new)
+            .push(format),
+        None => {
+            let content = DeveloperContent {
+                response_formats: Some(vec![format]),
+                ..DeveloperContent::default()
+            };
+            let at = messages.len().min(1);
+            messages.insert(at, Message::new(Role::Developer, content));
         }
     }
 }

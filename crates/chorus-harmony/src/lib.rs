@@ -4,7 +4,8 @@
 //! [`render`] turns a [`Conversation`] into token ids; [`parse`] reads completion tokens into
 //! [`Message`]s (strict, or lenient for messy model output), and [`StreamParser`] does the same
 //! one token at a time. [`encoding`] is the tokenizer; [`tokens`] names the special tokens;
-//! [`chorus_map`] maps chorus conversations to Harmony ones and back.
+//! [`chorus_map`] maps chorus conversations to Harmony ones and back; [`CompletionTokens`] reads a
+//! raw completions engine's reply chunks into tokens.
 //!
 //! ```
 //! use chorus_harmony::{
@@ -28,6 +29,7 @@
 
 mod builtin_tools;
 pub mod chorus_map;
+mod completion;
 mod encoding;
 mod model;
 mod parse;
@@ -37,6 +39,7 @@ mod render;
 pub mod tokens;
 mod typescript;
 
+pub use completion::{BadTokenId, CompletionTokens};
 pub use encoding::{DecodeError, Encoding, UnknownToken, encoding};
 pub use model::{
     Author, ChannelConfig, Content, Conversation, DeveloperContent, Message, ReasoningEffort,

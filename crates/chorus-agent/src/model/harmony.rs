@@ -15,11 +15,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use chorus_core::Conversation;
-use chorus_harmony::chorus_map::to_harmony;
-use chorus_harmony::{
-    Content, DeveloperContent, Message as HarmonyMessage, RenderOptions, ResponseFormat, Role,
-    SystemContent, encoding, render, tokens,
-};
+use chorus_harmony::chorus_map::{add_response_format, to_harmony};
+use chorus_harmony::{RenderOptions, ResponseFormat, SystemContent, encoding, render, tokens};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument;
@@ -109,7 +106,12 @@ impl HarmonyClient {
         }
         let mut harmony = mapped.conversation;
         if let Some((name, schema)) = &request.output_schema {
-            add_response_format(&mut harmony.messages, name, schema);
+            let format = ResponseFormat {
+                name: name.clone(),
+                description: None,
+                schema: schema.clone(),
+            };
+            add_response_format(&mut harmony, format);
         }
         let ids = render(&harmony, &RenderOptions::default())
             .map_err(|e| ModelError::Config(format!("cannot render the Harmony prompt: {e}")))?;
@@ -194,37 +196,6 @@ impl HarmonyClient {
             messages,
             finish_reason,
         })
-    }
-}
-
-/// Adds `name`/`schema` to the developer message's response formats (creating the message).
-fn add_response_format(messages: &mut Vec<HarmonyMessage>, name: &str, schema: &Value) {
-    let format = ResponseFormat {
-        name: name.to_owned(),
-        description: None,
-        schema: schema.clone(),
-    };
-    let developer = messages
-        .iter_mut()
-        .filter(|m| m.author.role == Role::Developer)
-        .flat_map(|m| m.content.iter_mut())
-        .find_map(|c| match c {
-            Content::DeveloperContent(d) => Some(d),
-            _ => None,
-        });
-    match developer {
-        Some(developer) => developer
-            .response_formats
-            .get_or_insert_with(Vec::new)
-            .push(format),
-        None => {
-            let content = DeveloperContent {
-                response_formats: Some(vec![format]),
-                ..DeveloperContent::default()
-            };
-            let at = messages.len().min(1);
-            messages.insert(at, HarmonyMessage::new(Role::Developer, content));
-        }
     }
 }
 

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use chorus_core::{Message, Metadata};
 use chorus_harmony::chorus_map::from_harmony;
-use chorus_harmony::{Conversation, ParseOptions, Rank, Role, StreamParser, encoding};
+use chorus_harmony::{CompletionTokens, Conversation, ParseOptions, Rank, Role, StreamParser};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -16,7 +16,7 @@ const FUNCTIONS: &str = "functions.";
 /// Parses reply tokens by channel (lenient), sending stream events on the way.
 pub(crate) struct ReplyReader<'a> {
     parser: StreamParser,
-    pending: String,
+    tokens: CompletionTokens,
     generated: usize,
     events: Option<&'a UnboundedSender<StreamEvent>>,
     call_ids: Vec<String>,
@@ -30,7 +30,7 @@ impl<'a> ReplyReader<'a> {
     pub(crate) fn new(events: Option<&'a UnboundedSender<StreamEvent>>) -> Self {
         ReplyReader {
             parser: StreamParser::new(Some(Role::Assistant), ParseOptions::LENIENT),
-            pending: String::new(),
+            tokens: CompletionTokens::new(),
             generated: 0,
             events,
             call_ids: Vec::new(),
@@ -39,51 +39,18 @@ impl<'a> ReplyReader<'a> {
         }
     }
 
-    /// Reads one completions chunk: its `token_ids` (llama.cpp: `tokens`) if present, else its
-    /// `text` (llama.cpp: `content`); from the first choice, or from the chunk itself when it
-    /// has no `choices` (llama.cpp's own `/completion`).
+    /// Reads one completions chunk (see [`CompletionTokens::chunk`]).
     pub(crate) fn chunk(&mut self, chunk: &Value, started: Instant) -> Result<(), ModelError> {
-        let choice = match chunk.get("choices") {
-            Some(choices) => match choices.get(0) {
-                Some(choice) => choice,
-                None => return Ok(()),
-            },
-            None => chunk,
-        };
         let before = self.generated;
-        let ids = choice.get("token_ids").or_else(|| choice.get("tokens"));
-        if let Some(ids) = ids.and_then(Value::as_array).filter(|ids| !ids.is_empty()) {
-            for id in ids {
-                let id = id
-                    .as_u64()
-                    .and_then(|id| Rank::try_from(id).ok())
-                    .ok_or_else(|| ModelError::Protocol(format!("token id {id} is not a token")))?;
-                self.token(id)?;
-            }
-        } else if let Some(text) = choice
-            .get("text")
-            .or_else(|| choice.get("content"))
-            .and_then(Value::as_str)
-        {
-            self.text(text, false)?;
+        let ids = self
+            .tokens
+            .chunk(chunk)
+            .map_err(|e| ModelError::Protocol(e.to_string()))?;
+        for id in ids {
+            self.token(id)?;
         }
         if self.ttft.is_none() && self.generated > before {
             self.ttft = Some(started.elapsed());
-        }
-        Ok(())
-    }
-
-    /// Tokenizes text up to the last special-token name that may still be incomplete.
-    fn text(&mut self, text: &str, last: bool) -> Result<(), ModelError> {
-        self.pending.push_str(text);
-        let cut = if last {
-            self.pending.len()
-        } else {
-            safe_cut(&self.pending)
-        };
-        let ready: String = self.pending.drain(..cut).collect();
-        for id in encoding().encode_with_special_tokens(&ready) {
-            self.token(id)?;
         }
         Ok(())
     }
@@ -125,7 +92,9 @@ impl<'a> ReplyReader<'a> {
     /// Ends the reply: the chorus messages, the number of generated tokens, and whether the
     /// reply calls tools.
     pub(crate) fn finish(mut self) -> Result<(Vec<Message>, usize, bool), ModelError> {
-        self.text("", true)?;
+        for id in self.tokens.finish() {
+            self.token(id)?;
+        }
         let output = self
             .parser
             .finish()
@@ -182,15 +151,6 @@ fn send(events: Option<&UnboundedSender<StreamEvent>>, event: StreamEvent) {
     }
 }
 
-/// Where text can be cut without splitting a special-token name (`<|…|>`).
-fn safe_cut(text: &str) -> usize {
-    match text.rfind("<|") {
-        Some(open) if !text[open..].contains("|>") => open,
-        _ if text.ends_with('<') => text.len() - 1,
-        _ => text.len(),
-    }
-}
-
 /// The channel of the Harmony message that closes each chorus message from_harmony builds
 /// (a message closes after `final`, and at the end).
 fn closing_channels(messages: &[chorus_harmony::Message]) -> Vec<Option<String>> {
@@ -215,14 +175,6 @@ fn closing_channels(messages: &[chorus_harmony::Message]) -> Vec<Option<String>>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cut_keeps_an_unfinished_special_token_back() {
-        assert_eq!(safe_cut("abc<|chan"), 3);
-        assert_eq!(safe_cut("abc<|channel|>x"), 15);
-        assert_eq!(safe_cut("abc<"), 3);
-        assert_eq!(safe_cut("a < b"), 5);
-    }
 
     #[test]
     fn llama_cpp_chunks_without_choices_are_read() {
