@@ -46,32 +46,31 @@ pub struct ServeArgs {
     pub log: LogArgs,
 }
 
-/// The token `--hash-token` names: read from standard input (`-`) or a file (`@FILE`), else the
-/// argument itself (with a warning).
-fn secret(source: &str) -> Result<String, CliError> {
+/// The secret an option (`--hash-token`, `--hash-key`) names: read from standard input (`-`) or a
+/// file (`@FILE`), else the argument itself (with a warning).
+pub(crate) fn secret(option: &str, what: &str, source: &str) -> Result<String, CliError> {
     let text = if source == "-" {
         read_text("-")?
     } else if let Some(path) = source.strip_prefix('@') {
         read_text(path)?
     } else {
-        warn(&[
-            "--hash-token: a token on the command line shows in the process list and the \
-                shell history; pass `-` to read it from standard input, or `@FILE`"
-                .to_owned(),
-        ]);
+        warn(&[format!(
+            "{option}: a {what} on the command line shows in the process list and the shell \
+             history; pass `-` to read it from standard input, or `@FILE`"
+        )]);
         source.to_owned()
     };
     let token = text.trim();
     if token.is_empty() {
         return Err(CliError::usage(format!(
-            "--hash-token {source}: expected a token, found nothing"
+            "{option} {source}: expected a {what}, found nothing"
         )));
     }
     Ok(token.to_owned())
 }
 
 /// Checks a `--listen` value: HOST:PORT, or a bare port refused with the form it needs.
-fn listen_address(value: &str) -> Result<String, String> {
+pub(crate) fn listen_address(value: &str) -> Result<String, String> {
     if value.parse::<u16>().is_ok() {
         return Err(format!(
             "expected HOST:PORT, found a port alone (hint: --listen 127.0.0.1:{value} for this \
@@ -97,7 +96,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         )));
     }
     if let Some(source) = &args.hash_token {
-        outln!("{}", hash_token(&secret(source)?));
+        outln!("{}", hash_token(&secret("--hash-token", "token", source)?));
         return Ok(());
     }
     let mut config = match &args.config {

@@ -18,6 +18,7 @@ mod cmd_confirm;
 mod cmd_convert;
 mod cmd_count;
 mod cmd_formats;
+mod cmd_gateway;
 mod cmd_harmony;
 mod cmd_media;
 mod cmd_run;
@@ -94,6 +95,12 @@ enum Command {
                             printf %s \"$TOKEN\" | chorus serve --hash-token -"
     )]
     Serve(cmd_serve::ServeArgs),
+    /// Serve gpt-oss to OpenAI clients from a raw completions engine (vLLM, SGLang).
+    #[command(
+        after_help = "Example:\n  chorus gateway --upstream http://127.0.0.1:8000/v1 --model openai/gpt-oss-20b\n  \
+                            printf %s \"$KEY\" | chorus gateway --hash-key -"
+    )]
+    Gateway(cmd_gateway::GatewayArgs),
     /// Run a flow of agents from a TOML file and write its transcript.
     #[command(
         after_help = "Example:\n  chorus run examples/support-desk.toml --transcript t.jsonl"
@@ -130,6 +137,7 @@ fn main() -> ExitCode {
         Command::Media(args) => ("error", cmd_media::run(args)),
         Command::Bench(args) => (args.prefix(), cmd_bench::run(args)),
         Command::Serve(args) => ("chorus serve", cmd_serve::run(args)),
+        Command::Gateway(args) => ("chorus gateway", cmd_gateway::run(args)),
         Command::Run(args) => ("chorus run", cmd_run::run(args)),
         Command::Agent(args) => ("chorus agent", cmd_agent::run(args)),
         Command::Confirm(args) => ("chorus confirm", cmd_confirm::run(args)),

@@ -22,6 +22,7 @@
 mod chat;
 mod config;
 mod error;
+mod metrics;
 mod models;
 mod prompt;
 mod reply;
@@ -52,6 +53,7 @@ pub fn router(config: GatewayConfig) -> Result<Router, String> {
         .route("/v1/models", get(list_models))
         .route("/v1/models/{id}", get(one_model))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .with_state(gateway))
 }
@@ -95,6 +97,17 @@ async fn one_model(
         Ok(model) => model.into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+async fn metrics(State(gateway): State<Shared>) -> Response {
+    (
+        [(
+            "content-type",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        gateway.metrics.render(),
+    )
+        .into_response()
 }
 
 async fn not_found() -> ApiError {

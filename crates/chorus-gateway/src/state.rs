@@ -1,8 +1,7 @@
 //! What every request shares: the settings, the upstream client, the limit on requests at once,
 //! and the counts of repairs.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -12,6 +11,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::GatewayConfig;
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::reply::Finished;
 use crate::upstream::Upstream;
 
@@ -23,7 +23,8 @@ pub struct Gateway {
     pub upstream: Upstream,
     slots: Arc<Semaphore>,
     key_hashes: Vec<[u8; 32]>,
-    repairs: Mutex<BTreeMap<String, u64>>,
+    /// The metrics.
+    pub metrics: Metrics,
 }
 
 impl Gateway {
@@ -45,7 +46,7 @@ impl Gateway {
             slots: Arc::new(Semaphore::new(config.max_concurrent)),
             upstream,
             key_hashes,
-            repairs: Mutex::new(BTreeMap::new()),
+            metrics: Metrics::new(),
             config,
         })
     }
@@ -150,21 +151,9 @@ impl Gateway {
 
     /// Counts a reply's repairs by kind.
     pub fn count_repairs(&self, finished: &Finished) {
-        if finished.repair_kinds.is_empty() {
-            return;
-        }
-        let mut counts = self.repairs.lock().unwrap_or_else(|p| p.into_inner());
         for kind in &finished.repair_kinds {
-            *counts.entry(kind.clone()).or_default() += 1;
+            self.metrics.repair(kind);
             tracing::info!(kind = %kind, "the model's output was repaired");
         }
-    }
-
-    /// The repairs made so far, by kind.
-    pub fn repairs(&self) -> BTreeMap<String, u64> {
-        self.repairs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
     }
 }

@@ -72,10 +72,25 @@ impl Served {
         stderr: Stdio,
         adjust: impl FnOnce(&mut Command),
     ) -> Served {
+        Served::launch(dir, "serve", args, stderr, adjust)
+    }
+
+    /// Starts `chorus gateway --listen 127.0.0.1:0 ARGS` in `dir` and reads its address.
+    pub fn gateway(dir: &std::path::Path, args: &[&str]) -> Served {
+        Served::launch(dir, "gateway", args, Stdio::inherit(), |_| {})
+    }
+
+    fn launch(
+        dir: &std::path::Path,
+        subcommand: &str,
+        args: &[&str],
+        stderr: Stdio,
+        adjust: impl FnOnce(&mut Command),
+    ) -> Served {
         use std::io::BufRead;
         let mut command = Command::new(env!("CARGO_BIN_EXE_chorus"));
         command
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args([subcommand, "--listen", "127.0.0.1:0"])
             .args(args)
             .current_dir(dir)
             .stdout(Stdio::piped())
@@ -135,7 +150,7 @@ impl Served {
             }
             assert!(
                 std::time::Instant::now() < deadline,
-                "chorus serve did not stop on SIGTERM"
+                "chorus did not stop on SIGTERM"
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
@@ -227,4 +242,27 @@ pub fn serve_memory(dir: &std::path::Path, config: &std::path::Path) -> Served {
     );
     served.keep_reading();
     served
+}
+
+/// The Python of `CHORUS_TEST_PYTHON` when it can `import` what `imports` names; `None` (after
+/// saying "not run") when the variable is unset; a failure when it cannot import it.
+pub fn python_with(what: &str, imports: &str) -> Option<PathBuf> {
+    let Some(python) = std::env::var_os("CHORUS_TEST_PYTHON") else {
+        // Straight to stderr: the test harness would hide eprintln! of a passing test.
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** not run: CHORUS_TEST_PYTHON is not set (the client is {what}) ***\n"
+        );
+        return None;
+    };
+    let imported = Command::new(&python)
+        .args(["-c", &format!("import {imports}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        imported,
+        "CHORUS_TEST_PYTHON={} cannot import {imports} ({what}); install it: pip install -r .ci/python-oracles.txt",
+        python.to_string_lossy()
+    );
+    Some(PathBuf::from(python))
 }

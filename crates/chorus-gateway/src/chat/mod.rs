@@ -5,6 +5,7 @@
 pub mod request;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -26,10 +27,12 @@ pub const REPAIRS_HEADER: &str = "x-chorus-repairs";
 
 /// Serves one Chat Completions request.
 pub async fn completions(gateway: Arc<Gateway>, headers: HeaderMap, body: Body) -> Response {
-    match serve(gateway, headers, body).await {
+    let response = match serve(gateway.clone(), headers, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
-    }
+    };
+    gateway.metrics.request(response.status().as_u16());
+    response
 }
 
 async fn serve(
@@ -37,6 +40,7 @@ async fn serve(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let started = Instant::now();
     gateway.authorize(&headers)?;
     let permit = gateway.permit()?;
     let value = gateway.read_json(body).await?;
@@ -69,6 +73,7 @@ async fn serve(
             prompt,
             id,
             created,
+            started,
         };
         tokio::spawn(
             async move {
@@ -86,7 +91,7 @@ async fn serve(
         headers.insert("cache-control", HeaderValue::from_static("no-cache"));
         return Ok(response);
     }
-    let (finished, upstream_reason) = read_whole(&gateway, &request, &prompt, upstream)
+    let (finished, upstream_reason) = read_whole(&gateway, &request, &prompt, upstream, started)
         .instrument(span.clone())
         .await?;
     span.record("gen_ai.usage.output_tokens", finished.generated);
@@ -129,10 +134,13 @@ async fn read_whole(
     request: &ChatRequest,
     prompt: &Prompt,
     mut upstream: Streamed,
+    started: Instant,
 ) -> Result<(Finished, Option<String>), ApiError> {
     let mut reply = Reply::new(&prompt.opened, request.stop.clone());
     let mut deltas = Vec::new();
+    let mut first = None;
     while let Some(tokens) = upstream.next().await? {
+        first = first.or_else(|| (!tokens.is_empty()).then(|| started.elapsed().as_secs_f64()));
         for id in tokens {
             reply.token(id, &mut deltas).map_err(unreadable)?;
         }
@@ -145,6 +153,8 @@ async fn read_whole(
     let mut finished = reply.finish(gateway.config.strict).map_err(unreadable)?;
     finished.generated = reported(&upstream, "completion_tokens").unwrap_or(finished.generated);
     gateway.count_repairs(&finished);
+    let total = started.elapsed().as_secs_f64();
+    gateway.metrics.timing(first, finished.generated, total);
     Ok((finished, upstream.finish_reason))
 }
 
@@ -206,6 +216,7 @@ struct Streaming {
     prompt: Prompt,
     id: String,
     created: i64,
+    started: Instant,
 }
 
 type Sender = mpsc::Sender<Result<String, std::convert::Infallible>>;
@@ -232,8 +243,11 @@ impl Streaming {
         }
         let mut reply = Reply::new(&self.prompt.opened, self.request.stop.clone());
         let mut deltas = Vec::new();
+        let mut first = None;
         let outcome: Result<(), ApiError> = async {
             while let Some(tokens) = upstream.next().await? {
+                first = first
+                    .or_else(|| (!tokens.is_empty()).then(|| self.started.elapsed().as_secs_f64()));
                 for id in tokens {
                     reply.token(id, &mut deltas).map_err(unreadable)?;
                 }
@@ -266,6 +280,10 @@ impl Streaming {
         finished.generated = reported(&upstream, "completion_tokens").unwrap_or(finished.generated);
         tracing::Span::current().record("gen_ai.usage.output_tokens", finished.generated);
         self.gateway.count_repairs(&finished);
+        let total = self.started.elapsed().as_secs_f64();
+        self.gateway
+            .metrics
+            .timing(first, finished.generated, total);
         for delta in &finished.tail {
             if send(&mut tx, &self.chunk(delta_json(delta), None))
                 .await

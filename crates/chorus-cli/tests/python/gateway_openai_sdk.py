@@ -1,0 +1,101 @@
+"""The official openai SDK against `chorus gateway`: Chat Completions whole and streamed, a tool
+loop, and errors. Every response and chunk is validated against the SDK's own types (pydantic
+validation of the JSON as the gateway sent it, not the SDK's lenient construction). Prints one
+JSON object with what it saw; the Rust test asserts on it."""
+
+import json
+import sys
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+base_url = sys.argv[1]
+client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+MODEL = "gpt-oss-20b"
+TOOLS = [{
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}]
+seen = {}
+
+
+def whole(**kwargs):
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, **kwargs)
+    body = json.loads(raw.http_response.text)
+    ChatCompletion.model_validate(body)
+    return raw.parse(), body
+
+
+def streamed(**kwargs):
+    chunks = []
+    with client.chat.completions.with_streaming_response.create(model=MODEL, stream=True, **kwargs) as response:
+        for line in response.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[len("data: "):])
+            ChatCompletionChunk.model_validate(chunk)
+            chunks.append(chunk)
+    # And through the SDK's own stream reader.
+    sdk_chunks = list(client.chat.completions.create(model=MODEL, stream=True, **kwargs))
+    assert len(sdk_chunks) == len(chunks), (len(sdk_chunks), len(chunks))
+    return chunks
+
+
+def assemble(chunks):
+    content, reasoning, calls, finish, usage = "", "", {}, None, None
+    for chunk in chunks:
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk["choices"]:
+            delta = choice["delta"]
+            content += delta.get("content") or ""
+            reasoning += delta.get("reasoning_content") or ""
+            for call in delta.get("tool_calls") or []:
+                entry = calls.setdefault(call["index"], {"id": None, "name": "", "arguments": ""})
+                entry["id"] = call.get("id") or entry["id"]
+                function = call.get("function") or {}
+                entry["name"] += function.get("name") or ""
+                entry["arguments"] += function.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    return {"content": content, "reasoning": reasoning, "calls": list(calls.values()), "finish": finish, "usage": usage}
+
+
+# A greeting, whole and streamed.
+hello = [{"role": "user", "content": "Hello!"}]
+completion, body = whole(messages=hello)
+message = completion.choices[0].message
+seen["hello"] = {
+    "content": message.content,
+    "reasoning": (message.model_extra or {}).get("reasoning_content"),
+    "finish": completion.choices[0].finish_reason,
+    "reasoning_tokens": completion.usage.completion_tokens_details.reasoning_tokens,
+}
+seen["hello_stream"] = assemble(streamed(messages=hello, stream_options={"include_usage": True}))
+
+# A tool loop of two requests: the call, then the answer from its result.
+messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+completion, _ = whole(messages=messages, tools=TOOLS)
+call = completion.choices[0].message.tool_calls[0]
+seen["call"] = {"id": call.id, "name": call.function.name, "arguments": json.loads(call.function.arguments),
+                "finish": completion.choices[0].finish_reason}
+seen["call_stream"] = assemble(streamed(messages=messages, tools=TOOLS))
+messages.append(completion.choices[0].message.model_dump(exclude_none=True))
+messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps({"sky": "sunny", "celsius": 21})})
+completion, _ = whole(messages=messages, tools=TOOLS)
+seen["answer"] = completion.choices[0].message.content
+
+# Errors arrive as the SDK's exception types, with OpenAI's error body.
+try:
+    client.chat.completions.create(model=MODEL, messages=hello, n=2)
+except openai.BadRequestError as e:
+    seen["bad_request"] = {"status": e.status_code, "param": e.body.get("param"), "code": e.code}
+try:
+    client.chat.completions.create(model="gpt-4o", messages=hello)
+except openai.NotFoundError as e:
+    seen["not_found"] = {"status": e.status_code, "code": e.code}
+seen["models"] = [m.id for m in client.models.list()]
+print(json.dumps(seen))
