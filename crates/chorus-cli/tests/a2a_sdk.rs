@@ -15,7 +15,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
@@ -25,24 +24,10 @@ use serde_json::Value;
 /// The Python of `CHORUS_TEST_PYTHON` when it has the A2A SDK; `None` (after saying "not run")
 /// when the variable is unset.
 fn python() -> Option<PathBuf> {
-    let Some(python) = std::env::var_os("CHORUS_TEST_PYTHON") else {
-        // Straight to stderr: the test harness would hide eprintln! of a passing test.
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** not run: CHORUS_TEST_PYTHON is not set (the A2A peer is the a2a-sdk SDK) ***\n"
-        );
-        return None;
-    };
-    let has_sdk = Command::new(&python)
-        .args(["-c", "import a2a.client, a2a.server.routes"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        has_sdk,
-        "CHORUS_TEST_PYTHON={} cannot import a2a-sdk; install it: pip install -r .ci/python-oracles.txt",
-        python.to_string_lossy()
-    );
-    Some(PathBuf::from(python))
+    common::python_with(
+        "the A2A peer, the a2a-sdk SDK",
+        "a2a.client, a2a.server.routes",
+    )
 }
 
 /// A child process killed when dropped.

@@ -12,7 +12,6 @@ mod common;
 #[path = "../../chorus-agent/tests/support/fake_openai.rs"]
 mod fake_openai;
 
-use std::io::Write;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,23 +27,10 @@ const EXAMPLE: &str = "examples/mcp-orders.toml";
 /// The Python of `CHORUS_TEST_PYTHON` when it has the MCP SDK; `None` (after saying "not run")
 /// when the variable is unset.
 fn python() -> Option<PathBuf> {
-    let Some(python) = std::env::var_os("CHORUS_TEST_PYTHON") else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "not run: CHORUS_TEST_PYTHON is not set (the MCP server runs on the MCP Python SDK)"
-        );
-        return None;
-    };
-    let has_mcp = Command::new(&python)
-        .args(["-c", "import mcp.server.mcpserver"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        has_mcp,
-        "CHORUS_TEST_PYTHON={} cannot import the MCP SDK; install it: pip install -r .ci/python-oracles.txt",
-        python.to_string_lossy()
-    );
-    Some(PathBuf::from(python))
+    common::python_with(
+        "the MCP server, on the MCP Python SDK",
+        "mcp.server.mcpserver",
+    )
 }
 
 /// `PATH` with the directory of `python` first, so the example's `python3` is that one.

@@ -19,6 +19,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod chat;
 mod config;
 mod error;
