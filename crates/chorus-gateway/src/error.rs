@@ -21,7 +21,7 @@ pub struct ApiError {
     /// A short machine-readable code.
     pub code: &'static str,
     /// More fields for the error object (the upstream's raw text).
-    pub extra: Option<Value>,
+    pub extra: Option<Box<Value>>,
     /// Seconds to wait before trying again (`Retry-After`).
     pub retry_after: Option<u64>,
 }
@@ -71,7 +71,7 @@ impl ApiError {
             kind: "upstream_error",
             param: None,
             code,
-            extra: raw.map(|raw| json!({"raw": raw})),
+            extra: raw.map(|raw| Box::new(json!({"raw": raw}))),
             retry_after: None,
         }
     }
@@ -102,7 +102,9 @@ impl ApiError {
             "param": self.param,
             "code": self.code,
         });
-        if let (Some(Value::Object(extra)), Some(map)) = (&self.extra, error.as_object_mut()) {
+        if let (Some(Value::Object(extra)), Some(map)) =
+            (self.extra.as_deref(), error.as_object_mut())
+        {
             map.extend(extra.clone());
         }
         json!({ "error": error })

@@ -286,7 +286,7 @@ impl Reply {
             };
             calls.push(call);
         }
-        let repair_kinds = output.diagnostics.iter().map(|d| kind_name(d)).collect();
+        let repair_kinds = output.diagnostics.iter().map(kind_name).collect();
         Ok(Finished {
             content: (!whole.content.is_empty()).then_some(whole.content),
             reasoning: (!whole.reasoning.is_empty()).then_some(whole.reasoning),

@@ -165,7 +165,7 @@ fn refused(status: StatusCode, text: String) -> ApiError {
                 "upstream_rejected",
                 message,
             );
-            e.extra = Some(json!({"raw": text}));
+            e.extra = Some(Box::new(json!({"raw": text})));
             e
         }
         429 => {
