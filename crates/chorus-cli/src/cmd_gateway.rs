@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use chorus_gateway::{GatewayConfig, hash_key};
+use chorus_gateway::{GatewayConfig, UpstreamKind, hash_key};
 use chorus_server::{bind, shutdown_signal};
 
 use crate::cmd_serve::{listen_address, secret};
@@ -23,6 +23,10 @@ pub struct GatewayArgs {
     /// A TOML file whose `[gateway]` section holds the settings (see docs/gateway.md).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// What the upstream speaks: openai-completions (vLLM, SGLang), llama-cpp or ollama; over
+    /// the config's `upstream_kind`.
+    #[arg(long, value_name = "KIND", value_parser = upstream_kind)]
+    pub upstream_kind: Option<UpstreamKind>,
     /// The model name the engine serves and clients send; over the config's `model`.
     #[arg(long)]
     pub model: Option<String>,
@@ -35,6 +39,11 @@ pub struct GatewayArgs {
     pub hash_key: Option<String>,
     #[command(flatten)]
     pub log: LogArgs,
+}
+
+fn upstream_kind(name: &str) -> Result<UpstreamKind, String> {
+    UpstreamKind::from_name(name)
+        .ok_or_else(|| format!("expected openai-completions, llama-cpp or ollama, found {name:?}"))
 }
 
 /// The `[gateway]` section of a TOML file (the whole file may hold the hub's settings too).
@@ -66,6 +75,9 @@ pub fn run(args: GatewayArgs) -> Result<(), CliError> {
     };
     if let Some(upstream) = args.upstream {
         config.upstream = upstream;
+    }
+    if let Some(kind) = args.upstream_kind {
+        config.upstream_kind = kind;
     }
     if let Some(model) = args.model {
         config.model = model;

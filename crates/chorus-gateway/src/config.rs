@@ -11,7 +11,8 @@ use sha2::{Digest, Sha256};
 pub struct GatewayConfig {
     /// The upstream engine's base URL, up to `/v1` (`http://127.0.0.1:8000/v1`).
     pub upstream: String,
-    /// The kind of upstream: `openai-completions` (vLLM, SGLang: `POST {upstream}/completions`).
+    /// The kind of upstream: `openai-completions` (vLLM, SGLang: `POST {upstream}/completions`),
+    /// `llama-cpp` (`POST {upstream}/completion`), `ollama` (`POST {upstream}/api/generate`).
     pub upstream_kind: UpstreamKind,
     /// The model name sent upstream; also the one `/v1/models` lists.
     pub model: String,
@@ -44,6 +45,33 @@ pub enum UpstreamKind {
     /// OpenAI-style `POST /completions` with the prompt as token ids (vLLM, SGLang).
     #[default]
     OpenaiCompletions,
+    /// llama.cpp server's `POST /completion`, the prompt as token ids, the reply's token ids
+    /// asked for (`return_tokens`).
+    LlamaCpp,
+    /// Ollama's `POST /api/generate` with `raw: true`, the prompt as text (Ollama takes no
+    /// token ids), the reply read from its JSON lines.
+    Ollama,
+}
+
+impl UpstreamKind {
+    /// The kind named `name` (as in the config).
+    pub fn from_name(name: &str) -> Option<UpstreamKind> {
+        match name {
+            "openai-completions" => Some(UpstreamKind::OpenaiCompletions),
+            "llama-cpp" => Some(UpstreamKind::LlamaCpp),
+            "ollama" => Some(UpstreamKind::Ollama),
+            _ => None,
+        }
+    }
+
+    /// The path after the upstream's base URL.
+    pub fn path(self) -> &'static str {
+        match self {
+            UpstreamKind::OpenaiCompletions => "completions",
+            UpstreamKind::LlamaCpp => "completion",
+            UpstreamKind::Ollama => "api/generate",
+        }
+    }
 }
 
 impl Default for GatewayConfig {

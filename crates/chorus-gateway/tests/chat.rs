@@ -575,3 +575,53 @@ async fn models_are_listed_and_unknown_routes_are_404s() {
     let error: Value = route.json().await.unwrap();
     assert_eq!(error["error"]["code"], "unknown_url");
 }
+
+#[tokio::test]
+async fn llama_cpp_and_ollama_are_upstreams_too() {
+    use chorus_gateway::UpstreamKind;
+    let text = "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Hi from the engine.";
+    for kind in [UpstreamKind::LlamaCpp, UpstreamKind::Ollama] {
+        let stack = Stack::start(chorus_gateway::GatewayConfig {
+            upstream_kind: kind,
+            ..config()
+        })
+        .await;
+        stack
+            .engine
+            .script([Answer::text(text), Answer::text(text)]);
+        let mut body = ask("Hi");
+        body["max_tokens"] = json!(64);
+        body["temperature"] = json!(0.5);
+        let whole: Value = stack.chat(&body).await.json().await.unwrap();
+        let message = &whole["choices"][0]["message"];
+        assert_eq!(message["content"], "Hi from the engine.", "{kind:?}");
+        assert_eq!(message["reasoning_content"], "Think.", "{kind:?}");
+        body["stream"] = json!(true);
+        let streamed = assemble(&stack.chat_stream(&body).await.1);
+        assert_eq!(streamed["content"], "Hi from the engine.", "{kind:?}");
+        let sent = &stack.engine.requests()[0];
+        let prompt = stack.engine.prompt_text(0);
+        assert!(
+            prompt.ends_with("<|start|>user<|message|>Hi<|end|><|start|>assistant"),
+            "{kind:?}: {prompt}"
+        );
+        match kind {
+            UpstreamKind::LlamaCpp => {
+                assert_eq!(sent["n_predict"], 64);
+                assert_eq!(sent["return_tokens"], true);
+                assert!(sent["prompt"].is_array(), "token ids");
+                // llama.cpp's `stop_type: limit` is OpenAI's `length`.
+                assert_eq!(whole["choices"][0]["finish_reason"], "length");
+                assert_eq!(whole["usage"]["completion_tokens"], 42);
+            }
+            _ => {
+                assert_eq!(sent["raw"], true);
+                assert_eq!(sent["options"]["num_predict"], 64);
+                assert_eq!(sent["options"]["temperature"], 0.5);
+                assert_eq!(sent["model"], "gpt-oss");
+                assert_eq!(whole["choices"][0]["finish_reason"], "stop");
+                assert_eq!(whole["usage"]["completion_tokens"], 17);
+            }
+        }
+    }
+}

@@ -57,7 +57,7 @@ async fn serve(
         gen_ai.usage.output_tokens = tracing::field::Empty,
         stream = request.stream,
     );
-    let body = gateway.upstream.body(&prompt.tokens, &request.sampling);
+    let body = gateway.upstream.body(&prompt.tokens, &request.sampling)?;
     let upstream = gateway
         .upstream
         .open(&body)

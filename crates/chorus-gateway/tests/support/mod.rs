@@ -73,21 +73,73 @@ impl Engine {
 
     /// The prompt of request `n` as text.
     pub fn prompt_text(&self, n: usize) -> String {
+        if let Some(text) = self.requests()[n]["prompt"].as_str() {
+            return text.to_owned();
+        }
         chorus_harmony::encoding()
             .decode_utf8(&self.prompt(n))
             .unwrap()
     }
+
+    fn take(&self, body: &str) -> Answer {
+        let value: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        self.requests.lock().unwrap().push(value);
+        self.answers
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Answer::text("<|channel|>final<|message|>(no script)"))
+    }
+}
+
+/// The text of an answer, in its pieces.
+fn pieces(answer: &Answer) -> Vec<String> {
+    let Answer::Text { text, piece, .. } = answer else {
+        panic!("llama.cpp and Ollama are scripted with text answers");
+    };
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(*piece).map(|p| p.iter().collect()).collect()
+}
+
+/// llama.cpp server's `/completion`: SSE chunks with `content` and `tokens` (the whole reply
+/// tokenized, three tokens a chunk, as an engine generates them), then `stop`.
+async fn llama_cpp(State(engine): State<Arc<Engine>>, body: String) -> Response {
+    let answer = engine.take(&body);
+    let Answer::Text { text, .. } = answer else {
+        panic!("llama.cpp is scripted with text answers");
+    };
+    let encoding = chorus_harmony::encoding();
+    let mut out = String::new();
+    for tokens in encoding.encode_with_special_tokens(&text).chunks(3) {
+        let content = encoding.decode_utf8(tokens).unwrap_or_default();
+        out.push_str(&format!(
+            "data: {}\n\n",
+            json!({"content": content, "tokens": tokens, "stop": false})
+        ));
+    }
+    out.push_str(&format!(
+        "data: {}\n\n",
+        json!({"content": "", "stop": true, "stop_type": "limit", "tokens_predicted": 42})
+    ));
+    ([("content-type", "text/event-stream")], out).into_response()
+}
+
+/// Ollama's `/api/generate`: JSON lines with `response`, then `done`.
+async fn ollama(State(engine): State<Arc<Engine>>, body: String) -> Response {
+    let answer = engine.take(&body);
+    let mut out = String::new();
+    for piece in pieces(&answer) {
+        out.push_str(&format!(
+            "{}\n",
+            json!({"model": "gpt-oss", "response": piece, "done": false})
+        ));
+    }
+    out.push_str(&format!("{}\n", json!({"model": "gpt-oss", "response": "", "done": true, "done_reason": "stop", "eval_count": 17})));
+    ([("content-type", "application/x-ndjson")], out).into_response()
 }
 
 async fn completions(State(engine): State<Arc<Engine>>, body: String) -> Response {
-    let value: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    engine.requests.lock().unwrap().push(value);
-    let answer = engine
-        .answers
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or_else(|| Answer::text("<|channel|>final<|message|>(no script)"));
+    let answer = engine.take(&body);
     let sse = |chunks: Vec<Value>| {
         let mut out = String::new();
         for chunk in chunks {
@@ -149,10 +201,15 @@ impl Stack {
         let upstream = listen(
             Router::new()
                 .route("/v1/completions", post(completions))
+                .route("/completion", post(llama_cpp))
+                .route("/api/generate", post(ollama))
                 .with_state(engine.clone()),
         )
         .await;
-        config.upstream = format!("{upstream}/v1");
+        config.upstream = match config.upstream_kind {
+            chorus_gateway::UpstreamKind::OpenaiCompletions => format!("{upstream}/v1"),
+            _ => upstream,
+        };
         let gateway = listen(chorus_gateway::router(config).unwrap()).await;
         Stack {
             engine,
