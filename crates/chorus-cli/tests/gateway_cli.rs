@@ -1,5 +1,5 @@
 //! `chorus gateway`, the shipped binary: its refusals of bad settings, and the official openai
-//! Python SDK as its client against a fake raw completions engine (the gateway renders the
+//! Python SDK as its client (Chat Completions and Responses) against a fake raw completions engine (the gateway renders the
 //! Harmony prompt; the engine answers by what the prompt holds).
 //!
 //! The SDK test needs `CHORUS_TEST_PYTHON` (a python with `openai`, as `.ci/run` sets it);
@@ -161,6 +161,22 @@ fn the_openai_sdk_runs_a_tool_loop_through_the_gateway() {
         json!({"status": 404, "code": "model_not_found"})
     );
     assert_eq!(seen["models"], json!(["gpt-oss-20b"]));
+    let responses = &seen["responses"];
+    assert_eq!(responses["first_text"], "Hello! How can I help?");
+    assert_eq!(responses["first_types"], json!(["reasoning", "message"]));
+    assert_eq!(responses["second_text"], "Hello! How can I help?");
+    assert_eq!(responses["second_previous"], true);
+    assert_eq!(responses["retrieved"], true);
+    assert_eq!(responses["deleted"], true);
+    assert_eq!(responses["stream_text"], "Hello! How can I help?");
+    let types = responses["stream_types"].as_array().unwrap();
+    assert_eq!(types.first().unwrap(), "response.created");
+    assert_eq!(types.last().unwrap(), "response.completed");
+    assert_eq!(
+        responses["call"],
+        json!({"name": "get_weather", "arguments": {"city": "Paris"}})
+    );
+    assert_eq!(responses["answer"], "It is sunny in Paris, 21 °C.");
     let status = gateway.stop();
     assert!(
         status.success(),

@@ -36,6 +36,9 @@ pub struct GatewayConfig {
     pub knowledge_cutoff: String,
     /// The system message's date (`Current date:`); empty: today's date (UTC) per request.
     pub date: String,
+    /// Responses of `/v1/responses` kept in memory for `previous_response_id` and `GET`, at
+    /// most (the oldest go first; 0 keeps none).
+    pub max_stored_responses: usize,
 }
 
 /// What the upstream speaks.
@@ -89,6 +92,7 @@ impl Default for GatewayConfig {
             idle_timeout_secs: 60,
             knowledge_cutoff: "2024-06".into(),
             date: String::new(),
+            max_stored_responses: 10_000,
         }
     }
 }

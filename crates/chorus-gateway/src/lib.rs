@@ -24,10 +24,12 @@
 mod chat;
 mod config;
 mod error;
+mod generate;
 mod metrics;
 mod models;
 mod prompt;
 mod reply;
+mod responses;
 mod state;
 mod upstream;
 
@@ -52,6 +54,11 @@ pub fn router(config: GatewayConfig) -> Result<Router, String> {
     let gateway: Shared = Arc::new(state::Gateway::new(config)?);
     Ok(Router::new()
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/responses", post(create_response))
+        .route(
+            "/v1/responses/{id}",
+            get(get_response).delete(delete_response),
+        )
         .route("/v1/models", get(list_models))
         .route("/v1/models/{id}", get(one_model))
         .route("/healthz", get(|| async { "ok" }))
@@ -78,6 +85,42 @@ async fn chat_completions(
     body: Body,
 ) -> Response {
     chat::completions(gateway, headers, body).await
+}
+
+async fn create_response(
+    State(gateway): State<Shared>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    responses::create(gateway, headers, body).await
+}
+
+async fn get_response(
+    State(gateway): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    match gateway
+        .authorize(&headers)
+        .and_then(|()| responses::get(&gateway, &id))
+    {
+        Ok(found) => found.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn delete_response(
+    State(gateway): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    match gateway
+        .authorize(&headers)
+        .and_then(|()| responses::delete(&gateway, &id))
+    {
+        Ok(found) => found.into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn list_models(State(gateway): State<Shared>, headers: HeaderMap) -> Response {
@@ -117,6 +160,6 @@ async fn not_found() -> ApiError {
         axum::http::StatusCode::NOT_FOUND,
         "invalid_request_error",
         "unknown_url",
-        "no such route; this gateway serves POST /v1/chat/completions and GET /v1/models",
+        "no such route; this gateway serves POST /v1/chat/completions, POST /v1/responses (GET and DELETE /v1/responses/ID) and GET /v1/models",
     )
 }

@@ -13,6 +13,7 @@ use crate::config::GatewayConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::reply::Finished;
+use crate::responses::Responses;
 use crate::upstream::Upstream;
 
 /// The gateway's shared state.
@@ -25,6 +26,8 @@ pub struct Gateway {
     key_hashes: Vec<[u8; 32]>,
     /// The metrics.
     pub metrics: Metrics,
+    /// The stored responses of `/v1/responses`.
+    pub responses: Responses,
 }
 
 impl Gateway {
@@ -47,6 +50,7 @@ impl Gateway {
             upstream,
             key_hashes,
             metrics: Metrics::new(),
+            responses: Responses::new(config.max_stored_responses),
             config,
         })
     }

@@ -8,6 +8,10 @@ import sys
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
+
+EVENT = TypeAdapter(ResponseStreamEvent)
 
 base_url = sys.argv[1]
 client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
@@ -98,4 +102,54 @@ try:
 except openai.NotFoundError as e:
     seen["not_found"] = {"status": e.status_code, "code": e.code}
 seen["models"] = [m.id for m in client.models.list()]
+
+# The Responses API: a response, a second one continuing it, and a tool loop.
+RESPONSE_TOOLS = [{"type": "function", "name": "get_weather", "description": "Current weather of a city",
+                   "parameters": TOOLS[0]["function"]["parameters"], "strict": False}]
+
+
+def response(**kwargs):
+    raw = client.responses.with_raw_response.create(model=MODEL, **kwargs)
+    body = json.loads(raw.http_response.text)
+    Response.model_validate(body)
+    return raw.parse()
+
+
+def response_stream(**kwargs):
+    events = []
+    with client.responses.with_streaming_response.create(model=MODEL, stream=True, **kwargs) as streamed:
+        for line in streamed.iter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line[len("data: "):])
+                EVENT.validate_python(event)
+                events.append(event)
+    sdk_events = list(client.responses.create(model=MODEL, stream=True, **kwargs))
+    assert [e.type for e in sdk_events] == [e["type"] for e in events]
+    return events
+
+
+first = response(input="Hello!", instructions="Be brief.")
+second = response(input="And again?", previous_response_id=first.id)
+seen["responses"] = {
+    "first_text": first.output_text,
+    "first_types": [item.type for item in first.output],
+    "second_text": second.output_text,
+    "second_previous": second.previous_response_id == first.id,
+    "retrieved": client.responses.retrieve(first.id).id == first.id,
+}
+client.responses.delete(first.id)
+try:
+    client.responses.retrieve(first.id)
+except openai.NotFoundError:
+    seen["responses"]["deleted"] = True
+events = response_stream(input="Hello!")
+seen["responses"]["stream_types"] = [e["type"] for e in events]
+seen["responses"]["stream_text"] = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+
+called = response(input="What is the weather in Paris?", tools=RESPONSE_TOOLS)
+call = next(item for item in called.output if item.type == "function_call")
+answered = response(previous_response_id=called.id, tools=RESPONSE_TOOLS,
+                    input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 21"}])
+seen["responses"]["call"] = {"name": call.name, "arguments": json.loads(call.arguments)}
+seen["responses"]["answer"] = answered.output_text
 print(json.dumps(seen))

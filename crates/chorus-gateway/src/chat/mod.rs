@@ -16,8 +16,9 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::error::ApiError;
+use crate::generate::{Generated, Generation};
 use crate::prompt::{self, Prompt};
-use crate::reply::{Delta, Finished, Reply};
+use crate::reply::{Delta, Finished};
 use crate::state::Gateway;
 use crate::upstream::Streamed;
 use request::ChatRequest;
@@ -91,14 +92,15 @@ async fn serve(
         headers.insert("cache-control", HeaderValue::from_static("no-cache"));
         return Ok(response);
     }
-    let (finished, upstream_reason) = read_whole(&gateway, &request, &prompt, upstream, started)
+    let generated = Generation::new(&gateway, &prompt, request.stop.clone(), upstream, started)
+        .run()
         .instrument(span.clone())
         .await?;
-    span.record("gen_ai.usage.output_tokens", finished.generated);
     drop(permit);
+    let finished = generated.finished;
     let (usage, reason) = (
         usage(&prompt, &finished),
-        finish_reason(&finished, upstream_reason.as_deref()),
+        finish_reason(&finished, generated.upstream_reason.as_deref()),
     );
     let mut message = json!({"role": "assistant", "content": finished.content, "refusal": null});
     if let Some(reasoning) = &finished.reasoning {
@@ -126,56 +128,6 @@ async fn serve(
     let mut response = (StatusCode::OK, axum::Json(out)).into_response();
     repairs_header(&mut response, &finished);
     Ok(response)
-}
-
-/// Reads the whole reply.
-async fn read_whole(
-    gateway: &Gateway,
-    request: &ChatRequest,
-    prompt: &Prompt,
-    mut upstream: Streamed,
-    started: Instant,
-) -> Result<(Finished, Option<String>), ApiError> {
-    let mut reply = Reply::new(&prompt.opened, request.stop.clone());
-    let mut deltas = Vec::new();
-    let mut first = None;
-    while let Some(tokens) = upstream.next().await? {
-        first = first.or_else(|| (!tokens.is_empty()).then(|| started.elapsed().as_secs_f64()));
-        for id in tokens {
-            reply.token(id, &mut deltas).map_err(unreadable)?;
-        }
-        // The whole reply is taken from the finished parse; its deltas are not needed.
-        deltas.clear();
-        if reply.stopped() {
-            break;
-        }
-    }
-    let mut finished = reply.finish(gateway.config.strict).map_err(unreadable)?;
-    finished.generated = reported(&upstream, "completion_tokens").unwrap_or(finished.generated);
-    gateway.count_repairs(&finished);
-    let total = started.elapsed().as_secs_f64();
-    gateway.metrics.timing(first, finished.generated, total);
-    Ok((finished, upstream.finish_reason))
-}
-
-fn unreadable(e: crate::reply::Unreadable) -> ApiError {
-    ApiError::upstream(
-        "unreadable_output",
-        format!(
-            "the model's output cannot be read as Harmony: {}",
-            e.message
-        ),
-        Some(e.raw),
-    )
-}
-
-fn reported(upstream: &Streamed, key: &str) -> Option<usize> {
-    upstream
-        .usage
-        .as_ref()?
-        .get(key)?
-        .as_u64()
-        .map(|n| n as usize)
 }
 
 fn usage(prompt: &Prompt, finished: &Finished) -> Value {
@@ -236,54 +188,47 @@ impl Streaming {
         chunk
     }
 
-    async fn run(self, mut upstream: Streamed, mut tx: Sender) {
+    async fn run(self, upstream: Streamed, mut tx: Sender) {
         let first = self.chunk(json!({"role": "assistant", "content": ""}), None);
         if send(&mut tx, &first).await.is_err() {
             return;
         }
-        let mut reply = Reply::new(&self.prompt.opened, self.request.stop.clone());
-        let mut deltas = Vec::new();
-        let mut first = None;
-        let outcome: Result<(), ApiError> = async {
-            while let Some(tokens) = upstream.next().await? {
-                first = first
-                    .or_else(|| (!tokens.is_empty()).then(|| self.started.elapsed().as_secs_f64()));
-                for id in tokens {
-                    reply.token(id, &mut deltas).map_err(unreadable)?;
-                }
-                for delta in deltas.drain(..) {
-                    if send(&mut tx, &self.chunk(delta_json(&delta), None))
-                        .await
-                        .is_err()
-                    {
-                        return Ok(());
+        let mut generation = Generation::new(
+            &self.gateway,
+            &self.prompt,
+            self.request.stop.clone(),
+            upstream,
+            self.started,
+        );
+        loop {
+            match generation.next().await {
+                Ok(Some(deltas)) => {
+                    for delta in deltas {
+                        if send(&mut tx, &self.chunk(delta_json(&delta), None))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
                     }
                 }
-                if reply.stopped() {
-                    break;
+                Ok(None) => break,
+                Err(error) => {
+                    let _ = send(&mut tx, &error.body()).await;
+                    return;
                 }
             }
-            Ok(())
         }
-        .await;
-        if let Err(error) = outcome {
-            let _ = send(&mut tx, &error.body()).await;
-            return;
-        }
-        let mut finished = match reply.finish(self.gateway.config.strict) {
-            Ok(finished) => finished,
-            Err(e) => {
-                let _ = send(&mut tx, &unreadable(e).body()).await;
+        let Generated {
+            finished,
+            upstream_reason,
+        } = match generation.finish() {
+            Ok(generated) => generated,
+            Err(error) => {
+                let _ = send(&mut tx, &error.body()).await;
                 return;
             }
         };
-        finished.generated = reported(&upstream, "completion_tokens").unwrap_or(finished.generated);
-        tracing::Span::current().record("gen_ai.usage.output_tokens", finished.generated);
-        self.gateway.count_repairs(&finished);
-        let total = self.started.elapsed().as_secs_f64();
-        self.gateway
-            .metrics
-            .timing(first, finished.generated, total);
         for delta in &finished.tail {
             if send(&mut tx, &self.chunk(delta_json(delta), None))
                 .await
@@ -292,7 +237,7 @@ impl Streaming {
                 return;
             }
         }
-        let reason = finish_reason(&finished, upstream.finish_reason.as_deref());
+        let reason = finish_reason(&finished, upstream_reason.as_deref());
         let mut last = self.chunk(json!({}), Some(reason));
         if !finished.repairs.is_empty() {
             last["chorus"] = json!({"repairs": finished.repairs});

@@ -357,7 +357,7 @@ fn check_tools(tools: &Value) -> Result<(), ApiError> {
 }
 
 /// gpt-oss reads text only: an image, audio or file part is refused, not dropped.
-fn text_only(conversation: &Conversation) -> Result<(), ApiError> {
+pub(crate) fn text_only(conversation: &Conversation) -> Result<(), ApiError> {
     for (index, message) in conversation.messages.iter().enumerate() {
         if let Nullable::Value(Content::Parts(parts)) = &message.content {
             for (part_index, part) in parts.iter().enumerate() {
@@ -380,6 +380,23 @@ fn text_only(conversation: &Conversation) -> Result<(), ApiError> {
 }
 
 fn response_format(format: Value) -> Result<Option<ResponseFormat>, ApiError> {
+    let spec = format.get("json_schema");
+    structured_format(
+        &format,
+        spec,
+        "/response_format",
+        "/response_format/json_schema",
+    )
+}
+
+/// A structured-output format: `format` names its type (`text`, `json_object`,
+/// `json_schema`), `spec` (at `spec_at`) holds a JSON schema's name, schema and description.
+pub(crate) fn structured_format(
+    format: &Value,
+    spec: Option<&Value>,
+    at: &str,
+    spec_at: &str,
+) -> Result<Option<ResponseFormat>, ApiError> {
     match format.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
         Some("json_object") => Ok(Some(ResponseFormat {
@@ -388,28 +405,19 @@ fn response_format(format: Value) -> Result<Option<ResponseFormat>, ApiError> {
             schema: json!({"type": "object"}),
         })),
         Some("json_schema") => {
-            let spec = format
-                .get("json_schema")
-                .and_then(Value::as_object)
-                .ok_or_else(|| {
-                    ApiError::invalid(
-                        "/response_format/json_schema",
-                        "missing_required_parameter",
-                        "`json_schema` (with `name` and `schema`) is required for type json_schema",
-                    )
-                })?;
+            let spec = spec.and_then(Value::as_object).ok_or_else(|| {
+                ApiError::invalid(
+                    spec_at,
+                    "missing_required_parameter",
+                    "a `name` and a `schema` are required for type json_schema",
+                )
+            })?;
             let name = match spec.get("name") {
                 Some(Value::String(name)) if !name.is_empty() => name.clone(),
-                Some(other) => {
-                    return Err(expected(
-                        "/response_format/json_schema/name",
-                        "a name",
-                        other,
-                    ));
-                }
+                Some(other) => return Err(expected(&format!("{spec_at}/name"), "a name", other)),
                 None => {
                     return Err(ApiError::invalid(
-                        "/response_format/json_schema/name",
+                        format!("{spec_at}/name"),
                         "missing_required_parameter",
                         "`name` is required",
                     ));
@@ -420,7 +428,7 @@ fn response_format(format: Value) -> Result<Option<ResponseFormat>, ApiError> {
                 None => json!({"type": "object"}),
                 Some(other) => {
                     return Err(expected(
-                        "/response_format/json_schema/schema",
+                        &format!("{spec_at}/schema"),
                         "a JSON Schema object",
                         other,
                     ));
@@ -437,14 +445,14 @@ fn response_format(format: Value) -> Result<Option<ResponseFormat>, ApiError> {
             }))
         }
         _ => Err(expected(
-            "/response_format",
+            at,
             "{\"type\": \"text\" | \"json_object\" | \"json_schema\"}",
-            &format,
+            format,
         )),
     }
 }
 
-fn whole_number(pointer: &str, value: Value) -> Result<Value, ApiError> {
+pub(crate) fn whole_number(pointer: &str, value: Value) -> Result<Value, ApiError> {
     match value.as_u64() {
         Some(_) => Ok(value),
         None if value.as_i64().is_some() && pointer == "/seed" => Ok(value),
@@ -452,7 +460,7 @@ fn whole_number(pointer: &str, value: Value) -> Result<Value, ApiError> {
     }
 }
 
-fn expected(pointer: &str, what: &str, found: &Value) -> ApiError {
+pub(crate) fn expected(pointer: &str, what: &str, found: &Value) -> ApiError {
     let found = match found {
         Value::Null => "null".to_string(),
         Value::Bool(b) => b.to_string(),

@@ -233,6 +233,36 @@ impl Stack {
             .unwrap()
     }
 
+    /// POSTs `body` to `path`.
+    pub async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}{path}", self.gateway))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// POSTs a streaming `body` to `/v1/responses`: its events as (`event:` name, data).
+    pub async fn response_events(&self, body: &Value) -> Vec<(String, Value)> {
+        let text = self.post("/v1/responses", body).await.text().await.unwrap();
+        text.split("\n\n")
+            .filter(|e| !e.trim().is_empty())
+            .map(|event| {
+                let mut name = String::new();
+                let mut data = Value::Null;
+                for line in event.lines() {
+                    if let Some(n) = line.strip_prefix("event: ") {
+                        name = n.to_owned();
+                    } else if let Some(d) = line.strip_prefix("data: ") {
+                        data = serde_json::from_str(d).unwrap();
+                    }
+                }
+                (name, data)
+            })
+            .collect()
+    }
+
     /// POSTs a streaming `body` and returns its `data:` payloads (`[DONE]` included).
     pub async fn chat_stream(&self, body: &Value) -> (u16, Vec<String>) {
         let response = self.chat(body).await;
