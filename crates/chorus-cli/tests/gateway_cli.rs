@@ -25,12 +25,14 @@ async fn engine(body: String) -> ([(&'static str, &'static str); 1], String) {
         .map(|v| v.as_u64().unwrap() as u32)
         .collect();
     let prompt = chorus_harmony::encoding().decode_utf8(&ids).unwrap();
-    let reply = if prompt.contains("<|start|>functions.get_weather to=assistant") {
-        "<|channel|>analysis<|message|>The tool says sunny.<|end|><|start|>assistant<|channel|>final<|message|>It is sunny in Paris, 21 °C."
+    let reply: String = if prompt.contains("type get_time") {
+        agent_step(&prompt)
+    } else if prompt.contains("<|start|>functions.get_weather to=assistant") {
+        "<|channel|>analysis<|message|>The tool says sunny.<|end|><|start|>assistant<|channel|>final<|message|>It is sunny in Paris, 21 °C.".into()
     } else if prompt.contains("weather") {
-        "<|channel|>analysis<|message|>Need the weather tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}"
+        "<|channel|>analysis<|message|>Need the weather tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}".into()
     } else {
-        "<|channel|>analysis<|message|>A greeting.<|end|><|start|>assistant<|channel|>final<|message|>Hello! How can I help?"
+        "<|channel|>analysis<|message|>A greeting.<|end|><|start|>assistant<|channel|>final<|message|>Hello! How can I help?".into()
     };
     let mut sse = String::new();
     let chars: Vec<char> = reply.chars().collect();
@@ -47,6 +49,30 @@ async fn engine(body: String) -> ([(&'static str, &'static str); 1], String) {
     ));
     sse.push_str("data: [DONE]\n\n");
     ([("content-type", "text/event-stream")], sse)
+}
+
+/// The agent's loop with two tools: weather first, then time, then the answer quoting both
+/// results as the prompt holds them.
+fn agent_step(prompt: &str) -> String {
+    let result = |tool: &str| {
+        let header =
+            format!("<|start|>functions.{tool} to=assistant<|channel|>commentary<|message|>");
+        let from = prompt.rfind(&header)? + header.len();
+        let to = prompt[from..].find("<|end|>")? + from;
+        Some(prompt[from..to].to_owned())
+    };
+    let call = |tool: &str| {
+        format!(
+            "<|channel|>analysis<|message|>Need {tool}.<|end|><|start|>assistant<|channel|>commentary to=functions.{tool} <|constrain|>json<|message|>{{\"city\":\"Paris\"}}"
+        )
+    };
+    match (result("get_weather"), result("get_time")) {
+        (None, _) => call("get_weather"),
+        (Some(_), None) => call("get_time"),
+        (Some(weather), Some(time)) => format!(
+            "<|channel|>analysis<|message|>Both known.<|end|><|start|>assistant<|channel|>final<|message|>Weather: {weather}; time: {time}."
+        ),
+    }
 }
 
 fn start_engine() -> String {
@@ -182,4 +208,43 @@ fn the_openai_sdk_runs_a_tool_loop_through_the_gateway() {
         status.success(),
         "chorus gateway ends cleanly on SIGTERM: {status}"
     );
+}
+
+#[test]
+fn the_agents_sdk_runs_a_tool_loop_over_both_apis() {
+    let Some(python) = python_with("the OpenAI Agents SDK", "agents") else {
+        return;
+    };
+    let upstream = start_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Served::gateway(
+        dir.path(),
+        &["--upstream", &upstream, "--model", "gpt-oss-20b"],
+    );
+    gateway.keep_reading();
+    let output = Command::new(python)
+        .arg(repo().join("crates/chorus-cli/tests/python/gateway_agents_sdk.py"))
+        .arg(format!("http://{}/v1", gateway.addr))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for api in ["chat", "responses"] {
+        let run = &seen[api];
+        assert_eq!(
+            run["calls"],
+            json!([["get_weather", "Paris"], ["get_time", "Paris"]]),
+            "{api}: {run}"
+        );
+        assert_eq!(
+            run["final"], "Weather: sunny in Paris; time: noon in Paris.",
+            "{api}: {run}"
+        );
+        assert_eq!(run["model_turns"], 3, "{api}: {run}");
+    }
+    gateway.stop();
 }
