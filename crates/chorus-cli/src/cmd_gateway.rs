@@ -1,7 +1,7 @@
 //! `chorus gateway`: an OpenAI-compatible server for gpt-oss in front of a raw completions
 //! engine, until Ctrl-C or SIGTERM.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use chorus_gateway::{GatewayConfig, UpstreamKind, hash_key};
 use chorus_server::{bind, shutdown_signal};
@@ -17,9 +17,10 @@ pub struct GatewayArgs {
     /// config's `upstream`.
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
-    /// Address to listen on, HOST:PORT (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT", value_parser = listen_address)]
-    pub listen: String,
+    /// Address to listen on, HOST:PORT (port 0 picks a free port); over the config's `listen`,
+    /// default 127.0.0.1:8080.
+    #[arg(long, value_name = "HOST:PORT", value_parser = listen_address)]
+    pub listen: Option<String>,
     /// A TOML file whose `[gateway]` section holds the settings (see docs/gateway.md).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -47,20 +48,41 @@ fn upstream_kind(name: &str) -> Result<UpstreamKind, String> {
 }
 
 /// The `[gateway]` section of a TOML file (the whole file may hold the hub's settings too).
-fn load(path: &PathBuf) -> Result<GatewayConfig, CliError> {
+fn load(path: &Path) -> Result<GatewayConfig, CliError> {
     let name = path.display();
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::usage(format!("{name}: cannot read the file: {e}")))?;
     let mut table: toml::Table =
         toml::from_str(&text).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
-    match table.remove("gateway") {
+    match section(&mut table, path)? {
         None => Err(CliError::usage(format!(
             "{name}: no [gateway] section (hint: [gateway] with upstream = \"http://127.0.0.1:8000/v1\")"
         ))),
+        Some(config) => Ok(config),
+    }
+}
+
+/// Takes the `[gateway]` section out of a config file's table, read as the gateway's settings.
+pub(crate) fn section(
+    table: &mut toml::Table,
+    path: &Path,
+) -> Result<Option<GatewayConfig>, CliError> {
+    match table.remove("gateway") {
+        None => Ok(None),
         Some(section) => section
             .try_into()
-            .map_err(|e| CliError::usage(format!("{name}: [gateway]: {e}"))),
+            .map(Some)
+            .map_err(|e| CliError::usage(format!("{}: [gateway]: {e}", path.display()))),
     }
+}
+
+/// The address the gateway of `config` listens on.
+pub(crate) fn listen_of(config: &GatewayConfig) -> Result<String, CliError> {
+    let listen = config
+        .listen
+        .clone()
+        .unwrap_or_else(|| "127.0.0.1:8080".into());
+    listen_address(&listen).map_err(|e| CliError::usage(format!("[gateway] listen: {e}")))
 }
 
 /// Runs `chorus gateway`.
@@ -83,14 +105,18 @@ pub fn run(args: GatewayArgs) -> Result<(), CliError> {
         config.model = model;
     }
     config.strict |= args.strict;
+    if let Some(listen) = args.listen {
+        config.listen = Some(listen);
+    }
+    let listen = listen_of(&config)?;
     config.check().map_err(CliError::usage)?;
     let _telemetry = args.log.init("chorus gateway", "chorus-gateway", "info");
     let runtime = tokio::runtime::Runtime::new().map_err(CliError::usage)?;
     runtime.block_on(async {
         let shutdown = shutdown_signal();
-        let (listener, addr) = bind(&args.listen)
+        let (listener, addr) = bind(&listen)
             .await
-            .map_err(|e| CliError::usage(format!("cannot listen on {}: {e}", args.listen)))?;
+            .map_err(|e| CliError::usage(format!("cannot listen on {listen}: {e}")))?;
         outln!(
             "chorus gateway: listening on http://{addr} (model {}, upstream {})",
             config.model,

@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
+use chorus_gateway::GatewayConfig;
 use chorus_server::{Server, ServerConfig, Store, bind, hash_token, shutdown_signal, tls};
 
+use crate::cmd_gateway::{listen_of, section};
 use crate::error::CliError;
 use crate::input::read_text;
 use crate::output::warn;
@@ -99,9 +101,9 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         outln!("{}", hash_token(&secret("--hash-token", "token", source)?));
         return Ok(());
     }
-    let mut config = match &args.config {
-        Some(path) => ServerConfig::load(path).map_err(CliError::usage)?,
-        None => ServerConfig::default(),
+    let (mut config, gateway) = match &args.config {
+        Some(path) => load(path)?,
+        None => (ServerConfig::default(), None),
     };
     config.accept_volatile_store |= args.accept_volatile_store;
     let store = Store::parse(&args.store).map_err(CliError::usage)?;
@@ -128,6 +130,25 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         };
         let scheme = if acceptor.is_some() { "https" } else { "http" };
         outln!("chorus serve: listening on {scheme}://{addr} (store {store})");
+        if let Some(gateway) = gateway {
+            let listen = listen_of(&gateway)?;
+            gateway
+                .check()
+                .map_err(|e| CliError::usage(format!("[gateway]: {e}")))?;
+            let (listener, at) = bind(&listen)
+                .await
+                .map_err(|e| CliError::usage(format!("cannot listen on {listen}: {e}")))?;
+            outln!(
+                "chorus serve: gateway listening on http://{at} (model {}, upstream {})",
+                gateway.model,
+                gateway.upstream
+            );
+            tokio::spawn(async move {
+                if let Err(e) = chorus_gateway::serve(gateway, listener, shutdown_signal()).await {
+                    errln!("chorus serve: the gateway stopped: {e}");
+                }
+            });
+        }
         if let Some(token) = server.generated_admin_token() {
             outln!("chorus serve: admin token for this run: {token}");
         }
@@ -142,6 +163,24 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         outln!("chorus serve: stopped");
         Ok(())
     })
+}
+
+/// The config file: the hub's settings and, in a `[gateway]` section, the gateway's. A file
+/// without that section is read as it always was (its errors keep their line numbers).
+fn load(path: &std::path::Path) -> Result<(ServerConfig, Option<GatewayConfig>), CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("{}: cannot read the file: {e}", path.display())))?;
+    // Not TOML, or no [gateway]: the hub's reader reads the file (and says where it is wrong).
+    let mut table: toml::Table = toml::from_str(&text).unwrap_or_default();
+    let Some(gateway) = section(&mut table, path)? else {
+        return Ok((ServerConfig::load(path).map_err(CliError::usage)?, None));
+    };
+    let rest = toml::to_string(&table).map_err(|e| CliError::usage(e.to_string()))?;
+    let config = ServerConfig::from_toml(&rest).map_err(|mut e| {
+        e.source_name = path.display().to_string();
+        CliError::usage(e)
+    })?;
+    Ok((config, Some(gateway)))
 }
 
 /// `--migrate-only`: migrates (PostgreSQL) or opens (creating the tables of) the store, says

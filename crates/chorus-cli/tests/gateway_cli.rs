@@ -248,3 +248,71 @@ fn the_agents_sdk_runs_a_tool_loop_over_both_apis() {
     }
     gateway.stop();
 }
+
+#[test]
+fn chorus_serve_carries_a_gateway_section() {
+    let upstream = start_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("chorus.toml");
+    std::fs::write(
+        &config,
+        format!("[gateway]\nupstream = \"{upstream}\"\nmodel = \"gpt-oss-20b\"\nlisten = \"127.0.0.1:0\"\n"),
+    )
+    .unwrap();
+    let mut served = Served::start(
+        dir.path(),
+        &["--store", "memory", "--config", config.to_str().unwrap()],
+        std::process::Stdio::inherit(),
+    );
+    let line = served.next_line();
+    let line = if line.contains("admin token") {
+        served.next_line()
+    } else {
+        line
+    };
+    let gateway = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no gateway address in {line:?}"))
+        .to_owned();
+    served.keep_reading();
+    let (status, body) = common::request(
+        &gateway,
+        "POST",
+        "/v1/chat/completions",
+        "none",
+        Some(&json!({"model": "gpt-oss-20b", "messages": [{"role": "user", "content": "Hello"}]})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"],
+        "Hello! How can I help?"
+    );
+    // The hub still answers beside it.
+    let (status, _) = common::request(&served.addr, "GET", "/healthz", "none", None);
+    assert_eq!(status, 200);
+    assert!(served.stop().success());
+
+    // A bad [gateway] is refused at start, naming the section.
+    std::fs::write(&config, "[gateway]\nupstream = \"ftp://x\"\n").unwrap();
+    let refused = chorus(
+        &[
+            "serve",
+            "--store",
+            "memory",
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code(&refused), 2);
+    assert!(
+        stderr(&refused).contains("[gateway]"),
+        "{}",
+        stderr(&refused)
+    );
+}

@@ -9,6 +9,9 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewayConfig {
+    /// Where the gateway listens, HOST:PORT (`chorus gateway --listen` over it; default
+    /// 127.0.0.1:8080). With a `[gateway]` section, `chorus serve` serves the gateway there too.
+    pub listen: Option<String>,
     /// The upstream engine's base URL, up to `/v1` (`http://127.0.0.1:8000/v1`).
     pub upstream: String,
     /// The kind of upstream: `openai-completions` (vLLM, SGLang: `POST {upstream}/completions`),
@@ -80,6 +83,7 @@ impl UpstreamKind {
 impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
+            listen: None,
             upstream: String::new(),
             upstream_kind: UpstreamKind::default(),
             model: "gpt-oss".into(),
