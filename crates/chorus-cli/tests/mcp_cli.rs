@@ -276,7 +276,7 @@ async fn an_llm_agent_uses_a_streamable_http_mcp_servers_tools_the_same_way() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let example = std::fs::read_to_string(repo().join(EXAMPLE)).unwrap();
-    let stdio = "command = \"python3\"              # a stdio server, started without a shell …\nargs = [\"examples/mcp/orders_server.py\"]\n";
+    let stdio = "command = \"python3\"              # a stdio server, started without a shell …\nargs = [\"examples/mcp/orders_server.py\"]\ninherit_env = [\"ORDERS_REFUND_LOG\"]   # of chorus's environment, only this (and PATH, HOME, …)\n";
     assert!(
         example.contains(stdio),
         "the example changed; update this test"

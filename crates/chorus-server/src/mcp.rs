@@ -5,7 +5,10 @@
 //!
 //! Stateless (no MCP session is kept between requests) and answered as JSON; every request needs
 //! a known bearer token, checked before rmcp sees it (so rmcp's Host allow-list, meant for
-//! unauthenticated local servers, is off: the hub is reached under its own host names).
+//! unauthenticated local servers, is off: the hub is reached under its own host names). A
+//! request with an `Origin` (a browser's) is refused 403 unless that origin is the hub's own
+//! (its `Host`) or one `[cors] allow_origins` lists: MCP's protection against DNS rebinding.
+//! `logging/setLevel` is accepted; the hub sends no log notifications (it keeps no stream open).
 
 use std::sync::Arc;
 
@@ -18,6 +21,10 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
+// Logging is deprecated by the current MCP revision (SEP-2577), but clients at 2025-11-25 still
+// call `logging/setLevel` (the conformance suite's `logging-set-level` scenario does).
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -28,11 +35,13 @@ use crate::api::extract::{ApiPath, ApiQuery};
 use crate::api::peek::{PeekOptions, inbox_messages};
 use crate::api::publish::{publish_body, publisher};
 use crate::auth::Caller;
+use crate::config::CorsConfig;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The `/mcp` route: the MCP endpoint behind the bearer-token check.
-pub fn routes(app: AppState) -> Router<AppState> {
+/// The `/mcp` route: the MCP endpoint behind the origin and bearer-token checks; `cors` lists
+/// the other origins browsers may call it from.
+pub fn routes(app: AppState, cors: &CorsConfig) -> Router<AppState> {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -50,7 +59,45 @@ pub fn routes(app: AppState) -> Router<AppState> {
         Some(limit) => router.layer(crate::layers::timeout(limit)),
         None => router,
     };
-    router.layer(middleware::from_fn_with_state(app, authenticated))
+    let origins = Arc::new(cors.allow_origins.clone());
+    router
+        .layer(middleware::from_fn_with_state(app, authenticated))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            let origins = origins.clone();
+            async move {
+                match foreign_origin(&request, &origins) {
+                    Some(origin) => ApiError::new(
+                        axum::http::StatusCode::FORBIDDEN,
+                        "origin_not_allowed",
+                        format!(
+                            "requests from the origin {origin:?} are refused (DNS rebinding \
+                             protection); list it in [cors] allow_origins to allow it"
+                        ),
+                    )
+                    .into_response(),
+                    None => next.run(request).await,
+                }
+            }
+        }))
+}
+
+/// The request's `Origin` when it is neither the hub's own (the origin's host and port are the
+/// request's `Host`) nor listed (`*` lists every origin).
+fn foreign_origin(request: &Request, listed: &[String]) -> Option<String> {
+    let origin = request.headers().get(axum::http::header::ORIGIN)?;
+    let origin = origin.to_str().unwrap_or("(not text)").to_owned();
+    if listed.iter().any(|o| o == "*" || *o == origin) {
+        return None;
+    }
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok());
+    let authority = origin.split_once("://").map(|(_, rest)| rest);
+    match (authority, host) {
+        (Some(authority), Some(host)) if authority.eq_ignore_ascii_case(host) => None,
+        _ => Some(origin),
+    }
 }
 
 /// Refuses a request without a known bearer token (401, as the API does); else hands it on
@@ -260,13 +307,30 @@ impl HubTools {
 }
 
 impl ServerHandler for HubTools {
+    #[allow(deprecated)] // enable_logging: see SetLevelRequestParams above.
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("chorus", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "The chorus hub: publish messages and handoffs as your agent, look at an inbox, \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("chorus", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "The chorus hub: publish messages and handoffs as your agent, look at an inbox, \
                  read a task.",
-            )
+        )
+    }
+
+    /// Accepted: the hub emits no log notifications at any level (each answer is one JSON
+    /// body, no stream stays open to carry them).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
     }
 
     async fn list_tools(

@@ -254,7 +254,7 @@ impl Server {
         let pruner = Pruner::new(state.clone(), config.retention.clone());
         let extra = crate::a2a::routes();
         #[cfg(feature = "mcp")]
-        let extra = extra.merge(crate::mcp::routes(state.clone()));
+        let extra = extra.merge(crate::mcp::routes(state.clone(), &config.cors));
         let outer = Outer::new(
             &config.cors,
             state.max_body_bytes,

@@ -97,3 +97,53 @@ async fn an_mcp_assistant_publishes_as_its_agent_looks_at_an_inbox_and_reads_a_t
     assert_eq!((id.as_str(), attempt), ("mcp-m-1", 1));
     server.stop().await;
 }
+
+/// MCP's DNS-rebinding protection: a request whose `Origin` is neither the hub's own nor listed
+/// in `[cors]` is refused 403 before anything else; and `logging/setLevel` is accepted (the
+/// two server scenarios of the MCP conformance suite that failed).
+#[tokio::test]
+async fn a_foreign_origin_is_refused_and_set_level_is_accepted() {
+    let (_dir, server) = fresh(30).await;
+    let http = reqwest::Client::new();
+    let rpc = |method: &str, params: Value| serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let initialize = rpc(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let post = |origin: Option<String>, body: Value| {
+        let mut request = http
+            .post(server.url("/mcp"))
+            .bearer_auth(ALICE)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    let foreign = post(Some("http://evil.example".into()), initialize.clone())
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let refusal: Value = foreign.json().await.unwrap();
+    assert_eq!(refusal["error"], "origin_not_allowed", "{refusal}");
+    let host = server.url("").trim_end_matches('/').to_owned();
+    let own = post(Some(host), initialize.clone()).await.unwrap();
+    assert_eq!(own.status(), 200, "the hub's own origin");
+    let none = post(None, initialize).await.unwrap();
+    assert_eq!(none.status(), 200, "no Origin: not a browser");
+    let info: Value = none.json().await.unwrap();
+    assert!(
+        info["result"]["capabilities"]["logging"].is_object(),
+        "{info}"
+    );
+    let level = post(
+        None,
+        rpc("logging/setLevel", serde_json::json!({"level": "debug"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(level.status(), 200);
+    let answer: Value = level.json().await.unwrap();
+    assert_eq!(answer["result"], serde_json::json!({}), "{answer}");
+}

@@ -42,9 +42,15 @@ pub struct McpToolSpec {
     /// The program's arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Environment variables for the program (added to chorus's own).
+    /// Environment variables set for the program. It gets no other variable of chorus's
+    /// environment than `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM` and `USER` (as the official
+    /// MCP SDKs start servers) and those `inherit_env` names.
     #[serde(default)]
     pub env: IndexMap<String, String>,
+    /// Names of chorus's environment variables the program also gets (`["OPENAI_API_KEY"]`);
+    /// one that is not set is left out.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
     /// The streamable HTTP endpoint (`http://host:port/mcp`).
     #[serde(default)]
     pub url: Option<String>,
@@ -85,8 +91,13 @@ pub(super) fn build(
                  only (no TLS yet): reach an https server through a local proxy"
             ));
         }
-        (None, Some(_)) if !mcp.args.is_empty() || !mcp.env.is_empty() => {
-            return Err("`args` and `env` go with `command`; a `url` server takes neither".into());
+        (None, Some(_))
+            if !mcp.args.is_empty() || !mcp.env.is_empty() || !mcp.inherit_env.is_empty() =>
+        {
+            return Err(
+                "`args`, `env` and `inherit_env` go with `command`; a `url` server takes none of them"
+                    .into(),
+            );
         }
         _ => {}
     }
@@ -105,6 +116,7 @@ fn connect(
             program: program.clone(),
             args: mcp.args.clone(),
             env: mcp.env.clone(),
+            inherit_env: mcp.inherit_env.clone(),
         },
         (None, Some(url)) => McpEndpoint::Url(url.clone()),
         (None, None) => unreachable!("checked by build"),
@@ -153,6 +165,7 @@ mod tests {
             command: command.map(str::to_owned),
             args: Vec::new(),
             env: IndexMap::new(),
+            inherit_env: Vec::new(),
             url: url.map(str::to_owned),
             confirm: Vec::new(),
             connect_timeout_ms: None,
@@ -169,7 +182,9 @@ mod tests {
         assert!(https.contains("expected an http:// URL"), "{https}");
         let mut with_args = options(None, Some("http://h/mcp"));
         with_args.args = vec!["x".into()];
-        assert!(refused("s", with_args).contains("`args` and `env` go with `command`"));
+        assert!(
+            refused("s", with_args).contains("`args`, `env` and `inherit_env` go with `command`")
+        );
         let named = refused("my server", options(Some("p"), None));
         assert!(named.contains("letters, digits"), "{named}");
     }

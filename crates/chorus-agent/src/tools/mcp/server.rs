@@ -29,8 +29,10 @@ pub enum McpEndpoint {
         program: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Environment variables added to chorus's own.
+        /// Environment variables set for it.
         env: IndexMap<String, String>,
+        /// Names of chorus's environment variables it also gets.
+        inherit_env: Vec<String>,
     },
     /// A streamable HTTP endpoint.
     Url(String),
@@ -167,15 +169,46 @@ async fn serve(
     let _ = service.cancel().await;
 }
 
+/// The variables of chorus's environment every stdio server gets: those the official MCP SDKs
+/// pass by default on POSIX systems. API keys and tokens in chorus's environment stay there.
+const SAFE_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The command of a stdio server: its program and arguments, an environment of [`SAFE_ENV`],
+/// the variables `inherit` names and `env`, nothing else.
+fn child_command(
+    program: &str,
+    args: &[String],
+    env: &IndexMap<String, String>,
+    inherit: &[String],
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).env_clear().kill_on_drop(true);
+    let passed = SAFE_ENV
+        .iter()
+        .copied()
+        .chain(inherit.iter().map(String::as_str));
+    for name in passed {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.envs(env);
+    command
+}
+
 /// Starts the transport and the MCP session (initialize).
 async fn start(
     endpoint: McpEndpoint,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
 ) -> Result<RunningService<RoleClient, ()>, String> {
     match endpoint {
-        McpEndpoint::Command { program, args, env } => {
-            let mut command = tokio::process::Command::new(&program);
-            command.args(&args).envs(&env).kill_on_drop(true);
+        McpEndpoint::Command {
+            program,
+            args,
+            env,
+            inherit_env,
+        } => {
+            let command = child_command(&program, &args, &env, &inherit_env);
             let (transport, stderr) = TokioChildProcess::builder(command)
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -223,5 +256,45 @@ fn with_stderr(message: String, tail: &Mutex<VecDeque<String>>) -> String {
             "{message}; its standard error ended with:\n{}",
             lines.join("\n")
         )
+    }
+}
+
+#[cfg(test)]
+mod env_tests {
+    use super::*;
+
+    /// A server sees the safe variables, those named, those set, and none of the rest (cargo
+    /// sets `CARGO_MANIFEST_DIR` and `CARGO_PKG_NAME` in this test's environment).
+    #[tokio::test]
+    async fn a_stdio_server_gets_only_a_safe_environment() {
+        let env = IndexMap::from([("CHORUS_SET".to_owned(), "yes".to_owned())]);
+        let inherit = vec![
+            "CARGO_PKG_NAME".to_owned(),
+            "CHORUS_NOT_SET_ANYWHERE".to_owned(),
+        ];
+        let output = child_command("env", &[], &env, &inherit)
+            .output()
+            .await
+            .expect("env runs");
+        let text = String::from_utf8(output.stdout).unwrap();
+        let names: Vec<&str> = text.lines().filter_map(|l| l.split('=').next()).collect();
+        assert!(
+            std::env::var_os("CARGO_MANIFEST_DIR").is_some(),
+            "the canary is set here"
+        );
+        assert!(!names.contains(&"CARGO_MANIFEST_DIR"), "{text}");
+        assert!(names.contains(&"PATH"), "{text}");
+        assert!(
+            names.contains(&"CARGO_PKG_NAME"),
+            "named in inherit_env: {text}"
+        );
+        assert!(text.lines().any(|l| l == "CHORUS_SET=yes"), "{text}");
+        assert!(!names.contains(&"CHORUS_NOT_SET_ANYWHERE"), "{text}");
+        for name in &names {
+            assert!(
+                SAFE_ENV.contains(name) || ["CARGO_PKG_NAME", "CHORUS_SET"].contains(name),
+                "{name} reached the server: {text}"
+            );
+        }
     }
 }
