@@ -154,6 +154,20 @@ impl Message {
         }
     }
 
+    /// All text of the content, its text parts joined by `separator` (a `"\n"` keeps
+    /// `"Sunny"` and `"22 degrees"` apart where [`Message::text`] glues them).
+    pub fn text_joined(&self, separator: &str) -> String {
+        match self.content() {
+            Some(Content::Text(text)) => text.clone(),
+            Some(Content::Parts(parts)) => parts
+                .iter()
+                .filter_map(ContentPart::as_text)
+                .collect::<Vec<_>>()
+                .join(separator),
+            None => String::new(),
+        }
+    }
+
     /// For a tool message, what its result says happened.
     pub fn tool_outcome(&self) -> Option<ToolOutcome> {
         (self.role == Role::Tool).then(|| ToolOutcome::from_text(&self.text()))

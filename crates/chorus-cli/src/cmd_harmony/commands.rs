@@ -92,14 +92,13 @@ pub fn render_command(input: &str, request: &RenderRequest) -> Result<Output, St
         ..Default::default()
     };
     let tokens = render(&conversation, &options).map_err(|e| e.to_string())?;
+    // The text is the prompt exactly, with no newline after it (a prompt file must not gain a
+    // token); the JSON array ends its line.
     let stdout = match request.output {
-        TokenFormat::Tokens => serde_json::to_string(&tokens).map_err(|e| e.to_string())?,
+        TokenFormat::Tokens => serde_json::to_string(&tokens).map_err(|e| e.to_string())? + "\n",
         TokenFormat::Text => encoding().decode_utf8(&tokens).map_err(|e| e.to_string())?,
     };
-    Ok(Output {
-        stdout: stdout + "\n",
-        warnings,
-    })
+    Ok(Output { stdout, warnings })
 }
 
 /// Parses the completion in `input`. Errors describe rejected input (exit code 1).
@@ -216,8 +215,8 @@ mod tests {
         };
         let text = render_command(input, &request).unwrap().stdout;
         assert_eq!(
-            text,
-            "<|start|>user<|message|>Hi <|end|><|end|><|start|>assistant\n"
+            text, "<|start|>user<|message|>Hi <|end|><|end|><|start|>assistant",
+            "the text is the prompt, with no newline after it"
         );
         let tokens = render_command(
             input,

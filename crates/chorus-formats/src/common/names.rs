@@ -25,7 +25,8 @@ pub fn apply(
         if policy == NamePolicy::History && foldable(&message) {
             let name = message.name.take().unwrap_or_default();
             let fold = folding.get_or_insert_with(|| (index, HISTORY_HEADER.to_owned()));
-            fold.1.push_str(&format!("{name}: {}\n", message.text()));
+            fold.1
+                .push_str(&format!("{name}: {}\n", message.text_joined("\n")));
             losses.push(
                 format!("/messages/{index}"),
                 Policy::Folded,
@@ -37,7 +38,16 @@ pub fn apply(
             out.push((at, Message::new(Role::User, text + "</history>")));
         }
         if let Some(name) = message.name.take() {
-            prefix(&mut message, index, &name, losses);
+            if matches!(message.role, Role::System | Role::Developer) {
+                // Instructions are nobody's turn: `system: ` would become part of them.
+                losses.push(
+                    format!("/messages/{index}/name"),
+                    Policy::Dropped,
+                    "the name of a system or developer message is not written into the instructions",
+                );
+            } else {
+                prefix(&mut message, index, &name, losses);
+            }
         }
         out.push((index, message));
     }
@@ -132,5 +142,35 @@ mod tests {
         );
         assert_eq!(out[1].1.text(), "go");
         assert_eq!(losses.finish(()).losses.len(), 2);
+    }
+
+    #[test]
+    fn a_system_message_gets_no_speaker_prefix() {
+        let mut losses = Losses::default();
+        let out = apply(
+            vec![named(Role::System, "system", "Be brief.")],
+            NamePolicy::Prefix,
+            &mut losses,
+        );
+        assert_eq!(out[0].1.text(), "Be brief.");
+        assert_eq!(out[0].1.name, None);
+        let losses = losses.finish(()).losses;
+        assert_eq!(losses[0].policy, Policy::Dropped);
+        assert_eq!(losses[0].path, "/messages/0/name");
+    }
+
+    #[test]
+    fn a_folded_turn_keeps_its_text_blocks_apart() {
+        let mut losses = Losses::default();
+        let mut turn = Message::with_parts(
+            Role::Assistant,
+            vec![ContentPart::text("Sunny"), ContentPart::text("22 degrees")],
+        );
+        turn.name = Some("weather".into());
+        let out = apply(vec![(0, turn)], NamePolicy::History, &mut losses);
+        assert_eq!(
+            out[0].1.text(),
+            format!("{HISTORY_HEADER}weather: Sunny\n22 degrees\n</history>")
+        );
     }
 }

@@ -249,7 +249,8 @@ fn function_response(
         }
         (None, None) => String::new(),
     };
-    let text = m.text();
+    // Text blocks of a result are lines of it, not one glued word ("Sunny" + "22 degrees").
+    let text = m.text_joined("\n");
     let response = match chorus_core::ToolOutcome::from_text(&text) {
         chorus_core::ToolOutcome::Error {
             error_type,

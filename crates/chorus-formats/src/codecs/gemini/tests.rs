@@ -121,3 +121,20 @@ fn a_response_without_its_call_is_rejected() {
     let err = Gemini::decode(request.clone()).unwrap_err();
     assert_eq!(err.pointer, "/contents/0/parts/0/function_response");
 }
+
+/// A tool result in two text blocks is two lines of the function response, not one glued
+/// word ("Sunny" + "22 degrees" was "Sunny22 degrees").
+#[test]
+fn a_result_in_text_blocks_keeps_them_apart() {
+    let conversation: Conversation = serde_json::from_value(json!({"messages": [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_abc", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_abc", "content": [
+            {"type": "text", "text": "Sunny"}, {"type": "text", "text": "22 degrees"}]}
+    ]}))
+    .unwrap();
+    let out = Gemini::encode(&conversation, &EncodeOptions::default()).unwrap();
+    let response = &out.value["contents"][2]["parts"][0]["function_response"]["response"];
+    assert_eq!(response["result"], "Sunny\n22 degrees", "{response}");
+}

@@ -19,8 +19,16 @@ use chorus_core::Problem;
 
 const ME: Format = Format::OpenAiResponses;
 
-/// Decodes a request `{input, instructions?, tools?, ...}` or a response `{object: "response", output}`.
+/// Decodes a request `{input, instructions?, tools?, ...}`, a response `{object: "response",
+/// output}`, or a bare list of input items (what the OpenAI Agents SDK's `to_input_list()`
+/// returns).
 pub fn conversation(value: &Value) -> Result<Conversation, Problem> {
+    if value.is_array() {
+        return Ok(Conversation {
+            messages: items(value, "")?,
+            ..Conversation::default()
+        });
+    }
     let map = object(value, "")?;
     let mut conversation = Conversation::default();
     if map.get("object").and_then(Value::as_str) == Some("response")

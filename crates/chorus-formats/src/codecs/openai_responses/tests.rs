@@ -103,3 +103,23 @@ fn chat_messages_become_items() {
     assert_eq!(out.losses.len(), 1);
     assert_eq!(out.losses[0].path, "/messages/1/name");
 }
+
+/// The OpenAI Agents SDK's `result.to_input_list()` is a bare list of items, not a request.
+#[test]
+fn a_bare_item_list_decodes_as_the_input() {
+    let items = json!([
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "cold"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Cold.", "annotations": []}]}
+    ]);
+    let conversation = OpenAiResponses::decode(items).unwrap();
+    let roles: Vec<Role> = conversation.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert!(is_paired(&conversation.messages));
+    let bad = OpenAiResponses::decode(json!([{"type": "function_call"}])).unwrap_err();
+    assert!(bad.pointer.starts_with("/0"), "{bad:?}");
+}
