@@ -35,7 +35,7 @@ fn request() -> Value {
     let mut messages = vec![
         json!({"role": "system", "content": "You are the support desk of a shop. Be precise and brief. ".repeat(20)}),
     ];
-    for turn in 0..40 {
+    for turn in 0..58 {
         messages.push(json!({"role": "user", "content": format!("Question {turn}: where is my order {turn}, and what will the weather be when it arrives? I ordered it last week and it still has not shipped. ")}));
         let id = format!("call_{turn}");
         messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "lookup_order", "arguments": format!("{{\"id\":\"{turn}\",\"limit\":3}}")}}]}));
