@@ -200,8 +200,10 @@ fn main() {
         .unwrap_or(300);
     let request = request();
     let conversation = chorus_formats::OpenAiChat::decode(request.clone()).unwrap();
-    let mut system = SystemContent::default();
-    system.conversation_start_date = Some(chrono::Utc::now().format("%Y-%m-%d").to_string());
+    let system = SystemContent {
+        conversation_start_date: Some(chrono::Utc::now().format("%Y-%m-%d").to_string()),
+        ..SystemContent::default()
+    };
     let harmony = to_harmony(&conversation, system).conversation;
     let prompt = render(&harmony, &RenderOptions::default()).unwrap();
     let reply = encoding().encode_with_special_tokens(&reply_text());

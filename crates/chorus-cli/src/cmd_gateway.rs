@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use chorus_gateway::{GatewayConfig, UpstreamKind, hash_key};
 use chorus_server::{bind, shutdown_signal};
 
-use crate::cmd_serve::{listen_address, secret};
 use crate::error::CliError;
+use crate::service::{listen_address, listen_of, secret, section};
 use crate::telemetry::LogArgs;
 
 /// Arguments of `chorus gateway`.
@@ -60,29 +60,6 @@ fn load(path: &Path) -> Result<GatewayConfig, CliError> {
         ))),
         Some(config) => Ok(config),
     }
-}
-
-/// Takes the `[gateway]` section out of a config file's table, read as the gateway's settings.
-pub(crate) fn section(
-    table: &mut toml::Table,
-    path: &Path,
-) -> Result<Option<GatewayConfig>, CliError> {
-    match table.remove("gateway") {
-        None => Ok(None),
-        Some(section) => section
-            .try_into()
-            .map(Some)
-            .map_err(|e| CliError::usage(format!("{}: [gateway]: {e}", path.display()))),
-    }
-}
-
-/// The address the gateway of `config` listens on.
-pub(crate) fn listen_of(config: &GatewayConfig) -> Result<String, CliError> {
-    let listen = config
-        .listen
-        .clone()
-        .unwrap_or_else(|| "127.0.0.1:8080".into());
-    listen_address(&listen).map_err(|e| CliError::usage(format!("[gateway] listen: {e}")))
 }
 
 /// Runs `chorus gateway`.

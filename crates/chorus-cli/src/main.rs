@@ -10,6 +10,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[macro_use]
 mod output;
+mod service;
 
 mod cmd_agent;
 mod cmd_bench;

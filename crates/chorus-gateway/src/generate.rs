@@ -4,6 +4,9 @@
 
 use std::time::Instant;
 
+use axum::http::HeaderValue;
+use axum::response::Response;
+
 use crate::error::ApiError;
 use crate::prompt::Prompt;
 use crate::reply::{Delta, Finished, Reply, Unreadable};
@@ -100,6 +103,19 @@ impl<'a> Generation<'a> {
             finished,
             upstream_reason: self.upstream.finish_reason,
         })
+    }
+}
+
+/// The header listing the kinds of repair made to the model's output.
+pub const REPAIRS_HEADER: &str = "x-chorus-repairs";
+
+/// Names the repairs of `finished` in [`REPAIRS_HEADER`] of `response` (when it made any).
+pub fn mark_repairs(response: &mut Response, finished: &Finished) {
+    if finished.repair_kinds.is_empty() {
+        return;
+    }
+    if let Ok(value) = HeaderValue::from_str(&finished.repair_kinds.join(", ")) {
+        response.headers_mut().insert(REPAIRS_HEADER, value);
     }
 }
 

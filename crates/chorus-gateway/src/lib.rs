@@ -24,6 +24,7 @@
 mod chat;
 mod config;
 mod error;
+mod fields;
 mod generate;
 mod metrics;
 mod models;
@@ -31,6 +32,7 @@ mod prompt;
 mod reply;
 mod responses;
 mod state;
+mod stored;
 mod upstream;
 
 use std::future::Future;
@@ -44,9 +46,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 
-pub use chat::REPAIRS_HEADER;
 pub use config::{GatewayConfig, UpstreamKind, hash_key};
 pub use error::ApiError;
+pub use generate::REPAIRS_HEADER;
 
 type Shared = Arc<state::Gateway>;
 

@@ -14,8 +14,8 @@ use chorus_core::{Content, ContentPart, Conversation, Nullable};
 use chorus_harmony::chorus_map::{add_response_format, to_harmony};
 use chorus_harmony::{Rank, RenderOptions, SystemContent, encoding, render};
 
-use crate::chat::request::{ChatRequest, is_final_answer};
 use crate::error::ApiError;
+use crate::fields::{ChatRequest, is_final_answer};
 
 /// A rendered prompt.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,7 +13,7 @@ use crate::config::GatewayConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::reply::Finished;
-use crate::responses::Responses;
+use crate::stored::Responses;
 use crate::upstream::Upstream;
 
 /// The gateway's shared state.

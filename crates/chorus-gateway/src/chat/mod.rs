@@ -16,15 +16,12 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::error::ApiError;
-use crate::generate::{Generated, Generation};
+use crate::generate::{Generated, Generation, mark_repairs};
 use crate::prompt::{self, Prompt};
 use crate::reply::{Delta, Finished};
 use crate::state::Gateway;
 use crate::upstream::Streamed;
 use request::ChatRequest;
-
-/// The header listing the kinds of repair made to the model's output.
-pub const REPAIRS_HEADER: &str = "x-chorus-repairs";
 
 /// Serves one Chat Completions request.
 pub async fn completions(gateway: Arc<Gateway>, headers: HeaderMap, body: Body) -> Response {
@@ -126,7 +123,7 @@ async fn serve(
         out["chorus"] = json!({"repairs": finished.repairs});
     }
     let mut response = (StatusCode::OK, axum::Json(out)).into_response();
-    repairs_header(&mut response, &finished);
+    mark_repairs(&mut response, &finished);
     Ok(response)
 }
 
@@ -149,15 +146,6 @@ fn finish_reason(finished: &Finished, upstream: Option<&str>) -> &'static str {
         "length"
     } else {
         "stop"
-    }
-}
-
-fn repairs_header(response: &mut Response, finished: &Finished) {
-    if finished.repair_kinds.is_empty() {
-        return;
-    }
-    if let Ok(value) = HeaderValue::from_str(&finished.repair_kinds.join(", ")) {
-        response.headers_mut().insert(REPAIRS_HEADER, value);
     }
 }
 

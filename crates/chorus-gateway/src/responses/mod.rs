@@ -5,7 +5,6 @@
 //! sequence clients expect (`response.created` … `response.completed`).
 
 pub mod request;
-mod store;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,12 +20,12 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
 use crate::error::ApiError;
-use crate::generate::{Generated, Generation};
+use crate::generate::{Generated, Generation, mark_repairs};
 use crate::prompt;
 use crate::reply::{Delta, Finished};
 use crate::state::Gateway;
+use crate::stored::Stored;
 use request::ResponsesRequest;
-pub use store::{Responses, Stored};
 
 /// Serves one `POST /v1/responses`.
 pub async fn create(gateway: Arc<Gateway>, headers: HeaderMap, body: Body) -> Response {
@@ -80,7 +79,7 @@ async fn serve(
     gateway.authorize(&headers)?;
     let permit = gateway.permit()?;
     let value = gateway.read_json(body).await?;
-    let mut request = request::read(value)?;
+    let request = request::read(value)?;
     gateway.check_model(&request.chat.model)?;
     let earlier = match &request.previous_response_id {
         Some(id) => {
@@ -92,8 +91,7 @@ async fn serve(
         }
         None => Vec::new(),
     };
-    let input = std::mem::take(&mut request.chat.conversation.messages);
-    request.chat.conversation.messages = input.clone();
+    let input = request.chat.conversation.messages.clone();
     let full = request.conversation(&earlier);
     let mut chat = request.chat.clone();
     chat.conversation = full;
@@ -150,11 +148,7 @@ async fn serve(
     drop(permit);
     let body = response.complete(&gateway, &generated, output_items(&generated.finished));
     let mut out = (StatusCode::OK, Json(body)).into_response();
-    if !generated.finished.repair_kinds.is_empty()
-        && let Ok(value) = HeaderValue::from_str(&generated.finished.repair_kinds.join(", "))
-    {
-        out.headers_mut().insert(crate::chat::REPAIRS_HEADER, value);
-    }
+    mark_repairs(&mut out, &generated.finished);
     Ok(out)
 }
 

@@ -6,8 +6,8 @@ use chorus_formats::{Codec, OpenAiResponses};
 use chorus_harmony::ReasoningEffort;
 use serde_json::{Map, Value, json};
 
-use crate::chat::request::{ChatRequest, expected, structured_format, text_only, whole_number};
 use crate::error::ApiError;
+use crate::fields::{ChatRequest, expected, structured_format, text_only, whole_number};
 
 /// What a Responses request asks besides the conversation.
 #[derive(Debug, Clone, PartialEq)]
