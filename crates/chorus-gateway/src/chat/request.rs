@@ -347,6 +347,7 @@ fn response_format(format: Value) -> Result<Option<ResponseFormat>, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chorus_core::ContentPart;
 
     fn param(body: Value) -> (String, String) {
         let e = read(body).unwrap_err();
