@@ -117,6 +117,23 @@ pub(crate) fn structured_format(
     }
 }
 
+/// A reasoning effort at `pointer`: `low`, `medium`, `high` or null.
+pub(crate) fn effort(value: &Value, pointer: &str) -> Result<Option<ReasoningEffort>, ApiError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(effort) => match effort.as_str() {
+            "low" => Ok(Some(ReasoningEffort::Low)),
+            "medium" => Ok(Some(ReasoningEffort::Medium)),
+            "high" => Ok(Some(ReasoningEffort::High)),
+            other => Err(ApiError::unsupported(
+                pointer,
+                format!("gpt-oss reasons at low, medium or high effort, not {other:?}"),
+            )),
+        },
+        other => Err(expected(pointer, "low, medium or high", other)),
+    }
+}
+
 pub(crate) fn whole_number(pointer: &str, value: Value) -> Result<Value, ApiError> {
     match value.as_u64() {
         Some(_) => Ok(value),

@@ -304,43 +304,20 @@ impl Streamed {
                 Err(_) => return Err(silent(self.idle)),
                 Ok(None) => {
                     self.events = None;
-                    let rest = self.reader.finish();
-                    return Ok((!rest.is_empty()).then_some(rest));
+                    return Ok(self.rest());
                 }
-                Ok(Some(Err(e))) => {
-                    return Err(ApiError::upstream(
-                        "upstream_broken",
-                        format!("the upstream's stream broke off: {e}"),
-                        None,
-                    ));
-                }
+                Ok(Some(Err(e))) => return Err(broken(e)),
                 Ok(Some(Ok(event))) => event,
             };
             let data = event.data.trim();
             if data == "[DONE]" {
                 self.events = None;
-                let rest = self.reader.finish();
-                return Ok((!rest.is_empty()).then_some(rest));
+                return Ok(self.rest());
             }
             if data.is_empty() {
                 continue;
             }
-            let chunk: Value = serde_json::from_str(data).map_err(|e| {
-                ApiError::upstream(
-                    "upstream_unreadable",
-                    format!("an upstream chunk is not JSON: {e}"),
-                    Some(data.to_owned()),
-                )
-            })?;
-            if let Some(error) = chunk.get("error") {
-                return Err(ApiError::upstream(
-                    "upstream_failed",
-                    "the upstream sent an error in its stream",
-                    Some(error.to_string()),
-                ));
-            }
-            self.note(&chunk);
-            let tokens = self.chunk_tokens(&chunk)?;
+            let tokens = self.read_chunk(data)?;
             if !tokens.is_empty() {
                 return Ok(Some(tokens));
             }
@@ -357,38 +334,43 @@ impl Streamed {
                 Err(_) => return Err(silent(self.idle)),
                 Ok(None) => {
                     self.lines = None;
-                    let rest = self.reader.finish();
-                    return Ok((!rest.is_empty()).then_some(rest));
+                    return Ok(self.rest());
                 }
-                Ok(Some(Err(e))) => {
-                    return Err(ApiError::upstream(
-                        "upstream_broken",
-                        format!("the upstream's stream broke off: {e}"),
-                        None,
-                    ));
-                }
+                Ok(Some(Err(e))) => return Err(broken(e)),
                 Ok(Some(Ok(line))) => line,
             };
-            let chunk: Value = serde_json::from_str(&line).map_err(|e| {
-                ApiError::upstream(
-                    "upstream_unreadable",
-                    format!("an upstream line is not JSON: {e}"),
-                    Some(line.clone()),
-                )
-            })?;
-            if let Some(error) = chunk.get("error") {
-                return Err(ApiError::upstream(
-                    "upstream_failed",
-                    "the upstream sent an error in its stream",
-                    Some(error.to_string()),
-                ));
-            }
-            self.note(&chunk);
-            let tokens = self.chunk_tokens(&chunk)?;
+            let tokens = self.read_chunk(&line)?;
             if !tokens.is_empty() {
                 return Ok(Some(tokens));
             }
         }
+    }
+
+    /// The tokens held back at the end of the reply, if any.
+    fn rest(&mut self) -> Option<Vec<Rank>> {
+        let rest = self.reader.finish();
+        (!rest.is_empty()).then_some(rest)
+    }
+
+    /// Reads one chunk (an SSE event's data or a JSON line): an error the upstream sent in its
+    /// stream is an error; its finish reason and usage are kept; its tokens come back.
+    fn read_chunk(&mut self, data: &str) -> Result<Vec<Rank>, ApiError> {
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            ApiError::upstream(
+                "upstream_unreadable",
+                format!("an upstream chunk is not JSON: {e}"),
+                Some(data.to_owned()),
+            )
+        })?;
+        if let Some(error) = chunk.get("error") {
+            return Err(ApiError::upstream(
+                "upstream_failed",
+                "the upstream sent an error in its stream",
+                Some(error.to_string()),
+            ));
+        }
+        self.note(&chunk);
+        self.chunk_tokens(&chunk)
     }
 
     fn chunk_tokens(&mut self, chunk: &Value) -> Result<Vec<Rank>, ApiError> {
@@ -429,6 +411,14 @@ impl Streamed {
             self.usage = Some(json!({"completion_tokens": n}));
         }
     }
+}
+
+fn broken(e: impl std::fmt::Display) -> ApiError {
+    ApiError::upstream(
+        "upstream_broken",
+        format!("the upstream's stream broke off: {e}"),
+        None,
+    )
 }
 
 fn silent(idle: Duration) -> ApiError {

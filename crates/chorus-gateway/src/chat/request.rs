@@ -5,12 +5,12 @@
 //! is refused as OpenAI refuses it.
 
 use chorus_formats::{Codec, OpenAiChat};
-use chorus_harmony::{ReasoningEffort, ResponseFormat};
+use chorus_harmony::ResponseFormat;
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
 pub use crate::fields::ChatRequest;
-use crate::fields::{expected, structured_format, text_only, whole_number};
+use crate::fields::{effort, expected, structured_format, text_only, whole_number};
 
 /// Fields sent to the upstream's completions request as they are.
 const SAMPLING: [&str; 6] = [
@@ -131,19 +131,8 @@ pub fn read(body: Value) -> Result<ChatRequest, ApiError> {
     let conversation = OpenAiChat::decode(document).map_err(|p| ApiError::from_problem("", &p))?;
     text_only(&conversation)?;
     let effort = match map.remove("reasoning_effort") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(effort)) => Some(match effort.as_str() {
-            "low" => ReasoningEffort::Low,
-            "medium" => ReasoningEffort::Medium,
-            "high" => ReasoningEffort::High,
-            other => {
-                return Err(ApiError::unsupported(
-                    "/reasoning_effort",
-                    format!("gpt-oss reasons at low, medium or high effort, not {other:?}"),
-                ));
-            }
-        }),
-        Some(other) => return Err(expected("/reasoning_effort", "low, medium or high", &other)),
+        None => None,
+        Some(value) => effort(&value, "/reasoning_effort")?,
     };
     let response_format = match map.remove("response_format") {
         None | Some(Value::Null) => None,

@@ -3,11 +3,10 @@
 
 use chorus_core::{Conversation, Message, Role};
 use chorus_formats::{Codec, OpenAiResponses};
-use chorus_harmony::ReasoningEffort;
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
-use crate::fields::{ChatRequest, expected, structured_format, text_only, whole_number};
+use crate::fields::{ChatRequest, effort, expected, structured_format, text_only, whole_number};
 
 /// What a Responses request asks besides the conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,21 +132,8 @@ pub fn read(body: Value) -> Result<ResponsesRequest, ApiError> {
         Some(reasoning) => {
             echo.insert("reasoning".into(), reasoning.clone());
             match reasoning.get("effort") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(effort)) => Some(match effort.as_str() {
-                    "low" => ReasoningEffort::Low,
-                    "medium" => ReasoningEffort::Medium,
-                    "high" => ReasoningEffort::High,
-                    other => {
-                        return Err(ApiError::unsupported(
-                            "/reasoning/effort",
-                            format!("gpt-oss reasons at low, medium or high effort, not {other:?}"),
-                        ));
-                    }
-                }),
-                Some(other) => {
-                    return Err(expected("/reasoning/effort", "low, medium or high", other));
-                }
+                None => None,
+                Some(value) => effort(value, "/reasoning/effort")?,
             }
         }
     };
