@@ -102,6 +102,7 @@ async fn pruning_many_old_messages_beside_publishes() {
         .prune(PruneBefore {
             messages_ms: Some(cut),
             dead_letters_ms: None,
+            effects_ms: None,
         })
         .await
         .unwrap();

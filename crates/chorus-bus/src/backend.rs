@@ -143,6 +143,11 @@ pub trait Backend: Send + Sync {
     /// The committed effects of `handler`, in commit order.
     async fn effects(&self, handler: &str) -> BusResult<Vec<EffectRecord>>;
 
+    /// How many effects `handler` has committed (and the pruner has not removed).
+    async fn effect_count(&self, handler: &str) -> BusResult<u64> {
+        Ok(self.effects(handler).await?.len() as u64)
+    }
+
     /// Up to `limit` stored messages of a task in publish order, with their publish times,
     /// after cursor `after` (the `next` of the page before; `None` for the first page).
     async fn task_messages(

@@ -145,10 +145,11 @@ struct Dead {
     next: u64,
 }
 
+/// The handled marks, and the effect records with the times they were written, oldest first.
 #[derive(Default)]
 struct HandledIds {
     ids: HashSet<(String, String)>,
-    effects: Vec<EffectRecord>,
+    effects: VecDeque<(i64, EffectRecord)>,
 }
 
 /// Locks a mutex; a panic while holding it leaves consistent data (every mutation is one step).
@@ -727,11 +728,12 @@ impl Backend for MemoryBus {
             log.check(env, now, window)?;
         }
         handled.ids.insert(key);
-        handled.effects.push(EffectRecord {
+        let effect = EffectRecord {
             handler: handler.to_owned(),
             message_id: message_id.to_owned(),
             record: record.to_vec(),
-        });
+        };
+        handled.effects.push_back((now, effect));
         for (env, queues) in outgoing {
             self.store_locked(&mut log, Arc::new(env.clone()), queues, true, now)?;
         }
@@ -742,8 +744,8 @@ impl Backend for MemoryBus {
         Ok(lock(&self.handled)
             .effects
             .iter()
-            .filter(|e| e.handler == handler)
-            .cloned()
+            .filter(|(_, e)| e.handler == handler)
+            .map(|(_, e)| e.clone())
             .collect())
     }
 

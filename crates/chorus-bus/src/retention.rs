@@ -14,6 +14,10 @@ pub struct PruneBefore {
     pub messages_ms: Option<i64>,
     /// Dead letters recorded before this time.
     pub dead_letters_ms: Option<i64>,
+    /// Effect records (`commit_once`: agents' journals, delivery histories, the once-only
+    /// records of handlers) written before this time, with the handled mark that kept their
+    /// key from being written again.
+    pub effects_ms: Option<i64>,
 }
 
 /// What one prune removed.
@@ -23,6 +27,8 @@ pub struct Pruned {
     pub messages: u64,
     /// Dead letters removed.
     pub dead_letters: u64,
+    /// Effect records removed.
+    pub effects: u64,
 }
 
 impl PruneBefore {
@@ -36,6 +42,11 @@ impl PruneBefore {
     /// The time before which dead letters are pruned, never in the future.
     pub(crate) fn dead_letters_cut(&self, now: i64) -> Option<i64> {
         self.dead_letters_ms.map(|cut| cut.min(now))
+    }
+
+    /// The time before which effect records are pruned, never in the future.
+    pub(crate) fn effects_cut(&self, now: i64) -> Option<i64> {
+        self.effects_ms.map(|cut| cut.min(now))
     }
 }
 
@@ -199,6 +210,7 @@ mod tests {
         let before = PruneBefore {
             messages_ms: Some(1_000_000),
             dead_letters_ms: Some(5_000_000),
+            effects_ms: None,
         };
         assert_eq!(
             before.messages_cut(&config, 1_000_000),

@@ -64,6 +64,15 @@ pub struct ServerConfig {
     /// 0 turns the limit off.
     #[serde(default = "default_max_new_inboxes")]
     pub max_new_inboxes: usize,
+    /// Records one journal (an agent's, for one task) may hold; a record past it is refused
+    /// with 422 (the pruner removes records after `[retention] records_secs`). 0 turns the cap
+    /// off.
+    #[serde(default = "default_max_journal_records")]
+    pub max_journal_records: u64,
+    /// Bytes of journal records one agent may write a minute (all its journals, on this
+    /// replica); more get 429 with `Retry-After`. 0 turns the cap off.
+    #[serde(default = "default_max_journal_bytes_per_minute")]
+    pub max_journal_bytes_per_minute: u32,
     /// Inbox streams one agent may hold open at once (its workers together); more are refused
     /// with 429, so that one token cannot take every connection. 0 turns the cap off.
     #[serde(default = "default_max_streams_per_agent")]
@@ -271,6 +280,14 @@ fn default_max_new_inboxes() -> usize {
     1000
 }
 
+fn default_max_journal_records() -> u64 {
+    10_000
+}
+
+fn default_max_journal_bytes_per_minute() -> u32 {
+    16 * 1024 * 1024
+}
+
 fn default_max_streams_per_agent() -> usize {
     1000
 }
@@ -303,6 +320,8 @@ impl Default for ServerConfig {
             accept_unknown_recipients: false,
             accept_volatile_store: false,
             max_new_inboxes: default_max_new_inboxes(),
+            max_journal_records: default_max_journal_records(),
+            max_journal_bytes_per_minute: default_max_journal_bytes_per_minute(),
             max_streams_per_agent: default_max_streams_per_agent(),
             max_in_flight: default_max_in_flight(),
             hand_back_ms: default_hand_back_ms(),

@@ -1,5 +1,6 @@
-//! The background pruner: every interval (jittered), old log entries and dead letters from the
-//! bus, then blobs no kept message can point at, trace contexts and finished confirmations.
+//! The background pruner: every interval (jittered), old log entries, dead letters and effect
+//! records (journals, delivery histories) from the bus, then blobs no kept message can point
+//! at, trace contexts and finished confirmations.
 
 use std::time::Duration;
 
@@ -22,17 +23,20 @@ pub struct PruneReport {
     pub traces: u64,
     /// Rejected and consumed confirmations.
     pub confirmations: u64,
+    /// Effect records: journal records, delivery histories, handlers' once-only records.
+    pub records: u64,
 }
 
 impl PruneReport {
     /// The counts with their metric label.
-    fn kinds(&self) -> [(&'static str, u64); 5] {
+    fn kinds(&self) -> [(&'static str, u64); 6] {
         [
             ("messages", self.messages),
             ("dead_letters", self.dead_letters),
             ("blobs", self.blobs),
             ("traces", self.traces),
             ("confirmations", self.confirmations),
+            ("records", self.records),
         ]
     }
 }
@@ -65,21 +69,27 @@ fn earlier(cut: Option<i64>, oldest_waiting: Option<i64>) -> Option<i64> {
 /// logs it. A kind that fails is logged and the others go on.
 pub async fn prune_once(app: &AppState, config: &RetentionConfig, now: i64) -> PruneReport {
     let mut report = PruneReport::default();
-    let before = PruneBefore {
-        messages_ms: cut(now, config.messages_secs),
-        dead_letters_ms: cut(now, config.dead_letters_secs),
-    };
-    match app.bus.prune(before).await {
-        Ok(p) => (report.messages, report.dead_letters) = (p.messages, p.dead_letters),
-        Err(e) => tracing::warn!(error = %e, "pruning the store failed"),
-    }
+    // Asked first: records (a handler's once-only mark of a delivery) are kept while an older
+    // message waits, as it may be handled again.
     let oldest_waiting = match app.bus.oldest_waiting_ms().await {
         Ok(at) => Some(at),
         Err(e) => {
-            tracing::warn!(error = %e, "the store could not tell its oldest waiting message; blobs and trace contexts are kept this time");
+            tracing::warn!(error = %e, "the store could not tell its oldest waiting message; blobs, trace contexts and records are kept this time");
             None
         }
     };
+    let before = PruneBefore {
+        messages_ms: cut(now, config.messages_secs),
+        dead_letters_ms: cut(now, config.dead_letters_secs),
+        effects_ms: oldest_waiting.and_then(|w| earlier(cut(now, config.records_secs), w)),
+    };
+    match app.bus.prune(before).await {
+        Ok(p) => {
+            (report.messages, report.dead_letters, report.records) =
+                (p.messages, p.dead_letters, p.effects);
+        }
+        Err(e) => tracing::warn!(error = %e, "pruning the store failed"),
+    }
     // Whatever the retention: a crash during a take-back must not lose a blob.
     if let Err(e) = app.blobs.restore_set_aside().await {
         tracing::warn!(error = %e, "putting back blobs set aside failed");
@@ -118,6 +128,7 @@ pub async fn prune_once(app: &AppState, config: &RetentionConfig, now: i64) -> P
             blobs = report.blobs,
             traces = report.traces,
             confirmations = report.confirmations,
+            records = report.records,
             "pruned"
         );
     }

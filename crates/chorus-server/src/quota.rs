@@ -1,9 +1,13 @@
-//! The cap on inboxes an agent creates by publishing to recipients nobody configured.
+//! The caps on what an agent's token can make the store keep: inboxes it creates by publishing
+//! to recipients nobody configured, and records in its journals.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
+use axum::http::StatusCode;
+
 use crate::error::ApiError;
+use crate::rate::RateLimiter;
 
 /// Counts, per agent, the inboxes its publishes created since the server started; refuses a
 /// publish that would create more than the cap. Recipients the config names (agents, pools,
@@ -83,6 +87,84 @@ impl InboxQuota {
         if let Some(n) = seen.created.get_mut(agent) {
             *n = n.saturating_sub(taken.len());
         }
+    }
+}
+
+/// The caps on journals: records per journal, and bytes of records per agent per minute.
+#[derive(Debug)]
+pub struct JournalQuota {
+    max_records: u64,
+    bytes_per_minute: u32,
+    bytes: RateLimiter,
+}
+
+impl JournalQuota {
+    /// At most `max_records` records a journal and `bytes_per_minute` bytes of records an
+    /// agent a minute (all at once if it likes); 0 turns either off.
+    pub fn new(max_records: u64, bytes_per_minute: u32) -> JournalQuota {
+        JournalQuota {
+            max_records,
+            bytes_per_minute,
+            bytes: RateLimiter::new(f64::from(bytes_per_minute) / 60.0, bytes_per_minute),
+        }
+    }
+
+    /// Refuses (422) a record for a journal that holds `held` records already.
+    pub fn check_records(&self, agent: &str, task: &str, held: u64) -> Result<(), ApiError> {
+        if self.max_records == 0 || held < self.max_records {
+            return Ok(());
+        }
+        let issue = chorus_core::Problem::expected(
+            "",
+            format!("at most {} records in one journal", self.max_records),
+            format!("a record past the {held} of agent {agent:?}'s journal for task {task:?}"),
+        )
+        .with_hint(
+            "keep fewer records per task (a record per step, not per token), start a new task,              or raise max_journal_records (0 turns the cap off)",
+        );
+        let mut e = ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "journal_full",
+            format!(
+                "the journal of agent {agent:?} for task {task:?} holds {held} records, its cap; \
+                 nothing was recorded"
+            ),
+        );
+        e.body.issues = vec![issue.into()];
+        Err(e)
+    }
+
+    /// Takes `len` bytes from `agent`'s minute, or refuses: 429 with the seconds to wait, or
+    /// 413 for a record larger than a whole minute's bytes.
+    pub fn take_bytes(&self, agent: &str, len: usize) -> Result<(), ApiError> {
+        if self.bytes_per_minute == 0 {
+            return Ok(());
+        }
+        let cap = self.bytes_per_minute;
+        let Some(n) = u32::try_from(len).ok().filter(|n| *n <= cap) else {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "record_too_large",
+                format!(
+                    "a journal record of {len} bytes is more than an agent may write in a minute \
+                     ({cap} bytes, max_journal_bytes_per_minute)"
+                ),
+            ));
+        };
+        self.bytes
+            .take_at(agent, n, std::time::Instant::now())
+            .map_err(|wait| {
+                let mut e = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "journal_rate_limited",
+                    format!(
+                        "agent {agent:?} wrote more than {cap} bytes of journal records in a \
+                         minute (max_journal_bytes_per_minute); retry in {wait} s"
+                    ),
+                );
+                e.retry_after_secs = Some(wait);
+                e
+            })
     }
 }
 

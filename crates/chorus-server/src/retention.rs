@@ -32,6 +32,11 @@ pub struct RetentionConfig {
     /// are kept). Default 7 days.
     #[serde(default = "default_confirmations_secs")]
     pub confirmations_secs: f64,
+    /// Agents' journal records, delivery histories and handlers' once-only records (the
+    /// store's effect records), after they were written; kept while an older message still
+    /// waits in an inbox. Default 30 days.
+    #[serde(default = "default_records_secs")]
+    pub records_secs: f64,
     /// How often the pruner runs (each wait varies by up to a tenth either way). Default 60.
     #[serde(default = "default_interval_secs")]
     pub interval_secs: f64,
@@ -53,6 +58,10 @@ fn default_confirmations_secs() -> f64 {
     7.0 * DAY
 }
 
+fn default_records_secs() -> f64 {
+    30.0 * DAY
+}
+
 fn default_interval_secs() -> f64 {
     60.0
 }
@@ -65,6 +74,7 @@ impl Default for RetentionConfig {
             blobs_secs: None,
             traces_secs: default_traces_secs(),
             confirmations_secs: default_confirmations_secs(),
+            records_secs: default_records_secs(),
             interval_secs: default_interval_secs(),
         }
     }
@@ -92,6 +102,7 @@ impl RetentionConfig {
             ("blobs_secs", self.blobs_secs),
             ("traces_secs", Some(self.traces_secs)),
             ("confirmations_secs", Some(self.confirmations_secs)),
+            ("records_secs", Some(self.records_secs)),
         ];
         for (key, value) in kept {
             if let Some(v) = value

@@ -223,6 +223,10 @@ impl Server {
             )),
             policy: Arc::new(Policy::new(config)),
             quota: Arc::new(crate::quota::InboxQuota::new(config.max_new_inboxes)),
+            journal_quota: Arc::new(crate::quota::JournalQuota::new(
+                config.max_journal_records,
+                config.max_journal_bytes_per_minute,
+            )),
             streams: Arc::new(crate::streams::StreamCap::new(config.max_streams_per_agent)),
             rate: Arc::new(RateLimiter::new(config.rate_per_sec, config.rate_burst)),
             settle_rate: Arc::new(RateLimiter::new(

@@ -45,6 +45,8 @@ pub struct Shared {
     pub policy: Arc<Policy>,
     /// How many new inboxes each agent has created by publishing.
     pub quota: Arc<crate::quota::InboxQuota>,
+    /// How much each agent may write to its journals.
+    pub journal_quota: Arc<crate::quota::JournalQuota>,
     /// How many inbox streams each agent holds open.
     pub streams: Arc<crate::streams::StreamCap>,
     /// Per-agent limits on publishing.

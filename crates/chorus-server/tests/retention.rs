@@ -1,6 +1,6 @@
 //! Retention and paging over real HTTP: with seconds-long retention, the background pruner
-//! removes old messages, dead letters, blobs, trace contexts and confirmations, keeps fresh ones
-//! and counts what it removed; listings are walked a page at a time.
+//! removes old messages, dead letters, blobs, trace contexts, confirmations and journal records,
+//! keeps fresh ones and counts what it removed; listings are walked a page at a time.
 
 mod common;
 
@@ -54,7 +54,7 @@ fn ids(page: &Value) -> Vec<String> {
 
 /// One of everything the pruner removes, named by `tag` (`n` numbers its handoff): a message
 /// with an image of its own, a handoff with a trace context (both acknowledged by bob), a dead
-/// letter and a rejected confirmation. Returns (blob path, handoff id, confirmation id).
+/// letter, a rejected confirmation and a journal record of alice's task. Returns (blob path, handoff id, confirmation id).
 async fn one_of_each(server: &TestServer, tag: &str, n: u32) -> (String, String, String) {
     let image = format!("image {tag}").into_bytes();
     let m = json!({
@@ -105,6 +105,14 @@ async fn one_of_each(server: &TestServer, tag: &str, n: u32) -> (String, String,
         .await
         .unwrap();
     assert_eq!(rejected.status(), 200);
+    let recorded = client()
+        .put(server.url(&format!("/v1/agents/alice/journal/task-{tag}/step-1")))
+        .bearer_auth(ALICE)
+        .json(&json!({"step": tag}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(recorded.status(), 201);
     let handoff_id = h["metadata"]["message_id"].as_str().unwrap().to_owned();
     (blob_path(&image), handoff_id, confirmation)
 }
@@ -144,6 +152,7 @@ async fn the_pruner_removes_old_entries_of_every_kind_and_keeps_fresh_ones() {
     config.retention.dead_letters_secs = RETENTION_SECS;
     config.retention.traces_secs = RETENTION_SECS;
     config.retention.confirmations_secs = RETENTION_SECS;
+    config.retention.records_secs = RETENTION_SECS;
     config.retention.interval_secs = 0.2;
     let server = TestServer::start(&db(dir.path()), &config).await;
     let (old_blob, old_handoff, old_confirmation) = one_of_each(&server, "old", 1).await;
@@ -154,6 +163,7 @@ async fn the_pruner_removes_old_entries_of_every_kind_and_keeps_fresh_ones() {
         ("confirmations", 1),
         ("dead_letters", 1),
         ("messages", 2),
+        ("records", 1),
         ("traces", 1),
     ]
     .map(|(k, n)| (k.to_owned(), n))
@@ -194,6 +204,11 @@ async fn the_pruner_removes_old_entries_of_every_kind_and_keeps_fresh_ones() {
         status_of(&server, &confirmation(&fresh_confirmation)).await,
         200
     );
+    let journal = |tag: &str| format!("/v1/agents/alice/journal/task-{tag}");
+    let old_journal = get_json(&server, &journal("old"), Some(ADMIN)).await;
+    assert_eq!(old_journal["records"], json!([]), "{old_journal}");
+    let fresh_journal = get_json(&server, &journal("fresh"), Some(ADMIN)).await;
+    assert_eq!(fresh_journal["records"][0]["record"]["step"], "fresh");
     let traces = Traces::open(&dir.path().join("chorus-confirmations.db")).unwrap();
     assert_eq!(traces.of_message(&old_handoff).await.unwrap(), None);
     assert!(traces.of_message(&fresh_handoff).await.unwrap().is_some());

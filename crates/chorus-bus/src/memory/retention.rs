@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Dead, FastMap, Log, MemoryBus, Track, lock};
+use super::{Dead, FastMap, HandledIds, Log, MemoryBus, Track, lock};
 use crate::delivery::{DeadLetter, Logged, TrackSummary};
 use crate::envelope::Envelope;
 use crate::error::BusResult;
@@ -83,6 +83,9 @@ impl MemoryBus {
         }
         if let Some(cut) = before.dead_letters_cut(now) {
             pruned.dead_letters = lock(&self.dead).prune(cut);
+        }
+        if let Some(cut) = before.effects_cut(now) {
+            pruned.effects = lock(&self.handled).prune(cut);
         }
         pruned
     }
@@ -176,5 +179,20 @@ impl Dead {
             self.letters.pop_front();
         }
         (before - self.letters.len()) as u64
+    }
+}
+
+impl HandledIds {
+    /// Drops the effect records written before `cut`, with their handled marks; returns how
+    /// many.
+    fn prune(&mut self, cut: i64) -> u64 {
+        let mut n = 0;
+        while let Some((_, effect)) = self.effects.front().filter(|(at, _)| *at < cut) {
+            let key = (effect.handler.clone(), effect.message_id.clone());
+            self.ids.remove(&key);
+            self.effects.pop_front();
+            n += 1;
+        }
+        n
     }
 }

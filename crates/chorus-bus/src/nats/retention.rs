@@ -20,7 +20,7 @@ use crate::error::BusResult;
 use crate::retention::{PRUNE_BATCH, PruneBefore, Pruned};
 
 impl NatsBus {
-    /// Prunes the log and the dead letters.
+    /// Prunes the log, the dead letters and the effect records.
     pub(super) async fn prune_now(&self, before: PruneBefore) -> BusResult<Pruned> {
         let now = now_ms();
         let mut pruned = Pruned::default();
@@ -32,6 +32,14 @@ impl NatsBus {
             // The whole stream: dead letters are under one subject per message id.
             let until = self.first_since(&stream, String::new(), cut).await?;
             pruned.dead_letters = self.purge(&stream, None, until).await?;
+        }
+        if let Some(cut) = before.effects_cut(now) {
+            // Effects are written in time order and each is its handled mark: purging the
+            // oldest frees their keys too.
+            let stream = format!("{}_DONE", self.ns);
+            let effects = format!("{}.done.>", self.ns);
+            let until = self.first_since(&stream, effects.clone(), cut).await?;
+            pruned.effects = self.purge(&stream, Some(effects), until).await?;
         }
         Ok(pruned)
     }

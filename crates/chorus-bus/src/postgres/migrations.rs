@@ -9,10 +9,17 @@ use super::options::quoted;
 use crate::error::{BusError, BusResult};
 
 /// The migrations, version 1 first; a release adds at the end and never edits one.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The PostgreSQL schema version this build knows and migrates to.
 pub const LATEST: i32 = MIGRATIONS.len() as i32;
+
+/// Effect records get the time they were written, which the pruner reads (the records
+/// written before count as written at 0, the oldest there are).
+const V2: &str = "
+ALTER TABLE effects ADD COLUMN at_ms BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX effects_at ON effects (at_ms, id);
+";
 
 const V1: &str = "
 CREATE TABLE messages (

@@ -363,6 +363,10 @@ impl Backend for PostgresBus {
         queue::effects(&self.client().await?, handler).await
     }
 
+    async fn effect_count(&self, handler: &str) -> BusResult<u64> {
+        queue::effect_count(&self.client().await?, handler).await
+    }
+
     async fn task_messages(
         &self,
         task_id: &str,
@@ -415,6 +419,9 @@ impl Backend for PostgresBus {
         }
         if let Some(cut) = before.dead_letters_cut(now) {
             pruned.dead_letters = retention::prune_dead(&self.pool, cut).await?;
+        }
+        if let Some(cut) = before.effects_cut(now) {
+            pruned.effects = retention::prune_effects(&self.pool, cut).await?;
         }
         Ok(pruned)
     }

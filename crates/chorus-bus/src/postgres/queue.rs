@@ -375,12 +375,15 @@ pub(super) async fn record_handled(
         .prepare_cached(
             "WITH h AS (INSERT INTO handled (handler, message_id) VALUES ($1, $2) \
              ON CONFLICT DO NOTHING RETURNING 1) \
-             INSERT INTO effects (handler, message_id, record) SELECT $1, $2, $3 FROM h",
+             INSERT INTO effects (handler, message_id, record, at_ms) SELECT $1, $2, $3, $4 FROM h",
         )
         .await
         .map_err(pg_error)?;
     let n = c
-        .execute(&statement, &[&handler, &message_id, &record])
+        .execute(
+            &statement,
+            &[&handler, &message_id, &record, &crate::config::now_ms()],
+        )
         .await
         .map_err(pg_error)?;
     Ok(n == 1)
@@ -400,6 +403,20 @@ pub(super) async fn is_handled(
         .await
         .map_err(pg_error)?
         .is_some())
+}
+
+/// How many effects `handler` has.
+pub(super) async fn effect_count(c: &impl GenericClient, handler: &str) -> BusResult<u64> {
+    let statement = c
+        .prepare_cached("SELECT COUNT(*) FROM effects WHERE handler = $1")
+        .await
+        .map_err(pg_error)?;
+    let n: i64 = c
+        .query_one(&statement, &[&handler])
+        .await
+        .map_err(pg_error)?
+        .get(0);
+    Ok(n.unsigned_abs())
 }
 
 /// The effects of `handler` in commit order.

@@ -37,6 +37,18 @@ WITH old AS (
 )
 SELECT COUNT(*) FROM gone";
 
+/// One batch of effect records written before $1, oldest first, with their handled marks (so
+/// that their keys may be written again).
+const EFFECTS_SQL: &str = "
+WITH old AS (
+    SELECT id FROM effects WHERE at_ms < $1 ORDER BY id LIMIT $2
+), gone AS (
+    DELETE FROM effects WHERE id IN (SELECT id FROM old) RETURNING handler, message_id
+), unmarked AS (
+    DELETE FROM handled h USING gone g WHERE h.handler = g.handler AND h.message_id = g.message_id
+)
+SELECT COUNT(*) FROM gone";
+
 /// Deletes the messages published before `cut` that no queue holds; returns how many.
 pub(super) async fn prune_messages(pool: &Pool, cut: i64) -> BusResult<u64> {
     let (mut deleted, mut from) = (0u64, 0i64);
@@ -62,13 +74,24 @@ pub(super) async fn prune_messages(pool: &Pool, cut: i64) -> BusResult<u64> {
 
 /// Deletes the dead letters recorded before `cut`; returns how many.
 pub(super) async fn prune_dead(pool: &Pool, cut: i64) -> BusResult<u64> {
+    prune_older(pool, DEAD_SQL, cut).await
+}
+
+/// Deletes the effect records written before `cut`; returns how many.
+pub(super) async fn prune_effects(pool: &Pool, cut: i64) -> BusResult<u64> {
+    prune_older(pool, EFFECTS_SQL, cut).await
+}
+
+/// Runs `sql` (one batch of rows older than $1, at most $2, answering how many it deleted)
+/// until a batch finds fewer than a whole batch; returns the rows deleted.
+async fn prune_older(pool: &Pool, sql: &str, cut: i64) -> BusResult<u64> {
     let mut deleted = 0u64;
     let batch = i64::try_from(PRUNE_BATCH).unwrap_or(i64::MAX);
     loop {
         let started = Instant::now();
         let c = pool.get().await.map_err(pool_error)?;
         let n: i64 = c
-            .query_one(DEAD_SQL, &[&cut, &batch])
+            .query_one(sql, &[&cut, &batch])
             .await
             .map_err(pg_error)?
             .get(0);

@@ -8,7 +8,9 @@
 //! keys, in log order) and hash `ns:base` (entries pruned from the head of each log, so that
 //! numbers go on), hash `ns:dead` (dead letters) with sorted set `ns:dead:ids` (their ids and
 //! times) and sorted sets `ns:dead:msg:<message id>` (the letters a message's deliveries became), set `ns:bindings`, hash
-//! `ns:done:<handler>` plus list `ns:effects:<handler>` (handled ids and their effects) and
+//! `ns:done:<handler>` plus list `ns:effects:<handler>` (handled ids and their effects) with
+//! sorted set `ns:effects_at` (each effect's time, for the pruner; effects written before it
+//! existed are not in it and are kept), and
 //! `ns:seen:<id>` keys (the content digest) expiring after the dedupe window; they live on the
 //! server, so a reconnect keeps them, and a server restart too when Redis persists its data.
 //! Publishing runs as one Lua script, so de-duplication, queues and logs change together. A nack delay longer than `ack_wait` is
@@ -722,6 +724,7 @@ impl Backend for RedisBus {
             .arg(handler)
             .arg(message_id)
             .arg(value)
+            .arg(crate::config::now_ms())
             .invoke_async(&mut con)
             .await
             .map_err(redis_error)?;
@@ -753,6 +756,13 @@ impl Backend for RedisBus {
             });
         }
         Ok(out)
+    }
+
+    async fn effect_count(&self, handler: &str) -> BusResult<u64> {
+        self.con()
+            .llen(format!("{}:effects:{handler}", self.ns))
+            .await
+            .map_err(redis_error)
     }
 
     async fn tasks_page(&self, after: Option<&str>, limit: usize) -> BusResult<Page<TrackSummary>> {

@@ -287,6 +287,9 @@ impl RedisBus {
             self.index_old_dead_letters().await?;
             pruned.dead_letters = self.prune_batches(scripts::prune_dead, cut).await?;
         }
+        if let Some(cut) = before.effects_cut(now) {
+            pruned.effects = self.prune_batches(scripts::prune_effects, cut).await?;
+        }
         Ok(pruned)
     }
 

@@ -112,16 +112,36 @@ return 1
     ))
 });
 
-/// ARGV: ns, handler, message id, committed value; returns 1 when first, 0 when already there.
+/// ARGV: ns, handler, message id, committed value, now (Unix ms); returns 1 when first, 0 when
+/// already there. The record's time goes into `ns:effects_at` (the pruner's index).
 static COMMIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local ns, handler, id = ARGV[1], ARGV[2], ARGV[3]
 if redis.call('HSETNX', ns .. ':done:' .. handler, id, ARGV[4]) == 1 then
   redis.call('RPUSH', ns .. ':effects:' .. handler, id)
+  redis.call('ZADD', ns .. ':effects_at', ARGV[5], cjson.encode({handler, id}))
   return 1
 end
 return 0
+",
+    )
+});
+
+/// ARGV: ns, cut (Unix ms), most entries; deletes the oldest effect records written before the
+/// cut, with their handled marks; returns how many.
+static PRUNE_EFFECTS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local ns, cut, max = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local old = redis.call('ZRANGEBYSCORE', ns .. ':effects_at', '-inf', '(' .. cut, 'LIMIT', 0, max)
+for _, member in ipairs(old) do
+  local e = cjson.decode(member)
+  redis.call('HDEL', ns .. ':done:' .. e[1], e[2])
+  redis.call('LREM', ns .. ':effects:' .. e[1], 1, e[2])
+  redis.call('ZREM', ns .. ':effects_at', member)
+end
+return #old
 ",
     )
 });
@@ -237,6 +257,11 @@ pub(super) fn prune_log() -> ScriptInvocation<'static> {
 /// An invocation of the dead-letter pruning script.
 pub(super) fn prune_dead() -> ScriptInvocation<'static> {
     PRUNE_DEAD.prepare_invoke()
+}
+
+/// An invocation of the effect-record pruning script.
+pub(super) fn prune_effects() -> ScriptInvocation<'static> {
+    PRUNE_EFFECTS.prepare_invoke()
 }
 
 /// An invocation of the script indexing dead letters recorded before the index existed.

@@ -355,6 +355,13 @@ impl Backend for SqliteBus {
             .await
     }
 
+    async fn effect_count(&self, handler: &str) -> BusResult<u64> {
+        let h = handler.to_owned();
+        self.writer
+            .call(false, move |c| schema::effect_count(c, &h))
+            .await
+    }
+
     async fn task_messages(
         &self,
         task_id: &str,
@@ -420,6 +427,12 @@ impl Backend for SqliteBus {
             pruned.dead_letters =
                 retention::in_batches(&self.writer, move |c, _| retention::prune_dead(c, cut))
                     .await?;
+        }
+        if let Some(cut) = before.effects_cut(now) {
+            pruned.effects = retention::in_batches(&self.writer, move |c, from| {
+                retention::prune_effects(c, cut, from)
+            })
+            .await?;
         }
         Ok(pruned)
     }

@@ -133,6 +133,39 @@ pub(super) fn prune_dead(conn: &Connection, cut: i64) -> BusResult<Batch> {
     })
 }
 
+/// Deletes one batch of effect records written before `cut`, after row `from`, with their
+/// handled marks (so that their keys may be written again).
+pub(super) fn prune_effects(conn: &Connection, cut: i64, from: i64) -> BusResult<Batch> {
+    let rows = oldest(
+        conn,
+        "SELECT id, at_ms FROM effects WHERE id > ?1 ORDER BY id LIMIT ?2",
+        from,
+    )?;
+    let (old, more) = older(&rows, cut);
+    let Some(&hi) = old.last() else {
+        return Ok(Batch {
+            deleted: 0,
+            last: from,
+            more: false,
+        });
+    };
+    conn.prepare_cached(
+        "DELETE FROM handled WHERE (handler, message_id) IN \
+         (SELECT handler, message_id FROM effects WHERE id > ?1 AND id <= ?2)",
+    )
+    .and_then(|mut s| s.execute([from, hi]))
+    .map_err(storage_error)?;
+    let deleted = conn
+        .prepare_cached("DELETE FROM effects WHERE id > ?1 AND id <= ?2")
+        .and_then(|mut s| s.execute([from, hi]))
+        .map_err(storage_error)? as u64;
+    Ok(Batch {
+        deleted,
+        last: hi,
+        more,
+    })
+}
+
 /// When the oldest message a queue still holds was published.
 pub(super) fn oldest_waiting(conn: &Connection) -> BusResult<Option<i64>> {
     conn.prepare_cached(

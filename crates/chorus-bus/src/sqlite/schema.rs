@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS handled (
     PRIMARY KEY (handler, message_id)
 );
 CREATE TABLE IF NOT EXISTS effects (
-    id INTEGER PRIMARY KEY, handler TEXT NOT NULL, message_id TEXT NOT NULL, record BLOB NOT NULL
+    id INTEGER PRIMARY KEY, handler TEXT NOT NULL, message_id TEXT NOT NULL, record BLOB NOT NULL,
+    at_ms INTEGER NOT NULL DEFAULT 0
 );
 -- An agent's journal is read by handler on every tool call and step: without it, each read
 -- scanned every handler's records.
@@ -108,7 +109,26 @@ pub(crate) fn open(conn: &Connection) -> BusResult<()> {
         return Err(BusError::Corrupt(problems.join("; ")));
     }
     conn.execute_batch(SCHEMA).map_err(storage_error)?;
-    number_dead_letters_once(conn)
+    number_dead_letters_once(conn)?;
+    time_effects_once(conn)
+}
+
+/// Gives the effects of a file made before they had a time (`at_ms`, which the pruner reads)
+/// that column; their records count as written at 0, the oldest there are.
+fn time_effects_once(conn: &Connection) -> BusResult<()> {
+    let timed: bool = conn
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('effects') WHERE name = 'at_ms'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(storage_error)?
+        > 0;
+    if !timed {
+        conn.execute_batch("ALTER TABLE effects ADD COLUMN at_ms INTEGER NOT NULL DEFAULT 0")
+            .map_err(storage_error)?;
+    }
+    Ok(())
 }
 
 /// Gives a file made before dead-letter ids were numbered once (`INTEGER PRIMARY KEY` without
@@ -356,8 +376,8 @@ pub(crate) fn record_handled(
         == 1;
     if fresh {
         conn.execute(
-            "INSERT INTO effects (handler, message_id, record) VALUES (?1, ?2, ?3)",
-            params![handler, message_id, record],
+            "INSERT INTO effects (handler, message_id, record, at_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![handler, message_id, record, crate::now_ms()],
         )
         .map_err(storage_error)?;
     }
@@ -386,6 +406,15 @@ pub(crate) fn effects(conn: &Connection, handler: &str) -> BusResult<Vec<EffectR
         })
         .map_err(storage_error)?;
     rows.collect::<Result<_, _>>().map_err(storage_error)
+}
+
+/// How many effects `handler` has.
+pub(crate) fn effect_count(conn: &Connection, handler: &str) -> BusResult<u64> {
+    count(
+        conn,
+        "SELECT COUNT(*) FROM effects WHERE handler = ?1",
+        [handler],
+    )
 }
 
 /// Messages whose `column` (task_id or correlation_id) equals `value`, in publish order.
@@ -602,6 +631,41 @@ mod tests {
             )
             .unwrap();
         assert_eq!(indexed, 1, "the index by message id is on the new table");
+    }
+
+    #[test]
+    fn older_effects_get_a_time_once_and_count_as_the_oldest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE effects (id INTEGER PRIMARY KEY, handler TEXT NOT NULL,
+                 message_id TEXT NOT NULL, record BLOB NOT NULL);
+             INSERT INTO effects (handler, message_id, record) VALUES ('journal/a/t', 'k1', x'7b');",
+        )
+        .unwrap();
+        drop(old);
+        for _ in 0..2 {
+            // Twice: the second open finds it done.
+            let conn = Connection::open(&path).unwrap();
+            open(&conn).unwrap();
+        }
+        let conn = Connection::open(&path).unwrap();
+        assert!(record_handled(&conn, "journal/a/t", "k2", b"{}").unwrap());
+        let times: Vec<(String, i64)> = conn
+            .prepare("SELECT message_id, at_ms FROM effects ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(times[0], ("k1".to_owned(), 0), "the older record");
+        assert_eq!(times[1].0, "k2");
+        assert!(
+            times[1].1 > 1_700_000_000_000,
+            "a new record has its time: {times:?}"
+        );
+        assert_eq!(effect_count(&conn, "journal/a/t").unwrap(), 2);
     }
 
     #[test]

@@ -93,6 +93,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@each $setup, $backend;
             old_acknowledged_messages_are_pruned_and_recent_ones_kept,
             old_dead_letters_are_pruned_and_recent_ones_kept,
+            old_effect_records_are_pruned_and_their_keys_freed,
             an_old_unacknowledged_message_is_kept_and_delivered,
             listings_are_read_a_page_at_a_time, the_dead_letters_of_a_message_are_found_by_its_id, a_dead_letter_id_is_never_handed_out_again,
             same_content_reserialised_is_a_duplicate, other_content_under_a_stored_id_is_a_conflict,

@@ -58,13 +58,15 @@ pub async fn old_acknowledged_messages_are_pruned_and_recent_ones_kept(f: &Fixtu
     let before = PruneBefore {
         messages_ms: Some(cut),
         dead_letters_ms: None,
+        effects_ms: None,
     };
     let pruned = bus.prune(before).await.unwrap();
     assert_eq!(
         pruned,
         Pruned {
             messages: 3,
-            dead_letters: 0
+            dead_letters: 0,
+            effects: 0
         }
     );
     let kept: Vec<String> = bus
@@ -122,6 +124,7 @@ pub async fn old_dead_letters_are_pruned_and_recent_ones_kept(f: &Fixture) {
         .prune(PruneBefore {
             messages_ms: None,
             dead_letters_ms: Some(cut),
+            effects_ms: None,
         })
         .await
         .unwrap();
@@ -129,7 +132,8 @@ pub async fn old_dead_letters_are_pruned_and_recent_ones_kept(f: &Fixture) {
         pruned,
         Pruned {
             messages: 0,
-            dead_letters: 2
+            dead_letters: 2,
+            effects: 0
         }
     );
     let left = bus.dead_letters().await.unwrap();
@@ -160,6 +164,7 @@ pub async fn an_old_unacknowledged_message_is_kept_and_delivered(f: &Fixture) {
     bus.prune(PruneBefore {
         messages_ms: Some(now_ms()),
         dead_letters_ms: Some(now_ms()),
+        effects_ms: None,
     })
     .await
     .unwrap();
@@ -344,6 +349,7 @@ pub async fn the_dead_letters_of_a_message_are_found_by_its_id(f: &Fixture) {
     bus.prune(PruneBefore {
         messages_ms: None,
         dead_letters_ms: Some(cut),
+        effects_ms: None,
     })
     .await
     .unwrap();
@@ -366,4 +372,48 @@ pub async fn a_dead_letter_id_is_never_handed_out_again(f: &Fixture) {
         "an id shown for a deleted letter must not name another: {first} {second} {third}"
     );
     assert_eq!(bus.find_dead_letter(&second).await.unwrap(), None);
+}
+
+pub async fn old_effect_records_are_pruned_and_their_keys_freed(f: &Fixture) {
+    let bus = (f.open)(short_window()).await;
+    let (book, other) = (uid("journal/a"), uid("deliveries/m"));
+    for key in ["k1", "k2"] {
+        assert!(bus.commit_once(&book, key, b"old", &[]).await.unwrap());
+    }
+    assert!(bus.commit_once(&other, "k1", b"old", &[]).await.unwrap());
+    let cut = age_then_cut().await;
+    assert!(bus.commit_once(&book, "k3", b"new", &[]).await.unwrap());
+    assert_eq!(bus.effect_count(&book).await.unwrap(), 3);
+
+    let before = PruneBefore {
+        effects_ms: Some(cut),
+        ..PruneBefore::default()
+    };
+    assert_eq!(
+        bus.prune(before).await.unwrap(),
+        Pruned {
+            effects: 3,
+            ..Pruned::default()
+        },
+        "the three records written before the cut, of both handlers"
+    );
+    let kept: Vec<(String, Vec<u8>)> = bus
+        .effects(&book)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.message_id, e.record))
+        .collect();
+    assert_eq!(kept, [("k3".to_owned(), b"new".to_vec())]);
+    assert_eq!(bus.effect_count(&book).await.unwrap(), 1);
+    assert!(bus.effects(&other).await.unwrap().is_empty());
+    // A pruned key is no longer handled: it may be written again; a kept one may not.
+    assert!(!bus.already_handled(&book, "k1").await.unwrap());
+    assert!(bus.commit_once(&book, "k1", b"again", &[]).await.unwrap());
+    assert!(!bus.commit_once(&book, "k3", b"twice", &[]).await.unwrap());
+    assert_eq!(
+        bus.prune(before).await.unwrap(),
+        Pruned::default(),
+        "a second prune finds nothing"
+    );
 }

@@ -117,6 +117,9 @@ pub async fn records(
         (status = 400, description = "A body that is not JSON", body = ErrorBody),
         (status = 401, description = "No or unknown bearer token", body = ErrorBody),
         (status = 403, description = "Another agent's journal", body = ErrorBody),
+        (status = 413, description = "A record larger than an agent may write in a minute (`record_too_large`)", body = ErrorBody),
+        (status = 422, description = "The journal holds `max_journal_records` records (`journal_full`)", body = ErrorBody),
+        (status = 429, description = "More than `max_journal_bytes_per_minute` bytes of records this minute, or the rate limit; with `Retry-After`", body = ErrorBody),
         (status = 503, description = "The store failed", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -138,6 +141,21 @@ pub async fn record(
     let bytes = body.map_err(|e| body_error(&e, app.max_body_bytes))?;
     let record: Value = parse_json(&bytes)?;
     let book = Book::new(&path.agent, &path.task_id);
+    // Under the journal quotas: records per journal, bytes per agent a minute (an admin's
+    // writes count against the journal's agent); a journal at its cap still answers a key it
+    // holds.
+    let held = app
+        .bus
+        .effect_count(&book.handler())
+        .await
+        .map_err(failed)?;
+    if let Err(full) = app
+        .journal_quota
+        .check_records(&path.agent, &path.task_id, held)
+    {
+        already_recorded(&app, &book, &path.key, full).await?;
+    }
+    app.journal_quota.take_bytes(&path.agent, bytes.len())?;
     let fresh = journal(&app)
         .record(&book, &path.key, &record)
         .await
@@ -147,6 +165,21 @@ pub async fn record(
     } else {
         StatusCode::OK
     })
+}
+
+/// A journal at its cap still answers a write of a key it holds (200, nothing changed, as
+/// below the cap): a retry of a record made before the cap was reached is not refused.
+async fn already_recorded(
+    app: &AppState,
+    book: &Book,
+    key: &str,
+    full: ApiError,
+) -> Result<(), ApiError> {
+    match app.bus.already_handled(&book.handler(), key).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(full),
+        Err(e) => Err(failed(e)),
+    }
 }
 
 /// Refuses (403) a record written by an agent other than the journal's own: one that may read
