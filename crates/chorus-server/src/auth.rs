@@ -18,6 +18,16 @@ pub enum Caller {
     Admin,
 }
 
+impl Caller {
+    /// The caller's agent id, or `admin`.
+    pub fn name(&self) -> &str {
+        match self {
+            Caller::Agent(id) => id,
+            Caller::Admin => "admin",
+        }
+    }
+}
+
 /// SHA-256 of a token, as 64 lower-case hex digits (the form kept in the config).
 pub fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))

@@ -64,6 +64,11 @@ pub struct ServerConfig {
     /// 0 turns the limit off.
     #[serde(default = "default_max_new_inboxes")]
     pub max_new_inboxes: usize,
+    /// Keep each message's delivery history (every send with its reader and stream, hand-overs,
+    /// nacks, acks; shown on the task page and by `GET /v1/deliveries`), written beside the
+    /// message in the store in the background. Default true.
+    #[serde(default = "default_true")]
+    pub delivery_history: bool,
     /// Records one journal (an agent's, for one task) may hold; a record past it is refused
     /// with 422 (the pruner removes records after `[retention] records_secs`). 0 turns the cap
     /// off.
@@ -280,6 +285,10 @@ fn default_max_new_inboxes() -> usize {
     1000
 }
 
+fn default_true() -> bool {
+    true
+}
+
 fn default_max_journal_records() -> u64 {
     10_000
 }
@@ -320,6 +329,7 @@ impl Default for ServerConfig {
             accept_unknown_recipients: false,
             accept_volatile_store: false,
             max_new_inboxes: default_max_new_inboxes(),
+            delivery_history: true,
             max_journal_records: default_max_journal_records(),
             max_journal_bytes_per_minute: default_max_journal_bytes_per_minute(),
             max_streams_per_agent: default_max_streams_per_agent(),

@@ -78,8 +78,10 @@ impl Entry {
 /// What [`Inboxes::claim`] did for a stream.
 #[derive(Debug)]
 pub enum Claim {
-    /// It took a held delivery for the stream: its new number, the delivery, its trace context.
-    Taken(u64, Delivery, Option<String>),
+    /// It took a held delivery for the stream: its new number, the delivery, its trace context
+    /// and the stream it was last sent on (this one, for what a resumed stream's client had
+    /// not read yet; another, for a hand-over).
+    Taken(u64, Delivery, Option<String>, u64),
     /// Nothing to take, or no room: how many deliveries the stream holds unsettled.
     Holds(usize),
 }
@@ -275,9 +277,10 @@ impl Inboxes {
             return Claim::Holds(holds);
         };
         let seq = self.last_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let from = entry.sent_on;
         (entry.stream, entry.sent_on, entry.kept_by) = (Some(stream), stream, None);
         held.seq_of.insert(entry.delivery.envelope.id.clone(), seq);
-        let taken = Claim::Taken(seq, entry.delivery.clone(), entry.traceparent.clone());
+        let taken = Claim::Taken(seq, entry.delivery.clone(), entry.traceparent.clone(), from);
         held.by_seq.insert(seq, entry);
         taken
     }
@@ -350,7 +353,7 @@ impl Inboxes {
     /// When `agent`'s inbox has no open stream on this server, forgets and returns the
     /// deliveries it holds for no stream (to be given back to the store); else nothing, as an
     /// open stream takes them itself.
-    pub fn orphans(&self, agent: &str) -> Vec<Delivery> {
+    pub fn orphans(&self, agent: &str) -> Vec<(Delivery, u64)> {
         let open = self.wakers.lock().expect("inbox wakers lock");
         if open.contains_key(agent) {
             return Vec::new();
@@ -367,7 +370,7 @@ impl Inboxes {
             let orphan = e.stream.is_none() && e.lease_until > now;
             if orphan {
                 seq_of.remove(&e.delivery.envelope.id);
-                out.push(e.delivery.clone());
+                out.push((e.delivery.clone(), e.sent_on));
             }
             !orphan
         });
@@ -377,13 +380,13 @@ impl Inboxes {
         out
     }
 
-    /// The held delivery of `message_id` for `agent`, how long it has been held and its trace
-    /// context.
+    /// The held delivery of `message_id` for `agent`, how long it has been held, its trace
+    /// context and the stream it was last sent on.
     pub fn get(
         &self,
         agent: &str,
         message_id: &str,
-    ) -> Option<(Delivery, Duration, Option<String>)> {
+    ) -> Option<(Delivery, Duration, Option<String>, u64)> {
         let mut agents = self.agents.lock().expect("inboxes lock");
         let grace = self.ack_wait_of(agent);
         let entry = agents
@@ -393,6 +396,7 @@ impl Inboxes {
             entry.delivery.clone(),
             entry.since.elapsed(),
             entry.traceparent.clone(),
+            entry.sent_on,
         ))
     }
 
@@ -460,7 +464,7 @@ mod tests {
         /// What was taken, if anything.
         fn taken(self) -> Option<(u64, Delivery, Option<String>)> {
             match self {
-                Claim::Taken(seq, d, tp) => Some((seq, d, tp)),
+                Claim::Taken(seq, d, tp, _) => Some((seq, d, tp)),
                 Claim::Holds(_) => None,
             }
         }
@@ -529,7 +533,7 @@ mod tests {
         ));
         inboxes.hold("a", stream, delivery("m1", "t3"), None);
         assert_eq!(inboxes.in_flight("a", stream), 2);
-        let (d, _, traceparent) = inboxes.get("a", "m1").unwrap();
+        let (d, _, traceparent, _) = inboxes.get("a", "m1").unwrap();
         assert_eq!((d.token.as_str(), traceparent), ("t3", None));
         inboxes.settle("a", &delivery("m1", "t1"));
         assert!(

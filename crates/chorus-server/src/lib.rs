@@ -33,6 +33,7 @@ mod body_edge;
 pub mod config;
 mod connections;
 mod error;
+mod history;
 mod ids;
 mod inbox;
 mod layers;

@@ -37,6 +37,8 @@ pub struct Metrics {
     pub ack_seconds: Histogram,
     /// Messages stored for an inbox and not yet acknowledged, per inbox, read at each scrape.
     backlog: Family<Labels, Gauge>,
+    /// Delivery history events dropped because the store was too far behind.
+    pub history_dropped: Counter,
     /// What the pruner removed, per kind.
     pruned: Family<Labels, Counter>,
     /// The inboxes messages were stored for through this server.
@@ -68,6 +70,11 @@ impl Default for Metrics {
             &mut registry,
             "dead_lettered",
             "Documents refused on publish and kept as dead letters",
+        );
+        let history_dropped = counter(
+            &mut registry,
+            "history_dropped",
+            "Delivery history events not written because the store was too far behind",
         );
         let dead_letters = Gauge::default();
         registry.register(
@@ -101,7 +108,7 @@ impl Default for Metrics {
         let pruned = Family::<Labels, Counter>::default();
         registry.register(
             "pruned",
-            "Entries removed by retention, per kind (messages, dead_letters, blobs, traces, confirmations)",
+            "Entries removed by retention, per kind (messages, dead_letters, blobs, traces, confirmations, records)",
             pruned.clone(),
         );
         Metrics {
@@ -112,6 +119,7 @@ impl Default for Metrics {
             acked,
             nacked,
             dead_lettered,
+            history_dropped,
             dead_letters,
             publish_seconds,
             ack_seconds,

@@ -215,8 +215,9 @@ impl Server {
             )
         });
         let (stop, stopping) = watch::channel(false);
+        let metrics = Arc::new(Metrics::default());
         let state = AppState::new(Shared {
-            bus,
+            bus: bus.clone(),
             tokens: Arc::new(Tokens::new(
                 config,
                 generated_admin_token.as_deref().map(hash_token),
@@ -244,7 +245,12 @@ impl Server {
                         .collect(),
                 ),
             ),
-            metrics: Arc::new(Metrics::default()),
+            history: crate::history::History::start(
+                bus.clone(),
+                config.delivery_history,
+                metrics.history_dropped.clone(),
+            ),
+            metrics,
             confirmations: side.confirmations,
             blobs: side.blobs,
             traces: side.traces,

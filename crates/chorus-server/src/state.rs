@@ -55,6 +55,8 @@ pub struct Shared {
     pub settle_rate: Arc<RateLimiter>,
     /// What is redacted before storing.
     pub redactor: Arc<Redactor>,
+    /// What happened to each delivery, written to the store in the background.
+    pub history: crate::history::History,
     /// Deliveries handed to agents over SSE and not yet settled.
     pub inboxes: Arc<Inboxes>,
     /// Counters and gauges for `/metrics`.

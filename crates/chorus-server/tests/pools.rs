@@ -574,3 +574,102 @@ fn pools_on_nats_not_built() {
 fn pools_on_redis_not_built() {
     not_built("pools", "Redis", "redis");
 }
+
+/// The delivery history of `id`, as `(queue, attempt, step, reader, stream)` with each event's
+/// time, once it holds `want` events (written in the background) or after 10 s.
+async fn history(server: &TestServer, id: &str, want: usize) -> Vec<serde_json::Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = get_json(
+            server,
+            &format!("/v1/deliveries?message_id={id}"),
+            Some(ADMIN),
+        )
+        .await;
+        let events = body["items"][0]["events"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if events.len() >= want || std::time::Instant::now() > deadline {
+            return events;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_pool_messages_history_shows_each_reader_the_hand_back_and_the_ack() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = pool_config(30);
+    c.hand_back_ms = 200;
+    for (id, token) in [("replica-1", "t-replica-1"), ("replica-2", "t-replica-2")] {
+        let mut entry =
+            chorus_server::AgentEntry::with_token_hash(chorus_server::hash_token(token));
+        entry.read = vec!["pool".into()];
+        c.agents.insert(id.into(), entry);
+    }
+    let server = TestServer::start(&db(dir.path()), &c).await;
+    let [id] = &publish_to_pool(&server, "h", 1).await[..] else {
+        unreachable!()
+    };
+    let mut first = SseReader::open(&server, "pool", "t-replica-1", None).await;
+    assert_eq!(delivered(&first.next().await), (id.clone(), 1));
+    // The first holder dies (its connection drops, as with kill -9): after the hand-back wait
+    // the message goes back to the store and comes again, to the other replica.
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut second = SseReader::open(&server, "pool", "t-replica-2", None).await;
+    assert_eq!(delivered(&second.next().await), (id.clone(), 2));
+    assert_eq!(settle(&server, "pool", "t-replica-2", id, "ack").await, 204);
+
+    let events = history(&server, id, 4).await;
+    let steps: Vec<(u64, &str, Option<&str>)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["attempt"].as_u64().unwrap(),
+                e["step"].as_str().unwrap(),
+                e["reader"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (1, "sent", Some("replica-1")),
+            (1, "handed_back", None),
+            (2, "sent", Some("replica-2")),
+            (2, "acked", Some("replica-2")),
+        ],
+        "{events:?}"
+    );
+    assert!(events.iter().all(|e| e["queue"] == "pool"), "{events:?}");
+    assert_eq!(
+        events[0]["stream"], events[1]["stream"],
+        "handed back from the stream it was sent on"
+    );
+    assert_ne!(events[0]["stream"], events[2]["stream"]);
+    let times: Vec<i64> = events
+        .iter()
+        .map(|e| e["at_ms"].as_i64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(
+        times[1] - times[0] >= 200,
+        "handed back after the hand-back wait: {times:?}"
+    );
+    // An admin-only route; an unknown id has no events.
+    let r = client()
+        .get(server.url(&format!("/v1/deliveries?message_id={id}")))
+        .bearer_auth(BOB)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        history(&server, "never-sent", 0).await,
+        Vec::<serde_json::Value>::new()
+    );
+    drop(second);
+    server.stop().await;
+}

@@ -29,7 +29,7 @@ pub struct After {
     pub limit: Option<usize>,
 }
 
-/// Most message ids of one `GET /v1/dead-letters?message_id=…`.
+/// Most message ids of one `GET /v1/dead-letters?message_id=…` or `GET /v1/deliveries`.
 pub const MAX_MESSAGE_IDS: usize = 100;
 
 /// Which dead letters: a page of all of them, or those of some messages.
@@ -95,6 +95,21 @@ async fn dead_letters_of(
             "message_id reads every dead letter of its ids: leave out limit and after",
         ));
     }
+    let mut letters = Vec::new();
+    for id in message_ids(ids)? {
+        letters.extend(app.bus.dead_letters_of(id).await?);
+    }
+    letters.sort_by_key(|d| d.at_ms);
+    Ok(DeadLetterPage {
+        total: Some(letters.len() as u64),
+        items: letters.into_iter().map(DeadLetterBody::from).collect(),
+        next: None,
+    })
+}
+
+/// The distinct ids of a comma-separated `message_id` query, each checked, at most
+/// [`MAX_MESSAGE_IDS`].
+pub(crate) fn message_ids(ids: &str) -> Result<Vec<&str>, ApiError> {
     let mut ids: Vec<&str> = ids.split(',').collect();
     let mut seen = std::collections::HashSet::new();
     ids.retain(|id| seen.insert(*id));
@@ -107,17 +122,10 @@ async fn dead_letters_of(
             ),
         ));
     }
-    let mut letters = Vec::new();
-    for id in ids {
+    for id in &ids {
         check_id("the message id", id)?;
-        letters.extend(app.bus.dead_letters_of(id).await?);
     }
-    letters.sort_by_key(|d| d.at_ms);
-    Ok(DeadLetterPage {
-        total: Some(letters.len() as u64),
-        items: letters.into_iter().map(DeadLetterBody::from).collect(),
-        next: None,
-    })
+    Ok(ids)
 }
 
 /// Delivers a dead letter again (its inbox, or a new publish when it was refused) and removes

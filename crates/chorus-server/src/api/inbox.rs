@@ -21,6 +21,7 @@ use crate::api::{document, frames};
 use crate::auth::Caller;
 use crate::config::MAX_IN_FLIGHT;
 use crate::error::{ApiError, ErrorBody};
+use crate::history::{Event, Step};
 use crate::ids::check_id;
 use crate::inbox::{Claim, Resume, StreamWakers};
 use crate::state::AppState;
@@ -99,6 +100,8 @@ fn push_event(
 struct Reader {
     app: AppState,
     agent: String,
+    /// Who reads: the caller's agent id, or `admin`.
+    reader: String,
     stream: u64,
     /// Wakes the stream when a held delivery of its inbox is settled or handed back.
     wakers: Arc<StreamWakers>,
@@ -137,11 +140,16 @@ impl Drop for Reader {
         let (app, agent) = (self.app.clone(), self.agent.clone());
         runtime.spawn(async move {
             tokio::time::sleep(app.hand_back).await;
-            for d in app.inboxes.orphans(&agent) {
+            for (d, stream) in app.inboxes.orphans(&agent) {
+                let message_id = &d.envelope.id;
                 if let Err(e) = app.bus.nack(&d, Duration::ZERO).await {
                     // Still leased in the store: it comes back after the ack wait.
                     tracing::warn!(%agent, error = %e, "a held delivery was not handed back to the store");
+                    continue;
                 }
+                tracing::info!(%agent, %message_id, attempt = d.attempt, stream, "handed back to the store: its stream closed and no other stream took it");
+                let event = Event::new(&agent, d.attempt, Step::HandedBack, stream);
+                app.history.record(message_id, event);
             }
         });
     }
@@ -183,7 +191,15 @@ impl Reader {
             let (agent, stream, max) = (&self.agent, self.stream, self.max_in_flight);
             // Counted by the claim, which may have taken back what the client had read.
             let held = match app.inboxes.claim(agent, stream, self.resumed, max) {
-                Claim::Taken(seq, d, tp) => {
+                Claim::Taken(seq, d, tp, from) => {
+                    if from != stream {
+                        let message_id = &d.envelope.id;
+                        tracing::info!(agent = %self.agent, %message_id, attempt = d.attempt, from_stream = from, stream, reader = %self.reader, "handed over to another stream");
+                        let mut sent =
+                            Event::new(agent, d.attempt, Step::Sent, stream).by(&self.reader);
+                        sent.from_stream = Some(from);
+                        app.history.record(message_id, sent);
+                    }
                     self.pending.push((seq, d, tp));
                     continue;
                 }
@@ -259,6 +275,11 @@ impl Reader {
                 correlation_id = %d.envelope.correlation_id.as_deref().unwrap_or("-"),
                 "delivered"
             );
+            if d.attempt > 1 {
+                tracing::info!(agent = %self.agent, message_id = %d.envelope.id, attempt = d.attempt, stream = self.stream, reader = %self.reader, "delivered again");
+            }
+            let sent = Event::new(&self.agent, d.attempt, Step::Sent, self.stream).by(&self.reader);
+            app.history.record(&d.envelope.id, sent);
             let seq = app
                 .inboxes
                 .hold(&self.agent, self.stream, d.clone(), tp.clone());
@@ -273,6 +294,7 @@ impl Reader {
 fn events(
     app: AppState,
     agent: String,
+    reader: String,
     resumed: Option<Resume>,
     max_in_flight: usize,
     ticket: Option<StreamTicket>,
@@ -282,6 +304,7 @@ fn events(
     let reader = Reader {
         app,
         agent,
+        reader,
         stream,
         wakers,
         resumed,
@@ -362,9 +385,11 @@ pub async fn inbox(
     };
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let resumed = app.inboxes.resume_after(last);
+    let reader = caller.name().to_owned();
     Ok(frames::response(events(
         app,
         agent,
+        reader,
         resumed,
         max_in_flight,
         ticket,
@@ -618,6 +643,11 @@ pub(crate) async fn settle_as(
                 settled(&app, &agent, &held, Settle::DeadLetter);
                 return Ok(StatusCode::NO_CONTENT);
             }
+            let mut nacked = held.event(&agent, Step::Nacked);
+            nacked.delay_ms = Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
+            app.history.record(message_id.as_str(), nacked);
+            settled_quietly(&app, &agent, &held, word);
+            return Ok(StatusCode::NO_CONTENT);
         }
         Action::DeadLetter(error) => {
             let reason = chorus_bus::DeadReason::Failed {
@@ -637,12 +667,21 @@ pub(crate) struct Held {
     /// How long it has been held.
     held_for: Duration,
     traceparent: Option<String>,
+    /// The stream it was last sent on.
+    stream: u64,
+    /// Who settles it: an agent id, or `admin`.
+    by: String,
 }
 
 impl Held {
     /// The held delivery.
     pub(crate) fn delivery(&self) -> &Delivery {
         &self.delivery
+    }
+
+    /// A history event of this delivery of `agent`'s inbox, by whoever settles it.
+    fn event(&self, agent: &str, step: Step) -> Event {
+        Event::new(agent, self.delivery.attempt, step, self.stream).by(&self.by)
     }
 }
 
@@ -661,7 +700,7 @@ pub(crate) fn held(
     if let Caller::Agent(me) = caller {
         app.settle_rate.check(me)?;
     }
-    let (delivery, held_for, traceparent) = app
+    let (delivery, held_for, traceparent, stream) = app
         .inboxes
         .get(agent, message_id)
         .ok_or_else(|| not_held(agent, message_id))?;
@@ -681,6 +720,8 @@ pub(crate) fn held(
         delivery,
         held_for,
         traceparent,
+        stream,
+        by: caller.name().to_owned(),
     })
 }
 
@@ -702,8 +743,23 @@ pub(crate) fn acked(app: &AppState, agent: &str, held: Held) {
     settled(app, agent, &held, Settle::Ack);
 }
 
-/// Lets go of `held` once the store settled it by `word`: its stream may send another.
+/// Lets go of `held` once the store settled it by `word` (an ack or a dead letter), noting it
+/// in the delivery history: its stream may send another.
 fn settled(app: &AppState, agent: &str, held: &Held, word: Settle) {
+    let step = match word {
+        Settle::Ack => Some(Step::Acked),
+        Settle::DeadLetter => Some(Step::DeadLettered),
+        Settle::Nack | Settle::InProgress => None,
+    };
+    if let Some(step) = step {
+        let message_id = held.delivery.envelope.id.as_str();
+        app.history.record(message_id, held.event(agent, step));
+    }
+    settled_quietly(app, agent, held, word);
+}
+
+/// [`settled`] without the history event (the caller wrote its own).
+fn settled_quietly(app: &AppState, agent: &str, held: &Held, word: Settle) {
     let d = &held.delivery;
     app.inboxes.settle(agent, d);
     let span = telemetry::span_for("settle", word.name(), agent, d, held.traceparent.as_deref());

@@ -6,6 +6,7 @@ pub mod blobs;
 mod bodies;
 pub mod catalog;
 pub mod confirmations;
+pub mod deliveries;
 pub mod events;
 pub mod extract;
 mod frames;
@@ -146,6 +147,7 @@ pub fn router(
         .routes(routes!(journal::records))
         .routes(routes!(journal::record))
         .routes(routes!(admin::dead_letters))
+        .routes(routes!(deliveries::deliveries))
         .routes(routes!(admin::replay))
         .routes(routes!(admin::delete_dead_letter))
         .routes(routes!(admin::task))
