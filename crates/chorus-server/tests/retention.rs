@@ -163,7 +163,8 @@ async fn the_pruner_removes_old_entries_of_every_kind_and_keeps_fresh_ones() {
         ("confirmations", 1),
         ("dead_letters", 1),
         ("messages", 2),
-        ("records", 1),
+        // The journal record, and the sent and acked events of the two messages' histories.
+        ("records", 5),
         ("traces", 1),
     ]
     .map(|(k, n)| (k.to_owned(), n))
@@ -209,6 +210,11 @@ async fn the_pruner_removes_old_entries_of_every_kind_and_keeps_fresh_ones() {
     assert_eq!(old_journal["records"], json!([]), "{old_journal}");
     let fresh_journal = get_json(&server, &journal("fresh"), Some(ADMIN)).await;
     assert_eq!(fresh_journal["records"][0]["record"]["step"], "fresh");
+    let history = |id: &str| format!("/v1/deliveries?message_id={id}");
+    let old_history = get_json(&server, &history(&old_handoff), Some(ADMIN)).await;
+    assert_eq!(old_history["items"][0]["events"], json!([]), "{old_history}");
+    let fresh_history = get_json(&server, &history(&fresh_handoff), Some(ADMIN)).await;
+    assert_eq!(fresh_history["items"][0]["events"][1]["step"], "acked");
     let traces = Traces::open(&dir.path().join("chorus-confirmations.db")).unwrap();
     assert_eq!(traces.of_message(&old_handoff).await.unwrap(), None);
     assert!(traces.of_message(&fresh_handoff).await.unwrap().is_some());

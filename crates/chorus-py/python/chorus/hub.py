@@ -10,12 +10,16 @@ server's status, error code and the JSON pointer, message and hint of every issu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, AsyncIterator, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Any, AsyncIterator, Dict, Generator, Iterator, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 __all__ = ["AsyncDelivery", "AsyncHub", "Delivery", "Hub", "HubError", "Issue"]
 
@@ -48,8 +52,34 @@ def _quote(segment: str) -> str:
     return urllib.parse.quote(segment, safe="")
 
 
+def _read_timeout(response: Any, seconds: float) -> None:
+    """Sets how long the next read of an open ``urlopen`` response may wait (its socket sits
+    under the buffered reader; without one found, the timeout given at opening stays)."""
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+    if isinstance(sock, socket.socket):
+        sock.settimeout(seconds)
+
+
 class Delivery:
-    """One delivery of an inbox: the message and how to settle it."""
+    """One delivery of an inbox: the message and how to settle it.
+
+    Attributes:
+        message_id: the message's id (a handoff's ``metadata.message_id``).
+        attempt: 1 on the first delivery, one more on each redelivery (after a nack, or a
+            lease that ran out); the settle calls send it, so a settle meant for an older
+            attempt is refused (409) instead of settling the newer one.
+        message: the document exactly as it was published (a dict).
+        traceparent: the W3C trace context the message travels in, when the hub knows one.
+        agent: the inbox it came from (an agent's id or a pool's name); settles go there.
+        hub: the :class:`Hub` that read it.
+
+    The hub leased the delivery to this stream for the inbox's ack wait (``ack_wait_secs``, 30
+    seconds unless configured) when it sent it; nothing renews the lease by itself. Settle it
+    with :meth:`ack`, :meth:`nack` or :meth:`dead_letter` before the lease runs out, or extend
+    it with :meth:`in_progress` (or :meth:`renewing`, which does that in the background). A
+    delivery whose lease ran out is delivered again, perhaps to another reader, and settling
+    the old one raises :class:`HubError` 409.
+    """
 
     def __init__(self, hub: "Hub", agent: str, event: Dict[str, Any]) -> None:
         self.hub = hub
@@ -59,17 +89,50 @@ class Delivery:
         self.message: Dict[str, Any] = event["message"]
         self.traceparent: Optional[str] = event.get("traceparent")
 
+    def __repr__(self) -> str:
+        return f"Delivery({self.agent!r}, {self.message_id!r}, attempt={self.attempt})"
+
     def ack(self) -> None:
         """Done: the message will not come again."""
         self.hub.ack(self.agent, self.message_id, attempt=self.attempt)
 
     def nack(self, delay_ms: Optional[int] = None) -> None:
-        """Not done: deliver it again (after ``delay_ms``)."""
+        """Not done: deliver it again (after ``delay_ms``), as the next attempt; after the
+        inbox's last attempt (``max_deliver``, 5 unless configured) it becomes a dead letter."""
         self.hub.nack(self.agent, self.message_id, attempt=self.attempt, delay_ms=delay_ms)
 
     def in_progress(self) -> None:
-        """Still working: the ack deadline starts again."""
+        """Still working: the lease starts again (another full ack wait from now)."""
         self.hub.in_progress(self.agent, self.message_id, attempt=self.attempt)
+
+    def dead_letter(self, error: str = "") -> None:
+        """Given up: the message becomes a dead letter now (reason ``failed``, with ``error``),
+        without further attempts."""
+        self.hub.dead_letter(self.agent, self.message_id, attempt=self.attempt, error=error)
+
+    @contextlib.contextmanager
+    def renewing(self, every: float = 10.0) -> Iterator["Delivery"]:
+        """Renews the lease (:meth:`in_progress`) every ``every`` seconds from a background
+        thread while the ``with`` block runs; keep ``every`` well under the inbox's ack wait.
+        Renewal stops at the end of the block (settle the delivery in it or after it), and for
+        good when the hub refuses a renewal (the delivery was settled, or its lease had already
+        run out)."""
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(every):
+                try:
+                    self.in_progress()
+                except HubError:
+                    return
+
+        thread = threading.Thread(target=renew, name=f"renew {self.message_id}", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
 
 
 class Hub:
@@ -132,9 +195,21 @@ class Hub:
     # -- inboxes -------------------------------------------------------------------
 
     def inbox(self, agent: str, *, max_in_flight: Optional[int] = None,
-              idle_timeout: Optional[float] = None) -> Iterator[Delivery]:
-        """The deliveries of ``agent``'s inbox as they come (Server-Sent Events); ends when
-        nothing came for ``idle_timeout`` seconds (never, by default). Settle each delivery."""
+              idle_timeout: Optional[float] = None) -> Generator[Delivery, None, None]:
+        """The deliveries of ``agent``'s inbox (an agent's id, or a pool the token may read) as
+        they come, over one Server-Sent Events stream; settle each.
+
+        The stream holds at most ``max_in_flight`` unsettled deliveries (default: the inbox's
+        ``max_in_flight`` in the hub's config, else 16) and gets the next one when one is acked,
+        nacked or dead-lettered. Each is leased from the moment the hub gives it to the stream,
+        so a delivery's lease runs while the loop still handles an earlier one; this iterator
+        never renews a lease (see :class:`Delivery`). Every open stream of an inbox competes for
+        its messages: each delivery goes to one of them.
+
+        The iterator ends when nothing came for ``idle_timeout`` seconds (never, by default) or
+        when the hub closes the stream; leaving the loop closes it. A closed stream's unsettled
+        deliveries go at once to the inbox's other open streams; with none open they go back to
+        the inbox, as a new attempt, after ``hand_back_ms`` (a second unless configured)."""
         path = f"/v1/agents/{_quote(agent)}/inbox"
         query = "" if max_in_flight is None else f"?max_in_flight={max_in_flight}"
         request = urllib.request.Request(self.url + path + query)
@@ -143,12 +218,27 @@ class Hub:
         try:
             response = urllib.request.urlopen(request, timeout=idle_timeout)
         except urllib.error.HTTPError as error:
-            raise HubError(error.code, json.loads(error.read() or b"{}")) from None
+            raw = error.read()
+            try:
+                parsed = json.loads(raw) if raw else {}
+            except json.JSONDecodeError:
+                parsed = {"message": raw.decode("utf-8", "replace")}
+            raise HubError(error.code, parsed if isinstance(parsed, dict) else {},
+                           error.headers.get("Retry-After")) from None
         except (urllib.error.URLError, OSError) as error:
             raise HubError(0, {"message": str(error)}) from None
+        # A silent stream gets a keep-alive comment every 15 s, which would start the socket's
+        # timeout again: the time since the last delivery is kept here, and each read may wait
+        # only for what is left of it.
+        deadline = None if idle_timeout is None else time.monotonic() + idle_timeout
         with response:
             event, data = "message", []
             while True:
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    _read_timeout(response, left)
                 try:
                     line = response.readline()
                 except (socket.timeout, TimeoutError):
@@ -168,6 +258,8 @@ class Hub:
                     continue
                 if data and event == "message":
                     yield Delivery(self, agent, json.loads("\n".join(data)))
+                    if idle_timeout is not None:
+                        deadline = time.monotonic() + idle_timeout
                 event, data = "message", []
 
     def peek(self, agent: str, limit: int = 100) -> Dict[str, Any]:
@@ -202,6 +294,11 @@ class Hub:
     def in_progress(self, agent: str, message_id: str, *, attempt: Optional[int] = None) -> None:
         """Keeps a delivery: its ack deadline starts again."""
         self._settle(agent, message_id, "in-progress", attempt)
+
+    def dead_letter(self, agent: str, message_id: str, *, attempt: Optional[int] = None,
+                    error: str = "") -> None:
+        """Gives up on a delivery: a dead letter now (reason ``failed``, with ``error``)."""
+        self._settle(agent, message_id, "dead-letter", attempt, {"error": error})
 
     # -- confirmations -------------------------------------------------------------
 
@@ -275,14 +372,19 @@ class Hub:
 
 
 class AsyncDelivery:
-    """A delivery read by :class:`AsyncHub`, settled with ``await``."""
+    """A delivery read by :class:`AsyncHub`, settled with ``await``: the attributes and the
+    lease of :class:`Delivery`."""
 
     def __init__(self, delivery: Delivery) -> None:
         self._delivery = delivery
+        self.agent = delivery.agent
         self.message_id = delivery.message_id
         self.attempt = delivery.attempt
         self.message = delivery.message
         self.traceparent = delivery.traceparent
+
+    def __repr__(self) -> str:
+        return f"AsyncDelivery({self.agent!r}, {self.message_id!r}, attempt={self.attempt})"
 
     async def ack(self) -> None:
         """Done."""
@@ -295,6 +397,30 @@ class AsyncDelivery:
     async def in_progress(self) -> None:
         """Still working."""
         await asyncio.to_thread(self._delivery.in_progress)
+
+    async def dead_letter(self, error: str = "") -> None:
+        """Given up: a dead letter now."""
+        await asyncio.to_thread(self._delivery.dead_letter, error)
+
+    @contextlib.asynccontextmanager
+    async def renewing(self, every: float = 10.0) -> AsyncIterator["AsyncDelivery"]:
+        """See :meth:`Delivery.renewing`: ``async with``, renewed from a task."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(every)
+                try:
+                    await self.in_progress()
+                except HubError:
+                    return
+
+        task = asyncio.ensure_future(renew())
+        try:
+            yield self
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class AsyncHub:

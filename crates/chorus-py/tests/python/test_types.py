@@ -24,3 +24,34 @@ def test_mypy_strict_passes_on_the_tests() -> None:
         env=dict(os.environ, MYPYPATH=installed),
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+MISUSES = '''\
+from chorus import handoff
+handoff.escalation("a", "b", "NETWORK", "URGENT", {"user_id": "u", "name": "n"}, {})
+handoff.escalation("a", "b", "NETWORK", "HIGH", {"user_id": "u"}, {})
+handoff.status_update("a", "b", "DONE")
+handoff.status_update("a", "b", "COMPLETED", in_reponse_to="m-1")
+handoff.notification("a", "b", "E", "m", detail={})
+handoff.task_transfer("a", "b", "t", priority="urgent")
+handoff.status_update("a", "b", "COMPLETED", progress_percent="50")
+handoff.status_update("a", "b", "COMPLETED", in_response_to="m-1", summary="done")
+'''
+
+
+def test_mypy_catches_what_the_hub_would_refuse(tmp_path: "os.PathLike[str]") -> None:
+    """The builders' annotations carry the schemas' names, values and required keys: each line
+    of MISUSES but the first and the last is an error a type checker reports."""
+    if not os.environ.get("CHORUS_TEST_PYTHON"):
+        pytest.importorskip("mypy", reason="not run: mypy is not installed")
+    installed = os.path.dirname(os.path.dirname(os.path.abspath(chorus.__file__)))
+    script = os.path.join(tmp_path, "misuses.py")
+    with open(script, "w", encoding="utf-8") as file:
+        file.write(MISUSES)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "misuses.py"],
+        capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, MYPYPATH=installed),
+    )
+    lines = sorted({int(line.split(":")[1]) for line in result.stdout.splitlines()
+                    if line.startswith("misuses.py:") and ": error:" in line})
+    assert lines == list(range(2, 9)), result.stdout + result.stderr
