@@ -227,11 +227,15 @@ pub trait Bus: Backend {
                 if let Some(t) = d.envelope.expires_at_ms.filter(|&t| t <= now) {
                     self.dead_letter(d, DeadReason::Expired { expired_at_ms: t })
                         .await?;
+                    let message_id = &d.envelope.id;
+                    tracing::info!(%queue, %message_id, expired_at_ms = t, "expired: dead-lettered unread");
                     out.remove(i);
                 } else if d.attempt > self.config().max_deliver_for(queue) {
                     let attempts = d.attempt - 1;
                     self.dead_letter(d, DeadReason::MaxDeliver { attempts })
                         .await?;
+                    let message_id = &d.envelope.id;
+                    tracing::info!(%queue, %message_id, attempts, "dead-lettered: delivered max_deliver times without an ack");
                     out.remove(i);
                 } else {
                     i += 1;

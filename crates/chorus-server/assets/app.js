@@ -42,7 +42,8 @@ function tokenForm(message) {
   main().replaceChildren(message ? el("p", { class: "error" }, message) : "", form);
 }
 
-const fmtTime = (ms) => (typeof ms === "number" ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
+/** A time in Unix milliseconds as every part of the page writes times (`when`), or nothing. */
+const fmtTime = (ms) => (typeof ms === "number" ? when(ms) : "");
 
 /** Entries of a home page section, and of a timeline, read at once. */
 const HOME_PAGE = 20;
@@ -73,17 +74,21 @@ function pager(key, page, size, noun) {
     at.after !== null ? el("button", { class: "first-page", onclick: go({ after: null, trail: [] }) }, "First page") : "");
 }
 
-/** A page of tasks or conversations, most recent first. */
-function catalog(kind, page) {
-  const sorted = [...page.items].sort((a, b) => (b.last_ms || 0) - (a.last_ms || 0));
+/** A page of tasks or conversations, most recent first; a conversation whose id is one of
+ * `tasks` (a task's handoffs make a conversation of the task's id) is left to the task list. */
+function catalog(kind, page, tasks) {
+  const isTask = (r) => kind === "conversation" && tasks && tasks.has(r.id);
+  const sorted = [...page.items].filter((r) => !isTask(r)).sort((a, b) => (b.last_ms || 0) - (a.last_ms || 0));
+  const left = page.items.length - sorted.length;
   return el("section", { id: `${kind}s` }, el("h2", {}, kind === "task" ? "Tasks" : "Conversations", count(page)),
     pager(`${kind}s`, page, HOME_PAGE, `${kind}s`),
+    left ? el("p", { class: "also-tasks" }, `${left} conversation${left === 1 ? "" : "s"} of this page ${left === 1 ? "is a task" : "are tasks"} listed above, not repeated here.`) : "",
     sorted.length ? el("table", { class: "catalog" },
       el("thead", {}, el("tr", {}, el("th", {}, "id"), el("th", {}, "messages"), el("th", {}, "first"), el("th", {}, "last"))),
       el("tbody", {}, sorted.map((r) => el("tr", {},
         el("td", {}, el("a", { href: `#/${kind}/${encodeURIComponent(r.id)}` }, r.id)),
         el("td", {}, r.messages), el("td", {}, fmtTime(r.first_ms)), el("td", {}, fmtTime(r.last_ms))))))
-      : el("p", { class: "empty" }, `No ${kind}s yet.`));
+      : left ? "" : el("p", { class: "empty" }, `No ${kind}s yet.`));
 }
 
 /** A page of pending confirmations with approve and reject. */
@@ -142,7 +147,10 @@ function deadLetter(d) {
       d.queue ? ` · taken from inbox ${d.queue}` : " · refused on publish",
       md.task_id ? el("a", { class: "task-link", href: `#/task/${encodeURIComponent(md.task_id)}` }, ` · task ${md.task_id}`) : ""),
     el("p", { class: "reason" }, reasonText(d.reason)),
-    el("button", { class: "replay", onclick: act("replay", "POST", `/v1/dead-letters/${id}/replay`, "replayed") }, "Replay"),
+    // An invalid document is refused again whatever is replayed: no Replay for it.
+    d.reason && d.reason.kind === "invalid"
+      ? el("span", { class: "no-replay" }, "not replayable: the document itself is invalid (publish a corrected one)")
+      : el("button", { class: "replay", onclick: act("replay", "POST", `/v1/dead-letters/${id}/replay`, "replayed") }, "Replay"),
     el("button", { class: "delete", onclick: act("delete", "DELETE", `/v1/dead-letters/${id}`, "deleted") }, "Delete"));
 }
 
@@ -169,7 +177,8 @@ const HOME_PARTS = {
   confirmations: () => part("confirmations", confirmations, () => api("GET", paged("confirmations", `/v1/confirmations?state=pending&limit=${HOME_PAGE}`))),
   "dead-letters": () => part("dead-letters", deadLetters, () => api("GET", paged("dead-letters", `/v1/dead-letters?limit=${HOME_PAGE}`))),
   tasks: () => part("tasks", (r) => catalog("task", r), () => api("GET", paged("tasks", `/v1/tasks?limit=${HOME_PAGE}`))),
-  conversations: () => part("conversations", (r) => catalog("conversation", r), () => api("GET", paged("conversations", `/v1/conversations?limit=${HOME_PAGE}`))),
+  conversations: () => part("conversations", ([r, tasks]) => catalog("conversation", r, new Set(tasks.items.map((t) => t.id))),
+    () => Promise.all([api("GET", paged("conversations", `/v1/conversations?limit=${HOME_PAGE}`)), api("GET", paged("tasks", `/v1/tasks?limit=${HOME_PAGE}`))])),
 };
 
 /** The home sections a change of `kind` (an event of GET /v1/events) may alter. */
@@ -268,10 +277,27 @@ async function deliveryStates(messages) {
       states.unknownQueues.add(q);
     }
   }));
-  for (const d of await deadLettersOf([...ids])) {
+  const [letters, histories] = await Promise.all([deadLettersOf([...ids]), historiesOf([...ids])]);
+  for (const d of letters) {
     if (d.queue && d.message_id && ids.has(d.message_id)) put(d.message_id, d.queue, { kind: "dead", letter: d });
   }
+  states.history = histories;
   return states;
+}
+
+/** The delivery histories of message ids (a map of id → events, oldest first), a request per
+ * hundred ids; an empty map when the server keeps none or cannot tell. */
+async function historiesOf(ids) {
+  const out = new Map();
+  try {
+    for (let i = 0; i < ids.length; i += IDS_PER_REQUEST) {
+      const some = ids.slice(i, i + IDS_PER_REQUEST).map(encodeURIComponent).join(",");
+      for (const h of (await api("GET", `/v1/deliveries?message_id=${some}`)).items) out.set(h.message_id, h.events);
+    }
+  } catch (e) {
+    if (e.status === 401) throw e;
+  }
+  return out;
 }
 
 /** Dead letters read a request at a time when looking for a timeline's refused documents. */
@@ -327,7 +353,7 @@ async function detail(kind, id) {
     el("p", {}, el("a", { href: "#/" }, "← home")),
     el("h2", {}, `${kind === "task" ? "Task" : "Conversation"} ${id}`),
     pager("timeline", page, TIMELINE_PAGE, "messages"),
-    totals(messages), graph(messages), swimlanes(messages), el("h3", {}, "Timeline"),
+    totals(messages), graph(messages, states), swimlanes(messages), el("h3", {}, "Timeline"),
     timeline(messages, states),
     page.next ? "" : refusedSearch((doc) => (doc.metadata || {})[key] === id));
 }

@@ -141,13 +141,63 @@ function deliveryText(d) {
   }
 }
 
-/** The delivery state of each recipient of message `m` (`states`: see app.js `deliveryStates`). */
+/** One event of a delivery history in words (`events`: the whole history of its copy, to tell
+ * which reader a stream was). */
+function historyText(e, events) {
+  const readerOf = (stream) => (events.find((x) => x.step === "sent" && x.stream === stream) || {}).reader;
+  const on = (stream) => `stream ${stream}${readerOf(stream) ? ` of ${readerOf(stream)}` : ""}`;
+  switch (e.step) {
+    case "sent":
+      return e.from_stream !== undefined
+        ? `handed over from ${on(e.from_stream)} to ${e.reader || "?"} (stream ${e.stream})`
+        : `sent to ${e.reader || "?"} (stream ${e.stream})`;
+    case "handed_back": return `handed back to the store: ${on(e.stream)} closed and no other stream took it`;
+    case "nacked": return `nacked by ${e.reader || "?"}${e.delay_ms ? `, due again in ${e.delay_ms} ms` : ""}`;
+    case "acked": return `acknowledged by ${e.reader || "?"}`;
+    case "dead_lettered": return `dead-lettered by ${e.reader || "?"}`;
+    default: return e.step;
+  }
+}
+
+/** The history of one copy of a message (its events in `queue`, oldest first), attempt by
+ * attempt: each send with its reader, hand-overs, hand-backs, nacks, the ack, and an attempt
+ * whose lease passed without a word from its reader (it came again as the next one). */
+function historyView(events, letter) {
+  if (!events.length && !letter) return "";
+  const rows = [];
+  events.forEach((e, i) => {
+    const next = events[i + 1];
+    rows.push(el("li", { class: `event ${e.step}`, "data-attempt": e.attempt, "data-step": e.step },
+      el("span", { class: "attempt" }, `attempt ${e.attempt}`), " · ", historyText(e, events), " · ",
+      el("time", { datetime: new Date(e.at_ms).toISOString() }, when(e.at_ms))));
+    const settledHere = events.some((x) => x.attempt === e.attempt && x.step !== "sent");
+    if (e.step === "sent" && next && next.attempt > e.attempt && !settledHere) {
+      rows.push(el("li", { class: "event lease-passed", "data-attempt": e.attempt, "data-step": "lease_passed" },
+        el("span", { class: "attempt" }, `attempt ${e.attempt}`), " · ", `its lease passed with no ack from ${e.reader || "?"}: delivered again`));
+    }
+  });
+  if (letter) {
+    const at = typeof letter.dead_at_ms === "number" ? when(letter.dead_at_ms) : "";
+    rows.push(el("li", { class: "event dead", "data-step": "dead_letter" }, `dead letter: ${reasonText(letter.reason)}${at ? ` · ${at}` : ""}`));
+  }
+  const readers = new Set(events.filter((e) => e.step === "sent").map((e) => e.reader));
+  const attempts = new Set(events.map((e) => e.attempt));
+  return el("details", { class: "history", open: readers.size > 1 || attempts.size > 1 ? "" : null },
+    el("summary", {}, `history: ${attempts.size} attempt${attempts.size === 1 ? "" : "s"}, ${readers.size} reader${readers.size === 1 ? "" : "s"}`),
+    el("ol", { class: "events" }, rows));
+}
+
+/** The delivery state of each recipient of message `m`, with its history (`states`: see app.js
+ * `deliveryStates`). */
 function deliveriesView(m, states) {
   if (!states || !(m.recipients || []).length) return "";
   const mine = states.get(m.id) || new Map();
+  const history = (states.history && states.history.get(m.id)) || [];
   return el("ul", { class: "deliveries" }, m.recipients.map((q) => {
     const d = mine.get(q) || { kind: states.unknownQueues && states.unknownQueues.has(q) ? "unknown" : "acked" };
-    return el("li", { class: `delivery ${d.kind}`, "data-queue": q }, el("span", { class: "queue" }, q), ": ", deliveryText(d));
+    const events = history.filter((e) => e.queue === q);
+    return el("li", { class: `delivery ${d.kind}`, "data-queue": q }, el("span", { class: "queue" }, q), ": ", deliveryText(d),
+      historyView(events, d.kind === "dead" ? d.letter : null));
   }));
 }
 

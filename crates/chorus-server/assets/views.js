@@ -40,6 +40,8 @@ function timeOf(m) {
   }
   return own ? el("time", { datetime: own, title: "the message's own time" }, when(own)) : "";
 }
+/** "1 message", "5 messages". */
+const counted = (messages) => `${messages.length} message${messages.length === 1 ? "" : "s"}`;
 const num = (v) => (typeof v === "number" && isFinite(v) ? v : 0);
 
 /** The text of a message's content: a string or the text of its parts. */
@@ -139,13 +141,13 @@ function totals(messages) {
     t.latency += num((md.latency_ms || {}).total_time);
   }
   if (!t.reported) {
-    return el("p", { class: "totals" }, `${messages.length} messages · usage not reported (no message carries token usage, cost or latency)`);
+    return el("p", { class: "totals" }, `${counted(messages)} · usage not reported (no message carries token usage, cost or latency)`);
   }
   const some = t.reported < messages.length ? ` · reported by ${t.reported} of ${messages.length}` : "";
   return el(
     "p",
     { class: "totals" },
-    `${messages.length} messages · prompt ${t.prompt} tokens · completion ${t.completion} tokens · ` +
+    `${counted(messages)} · prompt ${t.prompt} tokens · completion ${t.completion} tokens · ` +
       `cost $${Number(t.cost.toFixed(6))} · latency ${t.latency} ms${some}`
   );
 }
@@ -237,9 +239,31 @@ function edges(messages) {
   return [...byKey.values()];
 }
 
-/** The handoff graph: agents on a circle, an arrow per sender → recipient, and the edge list. */
-function graph(messages) {
-  const es = edges(messages);
+/** Who took work from which inbox, from the delivery histories (`history`: message id →
+ * events): a pool read by its replicas becomes the place they take work from, and the replica
+ * that answered is no longer an unconnected source. */
+function takes(messages, history) {
+  const byKey = new Map();
+  for (const m of messages) {
+    const seen = new Set();
+    for (const e of (history && history.get(m.id)) || []) {
+      if (e.step !== "sent" || !e.reader || e.reader === e.queue) continue;
+      const key = JSON.stringify([e.queue, e.reader]);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const t = byKey.get(key) || { from: e.queue, to: e.reader, count: 0, types: new Set(), take: true };
+      t.count += 1;
+      byKey.set(key, t);
+    }
+  }
+  return [...byKey.values()];
+}
+
+/** The handoff graph: agents on a circle, an arrow per sender → recipient, a dashed arrow per
+ * inbox → reader that took messages from it (with `states.history`), and the edge list. */
+function graph(messages, states) {
+  const es = [...edges(messages), ...takes(messages, states && states.history)];
+  const pools = new Set(es.filter((e) => e.take).map((e) => e.from));
   const names = [...new Set(es.flatMap((e) => [e.from, e.to]))];
   // Wider than high: room for the names beside the agents on the left and right.
   const w = 640, h = 360, r = 130, cx = w / 2, cy = h / 2;
@@ -257,8 +281,8 @@ function graph(messages) {
     // Both directions drawn: each arrow moves aside, to its own right.
     const side = pairs.has(JSON.stringify([e.to, e.from])) ? 6 : 0;
     const ox = (-(y2 - y1) / d) * side, oy = ((x2 - x1) / d) * side;
-    pic.append(svg("g", { class: "edge", "data-from": e.from, "data-to": e.to },
-      svg("title", {}, `${e.from} → ${e.to}`),
+    pic.append(svg("g", { class: e.take ? "edge take" : "edge", "data-from": e.from, "data-to": e.to },
+      svg("title", {}, e.take ? `${e.to} took ${e.count} from ${e.from}` : `${e.from} → ${e.to}`),
       svg("line", { x1: x1 + (x2 - x1) * k + ox, y1: y1 + (y2 - y1) * k + oy, x2: x2 - (x2 - x1) * k + ox,
         y2: y2 - (y2 - y1) * k + oy, "marker-end": "url(#arrow)" })));
   }
@@ -266,11 +290,12 @@ function graph(messages) {
     const [x, y] = pos.get(n);
     // The name sits outside the circle, away from the middle where the arrows run.
     const out = Math.hypot(x - cx, y - cy) || 1, lx = x + ((x - cx) / out) * 34, ly = y + ((y - cy) / out) * 34 + 4;
-    pic.append(svg("g", { class: "node" }, svg("circle", { cx: x, cy: y, r: 20 }),
+    pic.append(svg("g", { class: pools.has(n) ? "node pool" : "node", "data-name": n }, svg("circle", { cx: x, cy: y, r: 20 }),
       svg("text", { x: names.length > 1 ? lx : x, y: names.length > 1 ? ly : y + 36, "text-anchor": "middle" }, n)));
   }
-  const list = el("ul", { class: "edges" }, es.map((e) =>
-    el("li", { class: "edge-item" }, `${e.from} → ${e.to} ×${e.count}${e.types.size ? ` (${[...e.types].join(", ")})` : ""}`)));
+  const list = el("ul", { class: "edges" }, es.map((e) => e.take
+    ? el("li", { class: "edge-item take" }, `${e.to} took ×${e.count} from ${e.from}`)
+    : el("li", { class: "edge-item" }, `${e.from} → ${e.to} ×${e.count}${e.types.size ? ` (${[...e.types].join(", ")})` : ""}`)));
   return el("section", { class: "handoff-graph" }, el("h3", {}, "Handoff graph"), pic, list);
 }
 
@@ -281,7 +306,7 @@ function reasonText(reason) {
     case "invalid":
       return `invalid: ${(r.issues || []).map((i) => `${i.pointer || "/"} ${i.message}`).join("; ")}`;
     case "expired":
-      return `expired at ${new Date(r.expired_at_ms).toISOString()}`;
+      return `expired at ${when(r.expired_at_ms)}`;
     case "max_deliver":
       return `max_deliver: delivered ${r.attempts} times without an ack`;
     case "no_route":

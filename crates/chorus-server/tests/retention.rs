@@ -212,7 +212,11 @@ async fn the_pruner_removes_old_entries_of_every_kind_and_keeps_fresh_ones() {
     assert_eq!(fresh_journal["records"][0]["record"]["step"], "fresh");
     let history = |id: &str| format!("/v1/deliveries?message_id={id}");
     let old_history = get_json(&server, &history(&old_handoff), Some(ADMIN)).await;
-    assert_eq!(old_history["items"][0]["events"], json!([]), "{old_history}");
+    assert_eq!(
+        old_history["items"][0]["events"],
+        json!([]),
+        "{old_history}"
+    );
     let fresh_history = get_json(&server, &history(&fresh_handoff), Some(ADMIN)).await;
     assert_eq!(fresh_history["items"][0]["events"][1]["step"], "acked");
     let traces = Traces::open(&dir.path().join("chorus-confirmations.db")).unwrap();

@@ -655,6 +655,7 @@ pub(crate) async fn settle_as(
                 error,
             };
             app.bus.dead_letter(d, reason).await?;
+            tracing::info!(%agent, %message_id, attempt = d.attempt, "dead-lettered: its reader gave up");
         }
     }
     settled(&app, &agent, &held, word);
