@@ -9,8 +9,9 @@
 //! installed into a folder on `PYTHONPATH`, leaving the python's environment untouched.
 //! `CHORUS_PY_CASES` and `CHORUS_PY_SEED` pass through to the differential test.
 //!
-//! The hub client's tests start the workspace's `chorus` binary (`target/debug/chorus`, built by
-//! `cargo test --workspace`; alone: `cargo build -p chorus-cli` first), or `CHORUS_BIN`.
+//! The hub client's tests, the run of the README's hub section and the `chorus.handoff` doctests
+//! start the workspace's `chorus` binary (`target/debug/chorus`, built by `cargo test
+//! --workspace`; alone: `cargo build -p chorus-cli` first), or `CHORUS_BIN`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

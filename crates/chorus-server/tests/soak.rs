@@ -49,6 +49,8 @@ fn child_config() -> ServerConfig {
     c.retention.blobs_secs = Some(KEEP_SECS);
     c.retention.traces_secs = KEEP_SECS;
     c.retention.confirmations_secs = KEEP_SECS;
+    // The delivery history and journal records, which grow with the messages.
+    c.retention.records_secs = KEEP_SECS;
     c.retention.interval_secs = 0.5;
     for agent in ["sink"]
         .into_iter()
@@ -323,9 +325,10 @@ async fn soak_on(name: &str, store: &str, dir: &Path, seconds: f64, rate: f64) {
         c.await.expect("a consumer");
     }
 
-    // Retention did the work: most messages, dead letters and blobs were pruned meanwhile.
+    // Retention did the work: most messages, dead letters, blobs and records (the delivery
+    // histories) were pruned meanwhile.
     let mut pruned = Vec::new();
-    for kind in ["messages", "dead_letters", "blobs", "traces"] {
+    for kind in ["messages", "dead_letters", "blobs", "traces", "records"] {
         let n = metric(&base, &format!(r#"chorus_pruned_total{{kind="{kind}"}}"#))
             .await
             .unwrap_or(0);

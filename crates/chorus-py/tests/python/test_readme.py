@@ -91,22 +91,26 @@ def test_the_hub_configs_tokens_match_their_hashes() -> None:
     assert hashes == [sha256(section.tokens[name]) for name in ("admin", "triage", "tech")]
 
 
-def test_the_hub_section_runs_against_chorus_serve(tmp_path: Path) -> None:
+@pytest.mark.parametrize("python", ["this", "oldest"])
+def test_the_hub_section_runs_against_chorus_serve(python: str, tmp_path: Path) -> None:
     """The pool: the README's blocks, one program, against the README's hub; the escalation is
     handled once, by one of the two replicas, answered and acked, in a bounded time."""
+    interpreter = sys.executable if python == "this" else oldest_python()
     section = hub_section()
     script = "\n".join(section.blocks)
     assert README_URL in script
     with readme_hub(tmp_path) as url:
         started = time.monotonic()
+        # The package from this run's PYTHONPATH (chorus.hub and chorus.handoff need nothing
+        # beyond the standard library).
         result = subprocess.run(
-            [sys.executable, "-c", script.replace(README_URL, url)], cwd=tmp_path,
+            [interpreter, "-c", script.replace(README_URL, url)], cwd=tmp_path,
             capture_output=True, text=True, timeout=120)
         elapsed = time.monotonic() - started
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stderr == "", result.stderr  # a replica thread that raised prints here
-        print(f"the README's hub section ran in {elapsed:.1f} s:\n{result.stdout}",
-              file=sys.stderr)
+        print(f"the README's hub section ran on {interpreter} in {elapsed:.1f} s:\n"
+              f"{result.stdout}", file=sys.stderr)
         admin = Hub(url, section.tokens["admin"])
         tech = Hub(url, section.tokens["tech"])
         [task] = list(admin.tasks())
@@ -117,17 +121,13 @@ def test_the_hub_section_runs_against_chorus_serve(tmp_path: Path) -> None:
         escalation_id = escalation["metadata"]["message_id"]
         assert update["payload"]["data"]["in_response_to"] == escalation_id
         assert update["payload"]["data"]["status"] == "COMPLETED"
-        # Handled exactly once, by one replica, which says so; the other handled nothing.
+        # Handled exactly once, by one replica, which says so.
         handled = re.findall(r"^(replica-[12]) handled (\S+) \(attempt (\d+)\)$",
                              result.stdout, re.M)
         assert len(handled) == 1, result.stdout
         [(replica, message_id, attempt)] = handled
         assert (message_id, attempt) == (escalation_id, "1")
         assert update["payload"]["data"]["summary"].startswith(f"{replica} ")
-        stopped = dict(re.findall(r"^(replica-[12]) stopped after (\d+) deliveries$",
-                                  result.stdout, re.M))
-        other = "replica-2" if replica == "replica-1" else "replica-1"
-        assert stopped == {replica: "1", other: "0"}, result.stdout
         assert f"COMPLETED {replica} updated the firmware of Ann's router." in result.stdout
         # Acked: nothing waits or comes back once the program's streams are closed (an
         # unsettled delivery would be back in its inbox a hand-back wait, 1 s, later).

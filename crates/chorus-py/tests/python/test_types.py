@@ -1,11 +1,13 @@
 """``mypy --strict`` over the package's types (its ``.pyi`` and annotated modules) and these
-tests, as a user's type checker sees the installed package."""
+tests, as a user's type checker sees the installed package; and over calls of the handoff
+builders that the hub would refuse, which it must flag."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,15 +41,13 @@ handoff.status_update("a", "b", "COMPLETED", in_response_to="m-1", summary="done
 '''
 
 
-def test_mypy_catches_what_the_hub_would_refuse(tmp_path: "os.PathLike[str]") -> None:
+def test_mypy_catches_what_the_hub_would_refuse(tmp_path: Path) -> None:
     """The builders' annotations carry the schemas' names, values and required keys: each line
     of MISUSES but the first and the last is an error a type checker reports."""
     if not os.environ.get("CHORUS_TEST_PYTHON"):
         pytest.importorskip("mypy", reason="not run: mypy is not installed")
     installed = os.path.dirname(os.path.dirname(os.path.abspath(chorus.__file__)))
-    script = os.path.join(tmp_path, "misuses.py")
-    with open(script, "w", encoding="utf-8") as file:
-        file.write(MISUSES)
+    (tmp_path / "misuses.py").write_text(MISUSES, encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "misuses.py"],
         capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, MYPYPATH=installed),
