@@ -204,6 +204,15 @@ pub trait Backend: Send + Sync {
     /// knows. Claims nothing: no attempt is counted, no lease starts, nothing leaves the queue.
     async fn peek(&self, queue: &str, limit: usize) -> BusResult<Vec<Queued>>;
 
+    /// Whether a settle of a delivery whose lease ended is refused by the store when the
+    /// message was delivered again since ([`BusError::StaleDelivery`](crate::BusError)). A store
+    /// that cannot tell (JetStream acknowledges a message by its sequence, whichever delivery
+    /// the ack names) answers false: the caller must refuse such settles itself, or an ack
+    /// answered as done may come after the message went out again.
+    fn refuses_stale_settles(&self) -> bool {
+        true
+    }
+
     /// Checks that the store takes a write now (for a health check): a store that answers
     /// reads but refuses writes (a read-only or locked file, a full disk) fails here. By
     /// default, a read of the bindings.

@@ -75,6 +75,21 @@ impl Entry {
     }
 }
 
+/// A held delivery, as [`Inboxes::get`] finds it for a settle.
+#[derive(Debug)]
+pub struct HeldCopy {
+    /// The delivery.
+    pub delivery: Delivery,
+    /// How long it has been held.
+    pub held_for: Duration,
+    /// The trace context it travels in.
+    pub traceparent: Option<String>,
+    /// The stream it was last sent on.
+    pub stream: u64,
+    /// When its lease ends (later after an `in-progress`).
+    pub lease_until: Instant,
+}
+
 /// What [`Inboxes::claim`] did for a stream.
 #[derive(Debug)]
 pub enum Claim {
@@ -157,7 +172,8 @@ impl Inboxes {
     }
 
     /// How long a delivery of `inbox` is leased.
-    fn ack_wait_of(&self, inbox: &str) -> Duration {
+    /// How long a delivery of `inbox` is leased.
+    pub fn ack_wait_of(&self, inbox: &str) -> Duration {
         self.ack_waits.get(inbox).copied().unwrap_or(self.ack_wait)
     }
 
@@ -380,24 +396,20 @@ impl Inboxes {
         out
     }
 
-    /// The held delivery of `message_id` for `agent`, how long it has been held, its trace
-    /// context and the stream it was last sent on.
-    pub fn get(
-        &self,
-        agent: &str,
-        message_id: &str,
-    ) -> Option<(Delivery, Duration, Option<String>, u64)> {
+    /// The held delivery of `message_id` for `agent`, with what a settle needs of it.
+    pub fn get(&self, agent: &str, message_id: &str) -> Option<HeldCopy> {
         let mut agents = self.agents.lock().expect("inboxes lock");
         let grace = self.ack_wait_of(agent);
         let entry = agents
             .get_mut(agent)?
             .entry_mut(message_id, Instant::now(), grace)?;
-        Some((
-            entry.delivery.clone(),
-            entry.since.elapsed(),
-            entry.traceparent.clone(),
-            entry.sent_on,
-        ))
+        Some(HeldCopy {
+            delivery: entry.delivery.clone(),
+            held_for: entry.since.elapsed(),
+            traceparent: entry.traceparent.clone(),
+            stream: entry.sent_on,
+            lease_until: entry.lease_until,
+        })
     }
 
     /// Starts the lease of the held delivery of `message_id` again (after `in-progress`).
@@ -533,7 +545,11 @@ mod tests {
         ));
         inboxes.hold("a", stream, delivery("m1", "t3"), None);
         assert_eq!(inboxes.in_flight("a", stream), 2);
-        let (d, _, traceparent, _) = inboxes.get("a", "m1").unwrap();
+        let HeldCopy {
+            delivery: d,
+            traceparent,
+            ..
+        } = inboxes.get("a", "m1").unwrap();
         assert_eq!((d.token.as_str(), traceparent), ("t3", None));
         inboxes.settle("a", &delivery("m1", "t1"));
         assert!(

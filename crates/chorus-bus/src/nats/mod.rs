@@ -845,6 +845,10 @@ impl Backend for NatsBus {
         self.settle(d, "+ACK".into(), true).await
     }
 
+    fn refuses_stale_settles(&self) -> bool {
+        false
+    }
+
     async fn ack_all(&self, deliveries: &[Delivery]) -> BusResult<()> {
         // Each acknowledgement confirmed by the server (sent together, answered together), as
         // a single one is: a 204 then means the server has the ack (on a replicated stream,

@@ -23,7 +23,7 @@ use crate::config::MAX_IN_FLIGHT;
 use crate::error::{ApiError, ErrorBody};
 use crate::history::{Event, Step};
 use crate::ids::check_id;
-use crate::inbox::{Claim, Resume, StreamWakers};
+use crate::inbox::{Claim, HeldCopy, Resume, StreamWakers};
 use crate::state::AppState;
 use crate::streams::StreamTicket;
 use crate::telemetry;
@@ -701,10 +701,33 @@ pub(crate) fn held(
     if let Caller::Agent(me) = caller {
         app.settle_rate.check(me)?;
     }
-    let (delivery, held_for, traceparent, stream) = app
+    let HeldCopy {
+        delivery,
+        held_for,
+        traceparent,
+        stream,
+        lease_until,
+    } = app
         .inboxes
         .get(agent, message_id)
         .ok_or_else(|| not_held(agent, message_id))?;
+    // On a store that cannot refuse a stale settle itself (NATS), one past the lease (less the
+    // time the delivery took to reach this server) is refused here: the store may have sent
+    // the message out again, and a 204 must mean it will not come again.
+    let now = Instant::now();
+    if !app.bus.refuses_stale_settles() && now + LEASE_MARGIN >= lease_until {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "lease_passed",
+            format!(
+                "the lease of attempt {} of {message_id:?} ended {} ms ago: the store may deliver it again; settle the delivery that comes next",
+                delivery.attempt,
+                (now + LEASE_MARGIN)
+                    .saturating_duration_since(lease_until)
+                    .as_millis()
+            ),
+        ));
+    }
     if let Some(attempt) = options.attempt
         && attempt != delivery.attempt
     {
@@ -725,6 +748,11 @@ pub(crate) fn held(
         by: caller.name().to_owned(),
     })
 }
+
+/// What is taken off a lease before a settle is refused as past it, on a store that cannot
+/// refuse stale settles: the time a delivery may take from the store's lease start to this
+/// server.
+const LEASE_MARGIN: Duration = Duration::from_millis(100);
 
 /// 404: no delivery of `message_id` is held for `agent`.
 pub(crate) fn not_held(agent: &str, message_id: &str) -> ApiError {
