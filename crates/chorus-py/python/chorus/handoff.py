@@ -40,11 +40,16 @@ from __future__ import annotations
 import datetime
 import uuid
 import warnings
-from typing import Any, Dict, Literal, Mapping, Optional, Sequence, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, Optional, Sequence, TypedDict, Union
+
+if TYPE_CHECKING:  # annotations only (never evaluated at run time: no dependency)
+    from typing_extensions import Unpack
 
 __all__ = [
     "PROTOCOL_VERSION",
     "CustomerInfo",
+    "Envelope",
+    "EnvelopeOptions",
     "Priority",
     "TaskStatus",
     "approval_request",
@@ -84,6 +89,28 @@ class CustomerInfo(_CustomerInfoRequired, total=False):
     ``contact_number``."""
 
     contact_number: str
+
+
+class EnvelopeOptions(TypedDict, total=False):
+    """The envelope's options, the same for every builder (see the module's documentation)."""
+
+    task_id: Optional[str]
+    priority: Priority
+    workflow_state: str
+    previous_actions: Sequence[Mapping[str, Any]]
+    history_summary: Optional[str]
+    user_interaction_history: Optional[Sequence[Mapping[str, Any]]]
+    instructions: Optional[Mapping[str, Any]]
+    correlation_id: Optional[str]
+    expiration_time: Optional[Time]
+    message_id: Optional[str]
+
+
+class Envelope(EnvelopeOptions, total=False):
+    """:class:`EnvelopeOptions` with ``summary``, the deprecated name of ``history_summary``
+    (for every builder but :func:`status_update`, where ``summary`` is a data field)."""
+
+    summary: Optional[str]
 
 
 def _time(moment: Time) -> str:
@@ -128,7 +155,7 @@ def _history(history_summary: Optional[str], summary: Optional[str]) -> Optional
         return history_summary
     warnings.warn("summary= is the context's historical_data_summary here: pass "
                   "history_summary= instead (summary= is a data field of STATUS_UPDATE only)",
-                  DeprecationWarning, stacklevel=3)
+                  DeprecationWarning, stacklevel=4)
     if history_summary is not None:
         raise TypeError("pass history_summary= alone, not with summary=")
     return summary
@@ -139,18 +166,7 @@ def handoff(
     sender: str,
     recipient: Recipients,
     data: Mapping[str, Any],
-    *,
-    task_id: Optional[str] = None,
-    priority: Priority = "MEDIUM",
-    workflow_state: str = "HANDED_OFF",
-    previous_actions: Sequence[Mapping[str, Any]] = (),
-    history_summary: Optional[str] = None,
-    user_interaction_history: Optional[Sequence[Mapping[str, Any]]] = None,
-    instructions: Optional[Mapping[str, Any]] = None,
-    correlation_id: Optional[str] = None,
-    expiration_time: Optional[Time] = None,
-    message_id: Optional[str] = None,
-    summary: Optional[str] = None,
+    **envelope: Unpack[Envelope],
 ) -> Dict[str, Any]:
     """A handoff of any type from ``sender`` to ``recipient`` carrying ``data`` as given (the
     typed builders below check the field names for you). ``summary`` is the deprecated name of
@@ -166,31 +182,52 @@ def handoff(
     >>> triage.publish(document)["queues"]
     ['tech_pool']
     """
-    history = _history(history_summary, summary)
+    return _build(handoff_type, sender, recipient, data, _options(envelope, Envelope, "handoff"))
+
+
+def _options(envelope: Mapping[str, Any], allowed: Any, builder: str) -> Dict[str, Any]:
+    """The envelope options a builder was given, checked against the keys of `allowed` (a
+    TypedDict: type checkers see them, and this refuses the rest at run time), with the old
+    ``summary=`` turned into ``history_summary`` (and a warning at the caller's line)."""
+    known = allowed.__required_keys__ | allowed.__optional_keys__
+    for key in envelope:
+        if key not in known:
+            raise TypeError(f"{builder}() got an unexpected keyword argument {key!r}")
+    options = dict(envelope)
+    options["history_summary"] = _history(options.get("history_summary"),
+                                           options.pop("summary", None))
+    return options
+
+
+def _build(handoff_type: str, sender: str, recipient: Recipients, data: Mapping[str, Any],
+           options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The document: the envelope filled in from `options` (see :class:`EnvelopeOptions`)."""
     metadata: Dict[str, Any] = {
-        "message_id": message_id or str(uuid.uuid4()),
+        "message_id": options.get("message_id") or str(uuid.uuid4()),
         "timestamp": _now(),
         "protocol_version": PROTOCOL_VERSION,
         "sender_id": sender,
         "recipient_id": recipient if isinstance(recipient, str) else list(recipient),
-        "task_id": task_id or f"task-{uuid.uuid4()}",
-        "priority": priority,
+        "task_id": options.get("task_id") or f"task-{uuid.uuid4()}",
+        "priority": options.get("priority", "MEDIUM"),
     }
-    if correlation_id is not None:
-        metadata["correlation_id"] = correlation_id
-    if expiration_time is not None:
-        metadata["expiration_time"] = _time(expiration_time)
-    context: Dict[str, Any] = {"workflow_state": workflow_state,
-                               "previous_actions": [dict(a) for a in previous_actions]}
-    if history is not None:
-        context["historical_data_summary"] = history
-    if user_interaction_history is not None:
-        context["user_interaction_history"] = [dict(i) for i in user_interaction_history]
+    if options.get("correlation_id") is not None:
+        metadata["correlation_id"] = options["correlation_id"]
+    if options.get("expiration_time") is not None:
+        metadata["expiration_time"] = _time(options["expiration_time"])
+    context: Dict[str, Any] = {
+        "workflow_state": options.get("workflow_state", "HANDED_OFF"),
+        "previous_actions": [dict(a) for a in options.get("previous_actions", ())],
+    }
+    if options.get("history_summary") is not None:
+        context["historical_data_summary"] = options["history_summary"]
+    if options.get("user_interaction_history") is not None:
+        context["user_interaction_history"] = [dict(i) for i in options["user_interaction_history"]]
     return {
         "metadata": metadata,
         "context": context,
         "payload": {"handoff_type": handoff_type, "data": dict(data)},
-        "instructions": dict(instructions or {}),
+        "instructions": dict(options.get("instructions") or {}),
     }
 
 
@@ -207,17 +244,7 @@ def task_transfer(
     deliverables: Optional[Sequence[str]] = None,
     deadline: Optional[Time] = None,
     extra: Optional[Mapping[str, Any]] = None,
-    task_id: Optional[str] = None,
-    priority: Priority = "MEDIUM",
-    workflow_state: str = "HANDED_OFF",
-    previous_actions: Sequence[Mapping[str, Any]] = (),
-    history_summary: Optional[str] = None,
-    user_interaction_history: Optional[Sequence[Mapping[str, Any]]] = None,
-    instructions: Optional[Mapping[str, Any]] = None,
-    correlation_id: Optional[str] = None,
-    expiration_time: Optional[Time] = None,
-    message_id: Optional[str] = None,
-    summary: Optional[str] = None,
+    **envelope: Unpack[Envelope],
 ) -> Dict[str, Any]:
     """TASK_TRANSFER: the whole task moves to the recipient.
 
@@ -238,12 +265,7 @@ def task_transfer(
                   "deliverables": None if deliverables is None else list(deliverables),
                   "deadline": None if deadline is None else _time(deadline)},
                  extra)
-    return handoff("TASK_TRANSFER", sender, recipient, data, task_id=task_id, priority=priority,
-                   workflow_state=workflow_state, previous_actions=previous_actions,
-                   history_summary=_history(history_summary, summary),
-                   user_interaction_history=user_interaction_history, instructions=instructions,
-                   correlation_id=correlation_id, expiration_time=expiration_time,
-                   message_id=message_id)
+    return _build("TASK_TRANSFER", sender, recipient, data, _options(envelope, Envelope, "task_transfer"))
 
 
 def request_information(
@@ -253,17 +275,7 @@ def request_information(
     *,
     query_parameters: Optional[Mapping[str, Any]] = None,
     extra: Optional[Mapping[str, Any]] = None,
-    task_id: Optional[str] = None,
-    priority: Priority = "MEDIUM",
-    workflow_state: str = "HANDED_OFF",
-    previous_actions: Sequence[Mapping[str, Any]] = (),
-    history_summary: Optional[str] = None,
-    user_interaction_history: Optional[Sequence[Mapping[str, Any]]] = None,
-    instructions: Optional[Mapping[str, Any]] = None,
-    correlation_id: Optional[str] = None,
-    expiration_time: Optional[Time] = None,
-    message_id: Optional[str] = None,
-    summary: Optional[str] = None,
+    **envelope: Unpack[Envelope],
 ) -> Dict[str, Any]:
     """REQUEST_INFORMATION: the sender needs these pieces of information.
 
@@ -276,13 +288,7 @@ def request_information(
     data = _data({"requested_info_keys": list(requested_info_keys)},
                  {"query_parameters": None if query_parameters is None else dict(query_parameters)},
                  extra)
-    return handoff("REQUEST_INFORMATION", sender, recipient, data, task_id=task_id,
-                   priority=priority, workflow_state=workflow_state,
-                   previous_actions=previous_actions,
-                   history_summary=_history(history_summary, summary),
-                   user_interaction_history=user_interaction_history, instructions=instructions,
-                   correlation_id=correlation_id, expiration_time=expiration_time,
-                   message_id=message_id)
+    return _build("REQUEST_INFORMATION", sender, recipient, data, _options(envelope, Envelope, "request_information"))
 
 
 def provide_information(
@@ -293,17 +299,7 @@ def provide_information(
     in_response_to: Optional[str] = None,
     missing_keys: Optional[Sequence[str]] = None,
     extra: Optional[Mapping[str, Any]] = None,
-    task_id: Optional[str] = None,
-    priority: Priority = "MEDIUM",
-    workflow_state: str = "HANDED_OFF",
-    previous_actions: Sequence[Mapping[str, Any]] = (),
-    history_summary: Optional[str] = None,
-    user_interaction_history: Optional[Sequence[Mapping[str, Any]]] = None,
-    instructions: Optional[Mapping[str, Any]] = None,
-    correlation_id: Optional[str] = None,
-    expiration_time: Optional[Time] = None,
-    message_id: Optional[str] = None,
-    summary: Optional[str] = None,
+    **envelope: Unpack[Envelope],
 ) -> Dict[str, Any]:
     """PROVIDE_INFORMATION: information asked for (``in_response_to`` the ``message_id`` of the
     REQUEST_INFORMATION) or shared unasked.
@@ -318,13 +314,7 @@ def provide_information(
                  {"in_response_to": in_response_to,
                   "missing_keys": None if missing_keys is None else list(missing_keys)},
                  extra)
-    return handoff("PROVIDE_INFORMATION", sender, recipient, data, task_id=task_id,
-                   priority=priority, workflow_state=workflow_state,
-                   previous_actions=previous_actions,
-                   history_summary=_history(history_summary, summary),
-                   user_interaction_history=user_interaction_history, instructions=instructions,
-                   correlation_id=correlation_id, expiration_time=expiration_time,
-                   message_id=message_id)
+    return _build("PROVIDE_INFORMATION", sender, recipient, data, _options(envelope, Envelope, "provide_information"))
 
 
 def escalation(
@@ -336,17 +326,7 @@ def escalation(
     technical_details: Mapping[str, Any],
     *,
     extra: Optional[Mapping[str, Any]] = None,
-    task_id: Optional[str] = None,
-    priority: Priority = "MEDIUM",
-    workflow_state: str = "HANDED_OFF",
-    previous_actions: Sequence[Mapping[str, Any]] = (),
-    history_summary: Optional[str] = None,
-    user_interaction_history: Optional[Sequence[Mapping[str, Any]]] = None,
-    instructions: Optional[Mapping[str, Any]] = None,
-    correlation_id: Optional[str] = None,
-    expiration_time: Optional[Time] = None,
-    message_id: Optional[str] = None,
-    summary: Optional[str] = None,
+    **envelope: Unpack[Envelope],
 ) -> Dict[str, Any]:
     """ESCALATION: the sender cannot handle the issue. ``customer_info`` needs ``user_id`` and
     ``name`` (and may have ``contact_number``, nothing else); ``technical_details`` takes any
@@ -369,12 +349,7 @@ def escalation(
     data = _data({"issue_category": issue_category, "severity": severity,
                   "customer_info": dict(customer_info),
                   "technical_details": dict(technical_details)}, {}, extra)
-    return handoff("ESCALATION", sender, recipient, data, task_id=task_id, priority=priority,
-                   workflow_state=workflow_state, previous_actions=previous_actions,
-                   history_summary=_history(history_summary, summary),
-                   user_interaction_history=user_interaction_history, instructions=instructions,
-                   correlation_id=correlation_id, expiration_time=expiration_time,
-                   message_id=message_id)
+    return _build("ESCALATION", sender, recipient, data, _options(envelope, Envelope, "escalation"))
 
 
 def notification(
@@ -385,17 +360,7 @@ def notification(
     *,
     details: Optional[Mapping[str, Any]] = None,
     extra: Optional[Mapping[str, Any]] = None,
-    task_id: Optional[str] = None,
-    priority: Priority = "MEDIUM",
-    workflow_state: str = "HANDED_OFF",
-    previous_actions: Sequence[Mapping[str, Any]] = (),
-    history_summary: Optional[str] = None,
-    user_interaction_history: Optional[Sequence[Mapping[str, Any]]] = None,
-    instructions: Optional[Mapping[str, Any]] = None,
-    correlation_id: Optional[str] = None,
-    expiration_time: Optional[Time] = None,
-    message_id: Optional[str] = None,
-    summary: Optional[str] = None,
+    **envelope: Unpack[Envelope],
 ) -> Dict[str, Any]:
     """NOTIFICATION: an event happened; nothing is asked.
 
@@ -406,12 +371,7 @@ def notification(
     """
     data = _data({"event_type": event_type, "message": message},
                  {"details": None if details is None else dict(details)}, extra)
-    return handoff("NOTIFICATION", sender, recipient, data, task_id=task_id, priority=priority,
-                   workflow_state=workflow_state, previous_actions=previous_actions,
-                   history_summary=_history(history_summary, summary),
-                   user_interaction_history=user_interaction_history, instructions=instructions,
-                   correlation_id=correlation_id, expiration_time=expiration_time,
-                   message_id=message_id)
+    return _build("NOTIFICATION", sender, recipient, data, _options(envelope, Envelope, "notification"))
 
 
 def status_update(
@@ -424,16 +384,7 @@ def status_update(
     blocked_on: Optional[str] = None,
     in_response_to: Optional[str] = None,
     extra: Optional[Mapping[str, Any]] = None,
-    task_id: Optional[str] = None,
-    priority: Priority = "MEDIUM",
-    workflow_state: str = "HANDED_OFF",
-    previous_actions: Sequence[Mapping[str, Any]] = (),
-    history_summary: Optional[str] = None,
-    user_interaction_history: Optional[Sequence[Mapping[str, Any]]] = None,
-    instructions: Optional[Mapping[str, Any]] = None,
-    correlation_id: Optional[str] = None,
-    expiration_time: Optional[Time] = None,
-    message_id: Optional[str] = None,
+    **envelope: Unpack[EnvelopeOptions],
 ) -> Dict[str, Any]:
     """STATUS_UPDATE: progress of a task, usually sent back to whoever handed it over
     (``in_response_to`` the ``message_id`` of that handoff). ``summary`` is the update's own
@@ -453,12 +404,7 @@ def status_update(
                  {"progress_percent": progress_percent, "summary": summary,
                   "blocked_on": blocked_on, "in_response_to": in_response_to},
                  extra)
-    return handoff("STATUS_UPDATE", sender, recipient, data, task_id=task_id, priority=priority,
-                   workflow_state=workflow_state, previous_actions=previous_actions,
-                   history_summary=history_summary,
-                   user_interaction_history=user_interaction_history, instructions=instructions,
-                   correlation_id=correlation_id, expiration_time=expiration_time,
-                   message_id=message_id)
+    return _build("STATUS_UPDATE", sender, recipient, data, _options(envelope, EnvelopeOptions, "status_update"))
 
 
 def approval_request(
@@ -471,17 +417,7 @@ def approval_request(
     details: Optional[Mapping[str, Any]] = None,
     approvers: Optional[Sequence[str]] = None,
     extra: Optional[Mapping[str, Any]] = None,
-    task_id: Optional[str] = None,
-    priority: Priority = "MEDIUM",
-    workflow_state: str = "HANDED_OFF",
-    previous_actions: Sequence[Mapping[str, Any]] = (),
-    history_summary: Optional[str] = None,
-    user_interaction_history: Optional[Sequence[Mapping[str, Any]]] = None,
-    instructions: Optional[Mapping[str, Any]] = None,
-    correlation_id: Optional[str] = None,
-    expiration_time: Optional[Time] = None,
-    message_id: Optional[str] = None,
-    summary: Optional[str] = None,
+    **envelope: Unpack[Envelope],
 ) -> Dict[str, Any]:
     """APPROVAL_REQUEST: the sender needs a yes or no before acting.
 
@@ -495,10 +431,4 @@ def approval_request(
                   "details": None if details is None else dict(details),
                   "approvers": None if approvers is None else list(approvers)},
                  extra)
-    return handoff("APPROVAL_REQUEST", sender, recipient, data, task_id=task_id,
-                   priority=priority, workflow_state=workflow_state,
-                   previous_actions=previous_actions,
-                   history_summary=_history(history_summary, summary),
-                   user_interaction_history=user_interaction_history, instructions=instructions,
-                   correlation_id=correlation_id, expiration_time=expiration_time,
-                   message_id=message_id)
+    return _build("APPROVAL_REQUEST", sender, recipient, data, _options(envelope, Envelope, "approval_request"))
