@@ -60,9 +60,12 @@ fn chorus() -> Command {
     Command::new(env!("CARGO_BIN_EXE_chorus"))
 }
 
-/// The config file: the bench's agents and publishers with their tokens, nothing else.
+/// The config file: the bench's agents and publishers with their tokens, after the top-level
+/// settings in `CHORUS_BENCH_SERVE_CONFIG` if it is set (e.g. `delivery_history = false`, to
+/// measure what a default costs), nothing else.
 fn write_config(dir: &Path) -> std::path::PathBuf {
-    let mut text = String::new();
+    let mut text = std::env::var("CHORUS_BENCH_SERVE_CONFIG").unwrap_or_default();
+    text.push('\n');
     let ids = (0..load::AGENTS)
         .map(load::agent)
         .chain((0..load::PUBLISHERS).map(load::sender));

@@ -576,26 +576,30 @@ mod tests {
         );
     }
 
+    /// A file made by `old_sql` (an older chorus), opened twice (the second open finds the
+    /// migration done), then opened for the test.
+    fn migrated(path: &std::path::Path, old_sql: &str) -> Connection {
+        let old = Connection::open(path).unwrap();
+        old.execute_batch(old_sql).unwrap();
+        drop(old);
+        for _ in 0..2 {
+            let conn = Connection::open(path).unwrap();
+            open(&conn).unwrap();
+        }
+        Connection::open(path).unwrap()
+    }
+
     #[test]
     fn an_older_dead_letter_table_is_numbered_once_and_keeps_its_letters() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        let old = Connection::open(&path).unwrap();
-        old.execute_batch(
+        let conn = migrated(
+            &dir.path().join("old.db"),
             "CREATE TABLE dead_letters (id INTEGER PRIMARY KEY, message_id TEXT, queue TEXT,
                  reason TEXT NOT NULL, bytes BLOB NOT NULL, envelope TEXT, at_ms INTEGER NOT NULL);
              INSERT INTO dead_letters VALUES (1, 'm-1', 'q', '{\"kind\":\"no_route\"}', x'7b', NULL, 5);
              INSERT INTO dead_letters VALUES (2, 'm-2', 'q', '{\"kind\":\"no_route\"}', x'7b', NULL, 6);
              DELETE FROM dead_letters WHERE id = 2;",
-        )
-        .unwrap();
-        drop(old);
-        for _ in 0..2 {
-            // Twice: the second open finds it done.
-            let conn = Connection::open(&path).unwrap();
-            open(&conn).unwrap();
-        }
-        let conn = Connection::open(&path).unwrap();
+        );
         let kept: Vec<(i64, String)> = conn
             .prepare("SELECT id, message_id FROM dead_letters")
             .unwrap()
@@ -636,21 +640,12 @@ mod tests {
     #[test]
     fn older_effects_get_a_time_once_and_count_as_the_oldest() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        let old = Connection::open(&path).unwrap();
-        old.execute_batch(
+        let conn = migrated(
+            &dir.path().join("old.db"),
             "CREATE TABLE effects (id INTEGER PRIMARY KEY, handler TEXT NOT NULL,
                  message_id TEXT NOT NULL, record BLOB NOT NULL);
              INSERT INTO effects (handler, message_id, record) VALUES ('journal/a/t', 'k1', x'7b');",
-        )
-        .unwrap();
-        drop(old);
-        for _ in 0..2 {
-            // Twice: the second open finds it done.
-            let conn = Connection::open(&path).unwrap();
-            open(&conn).unwrap();
-        }
-        let conn = Connection::open(&path).unwrap();
+        );
         assert!(record_handled(&conn, "journal/a/t", "k2", b"{}").unwrap());
         let times: Vec<(String, i64)> = conn
             .prepare("SELECT message_id, at_ms FROM effects ORDER BY id")

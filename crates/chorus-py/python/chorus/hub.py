@@ -48,6 +48,20 @@ class HubError(Exception):
         super().__init__(f"{status} {self.error}: {self.message}" + (f" [{details}]" if details else ""))
 
 
+def _refusal(error: OSError) -> HubError:
+    """The :class:`HubError` of a failed request: the hub's answer when it sent one (an HTTP
+    error with its JSON body, or its text), else status 0 with what went wrong."""
+    if isinstance(error, urllib.error.HTTPError):
+        raw = error.read()
+        try:
+            parsed = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            parsed = {"message": raw.decode("utf-8", "replace")}
+        return HubError(error.code, parsed if isinstance(parsed, dict) else {},
+                        error.headers.get("Retry-After"))
+    return HubError(0, {"message": str(error)})
+
+
 def _quote(segment: str) -> str:
     return urllib.parse.quote(segment, safe="")
 
@@ -158,16 +172,8 @@ class Hub:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
                 return response.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as error:
-            raw = error.read()
-            try:
-                parsed = json.loads(raw) if raw else {}
-            except json.JSONDecodeError:
-                parsed = {"message": raw.decode("utf-8", "replace")}
-            raise HubError(error.code, parsed if isinstance(parsed, dict) else {},
-                           error.headers.get("Retry-After")) from None
         except (urllib.error.URLError, OSError) as error:
-            raise HubError(0, {"message": str(error)}) from None
+            raise _refusal(error) from None
 
     def _pages(self, path: str, params: Optional[Dict[str, Any]] = None) -> Iterator[Dict[str, Any]]:
         after: Optional[str] = None
@@ -217,16 +223,8 @@ class Hub:
         request.add_header("Accept", "text/event-stream")
         try:
             response = urllib.request.urlopen(request, timeout=idle_timeout)
-        except urllib.error.HTTPError as error:
-            raw = error.read()
-            try:
-                parsed = json.loads(raw) if raw else {}
-            except json.JSONDecodeError:
-                parsed = {"message": raw.decode("utf-8", "replace")}
-            raise HubError(error.code, parsed if isinstance(parsed, dict) else {},
-                           error.headers.get("Retry-After")) from None
         except (urllib.error.URLError, OSError) as error:
-            raise HubError(0, {"message": str(error)}) from None
+            raise _refusal(error) from None
         # A silent stream gets a keep-alive comment every 15 s, which would start the socket's
         # timeout again: the time since the last delivery is kept here, and each read may wait
         # only for what is left of it.
