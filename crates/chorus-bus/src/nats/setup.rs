@@ -5,7 +5,8 @@
 //! Parameters: `replicas=N` (1 to 5, default 1), `creds=PATH` (a `.creds` file), `nkey=PATH` (a
 //! file holding an NKey seed), `token=PATH` (a file holding a token), `tls=required`,
 //! `tls_ca=PATH`, `tls_cert=PATH` with `tls_key=PATH`; a user and password may stand in the URL
-//! (`nats://user:pass@host`). Secrets are read from files, so that none shows in a process list.
+//! (`nats://user:pass@host`, percent-encoded; it holds for every server). Other secrets are read
+//! from files, so that none shows in a process list.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,6 +26,9 @@ pub(super) struct Options {
     pub servers: Vec<String>,
     /// Replicas of each stream (and so of its consumers).
     pub replicas: usize,
+    /// The user and password of the address (`nats://user:pass@…`), percent-decoded. The client
+    /// reads no credentials from a server URL it is given with options, so they go as options.
+    user: Option<(String, String)>,
     creds: Option<PathBuf>,
     nkey: Option<PathBuf>,
     token: Option<PathBuf>,
@@ -54,14 +58,24 @@ impl Options {
             .split(',')
             .map(str::trim)
             .filter(|h| !h.is_empty())
-            .map(|h| {
-                let h = h.strip_prefix("nats://").unwrap_or(h);
-                match userinfo {
-                    Some(user) => format!("nats://{user}@{h}"),
-                    None => format!("nats://{h}"),
-                }
-            })
+            .map(|h| format!("nats://{}", h.strip_prefix("nats://").unwrap_or(h)))
             .collect();
+        let decoded = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .map(|s| s.into_owned())
+                .map_err(|_| {
+                    config_error(
+                        "the user or password of the NATS address is not UTF-8 once \
+                         percent-decoded"
+                            .into(),
+                    )
+                })
+        };
+        let user = match userinfo.map(|u| u.split_once(':').unwrap_or((u, ""))) {
+            Some((user, password)) => Some((decoded(user)?, decoded(password)?)),
+            None => None,
+        };
         if servers.is_empty() {
             return Err(config_error(format!(
                 "{url:?} names no NATS server (expected nats://HOST:PORT[,HOST:PORT…])"
@@ -70,6 +84,7 @@ impl Options {
         let mut options = Options {
             servers,
             replicas: 1,
+            user,
             creds: None,
             nkey: None,
             token: None,
@@ -130,6 +145,9 @@ impl Options {
             .connection_timeout(Duration::from_secs(3))
             .ping_interval(Duration::from_secs(3))
             .max_reconnects(None);
+        if let Some((user, password)) = &self.user {
+            options = options.user_and_password(user.clone(), password.clone());
+        }
         if let Some(path) = &self.creds {
             options = options.credentials_file(path).await.map_err(|e| {
                 config_error(format!(
@@ -235,8 +253,9 @@ mod tests {
         );
         assert_eq!(o.replicas, 3);
         assert_eq!(o.creds, Some(PathBuf::from("/x.creds")));
-        let o = Options::parse("nats://u:p@a:1,b:2").unwrap();
-        assert_eq!(o.servers, ["nats://u:p@a:1", "nats://u:p@b:2"]);
+        let o = Options::parse("nats://u:p%40ss@a:1,b:2").unwrap();
+        assert_eq!(o.servers, ["nats://a:1", "nats://b:2"]);
+        assert_eq!(o.user, Some(("u".to_owned(), "p@ss".to_owned())));
         assert_eq!(o.replicas, 1);
     }
 

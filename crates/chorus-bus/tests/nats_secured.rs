@@ -1,0 +1,194 @@
+//! chorus on a `nats-server` that demands what production ones do: TLS with a certificate of a
+//! private CA, and credentials (a user and password in the store address, or a token read from
+//! a file). With the right ones a message goes through; with a wrong password, a wrong token, no
+//! credentials or a CA that does not sign the server's certificate, opening the store fails
+//! within a bounded time with an error that says why, and never hangs. The servers are started by
+//! this test on free loopback ports (with this repository's test-only certificates) when
+//! CHORUS_TEST_NATS_URL is set; without it the test says it was not run.
+
+#[cfg(feature = "nats")]
+mod secured {
+    use std::net::TcpStream;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use chorus_bus::{BusConfig, Envelope, StoreAddress};
+
+    /// How long opening a store may take before the test calls it a hang.
+    const OPEN_LIMIT: Duration = Duration::from_secs(30);
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-server/tests/tls")
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    /// A `nats-server` with JetStream, TLS and `authorization` (a block of its config file),
+    /// killed when dropped.
+    struct Server {
+        child: Child,
+        port: u16,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Server {
+        fn start(authorization: &str) -> Server {
+            let dir = tempfile::tempdir().unwrap();
+            let port = free_port();
+            let tls = fixtures();
+            let config = format!(
+                "listen: 127.0.0.1:{port}\n\
+                 jetstream {{ store_dir: {:?} }}\n\
+                 tls {{ cert_file: {:?}, key_file: {:?}, timeout: 2 }}\n\
+                 authorization {{ {authorization} }}\n",
+                dir.path().join("js"),
+                tls.join("test-only-cert.pem"),
+                tls.join("test-only-key.pem"),
+            );
+            let file = dir.path().join("nats.conf");
+            std::fs::write(&file, config).unwrap();
+            let binary = std::env::var("CHORUS_TEST_NATS_SERVER")
+                .ok()
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| "nats-server".to_owned());
+            let child = Command::new(&binary)
+                .arg("-c")
+                .arg(&file)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{binary} starts (CHORUS_TEST_NATS_URL is set): {e}"));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(Instant::now() < deadline, "nats-server listens on {port}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Server {
+                child,
+                port,
+                _dir: dir,
+            }
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn quick() -> BusConfig {
+        BusConfig {
+            ack_wait: Duration::from_secs(5),
+            ..BusConfig::default()
+        }
+    }
+
+    /// Opens the store at `address` within [`OPEN_LIMIT`]: its error, or a message published,
+    /// received and acknowledged through it.
+    async fn round_trip(address: &str) -> Result<(), String> {
+        let opened = tokio::time::timeout(OPEN_LIMIT, async {
+            StoreAddress::parse(address)
+                .map_err(|e| e.to_string())?
+                .open(quick())
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|_| panic!("opening {address} hung past {OPEN_LIMIT:?}"))?;
+        let document = br#"{"role": "user", "id": "m-secured", "content": "hello"}"#;
+        let env = Envelope::new("m-secured", vec!["inbox".into()], document.to_vec());
+        opened
+            .publish_envelope(env)
+            .await
+            .map_err(|e| e.to_string())?;
+        let got = opened
+            .receive("inbox", 10, Duration::from_secs(5))
+            .await
+            .map_err(|e| e.to_string())?;
+        assert_eq!(got.len(), 1, "the message came through");
+        opened.ack(&got[0]).await.map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// Asserts that `address` is refused with an error containing one of `words`.
+    async fn refused(address: &str, words: &[&str]) {
+        let err = round_trip(address).await.expect_err("refused");
+        let lower = err.to_lowercase();
+        assert!(
+            words.iter().any(|w| lower.contains(w)),
+            "{address}: the error says why ({words:?}): {err}"
+        );
+    }
+
+    fn not_run() -> bool {
+        if std::env::var("CHORUS_TEST_NATS_URL").is_ok_and(|v| !v.is_empty()) {
+            return false;
+        }
+        eprintln!(
+            "\n*** NATS with TLS and credentials NOT tested: CHORUS_TEST_NATS_URL not set ***\n"
+        );
+        true
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_user_and_password_over_tls_with_a_private_ca() {
+        if not_run() {
+            return;
+        }
+        let server = Server::start(r#"users = [ { user: chorus, password: "pw-for-tests" } ]"#);
+        let ca = fixtures().join("test-only-ca.pem");
+        let at = |userinfo: &str, query: &str| {
+            format!("nats://{userinfo}127.0.0.1:{}?{query}", server.port)
+        };
+        let trusted = format!("tls=required&tls_ca={}&namespace=secured", ca.display());
+        round_trip(&at("chorus:pw-for-tests@", &trusted))
+            .await
+            .expect("the right password over TLS");
+        refused(&at("chorus:wrong@", &trusted), &["authorization", "auth"]).await;
+        refused(&at("", &trusted), &["authorization", "auth"]).await;
+        // The server's certificate is not signed by any CA the client trusts.
+        refused(
+            &at("chorus:pw-for-tests@", "tls=required&namespace=secured"),
+            &["certificate", "tls", "unknown issuer", "invalid peer"],
+        )
+        .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_token_read_from_a_file() {
+        if not_run() {
+            return;
+        }
+        let server = Server::start(r#"token: "token-for-tests""#);
+        let dir = tempfile::tempdir().unwrap();
+        let (good, bad) = (dir.path().join("good"), dir.path().join("bad"));
+        std::fs::write(&good, "token-for-tests\n").unwrap();
+        std::fs::write(&bad, "not-the-token").unwrap();
+        let ca = fixtures().join("test-only-ca.pem");
+        let at = |token: &Path| {
+            format!(
+                "nats://127.0.0.1:{}?tls=required&tls_ca={}&token={}&namespace=secured",
+                server.port,
+                ca.display(),
+                token.display()
+            )
+        };
+        round_trip(&at(&good)).await.expect("the right token");
+        refused(&at(&bad), &["authorization", "auth"]).await;
+    }
+}
+
+#[cfg(not(feature = "nats"))]
+#[test]
+fn nats_secured_not_built() {
+    eprintln!("\n*** NATS with TLS and credentials NOT tested: built without feature `nats` ***\n");
+}
