@@ -1,10 +1,11 @@
 //! chorus on a `nats-server` that demands what production ones do: TLS with a certificate of a
-//! private CA, and credentials (a user and password in the store address, or a token read from
-//! a file). With the right ones a message goes through; with a wrong password, a wrong token, no
-//! credentials or a CA that does not sign the server's certificate, opening the store fails
-//! within a bounded time with an error that says why, and never hangs. The servers are started by
-//! this test on free loopback ports (with this repository's test-only certificates) when
-//! CHORUS_TEST_NATS_URL is set; without it the test says it was not run.
+//! private CA, and credentials (a user and password in the store address, a token or an NKey
+//! seed read from a file). With the right ones a message goes through; with a wrong password, a
+//! wrong token or seed, no credentials or a CA that does not sign the server's certificate,
+//! opening the store fails within a bounded time with an error that says why, and never hangs.
+//! The servers are started by this test on free loopback ports (with this repository's
+//! test-only certificates) when CHORUS_TEST_NATS_URL is set; without it the test says it was
+//! not run.
 
 #[cfg(feature = "nats")]
 mod secured {
@@ -18,7 +19,7 @@ mod secured {
     /// How long opening a store may take before the test calls it a hang.
     const OPEN_LIMIT: Duration = Duration::from_secs(30);
 
-    fn fixtures() -> PathBuf {
+    pub(crate) fn fixtures() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-server/tests/tls")
     }
 
@@ -32,14 +33,14 @@ mod secured {
 
     /// A `nats-server` with JetStream, TLS and `authorization` (a block of its config file),
     /// killed when dropped.
-    struct Server {
+    pub(crate) struct Server {
         child: Child,
-        port: u16,
+        pub(crate) port: u16,
         _dir: tempfile::TempDir,
     }
 
     impl Server {
-        fn start(authorization: &str) -> Server {
+        pub(crate) fn start(authorization: &str) -> Server {
             let dir = tempfile::tempdir().unwrap();
             let port = free_port();
             let tls = fixtures();
@@ -94,7 +95,7 @@ mod secured {
 
     /// Opens the store at `address` within [`OPEN_LIMIT`]: its error, or a message published,
     /// received and acknowledged through it.
-    async fn round_trip(address: &str) -> Result<(), String> {
+    pub(crate) async fn round_trip(address: &str) -> Result<(), String> {
         let opened = tokio::time::timeout(OPEN_LIMIT, async {
             StoreAddress::parse(address)
                 .map_err(|e| e.to_string())?
@@ -120,7 +121,7 @@ mod secured {
     }
 
     /// Asserts that `address` is refused with an error containing one of `words`.
-    async fn refused(address: &str, words: &[&str]) {
+    pub(crate) async fn refused(address: &str, words: &[&str]) {
         let err = round_trip(address).await.expect_err("refused");
         let lower = err.to_lowercase();
         assert!(
@@ -129,7 +130,7 @@ mod secured {
         );
     }
 
-    fn not_run() -> bool {
+    pub(crate) fn not_run() -> bool {
         if std::env::var("CHORUS_TEST_NATS_URL").is_ok_and(|v| !v.is_empty()) {
             return false;
         }
@@ -184,6 +185,35 @@ mod secured {
         };
         round_trip(&at(&good)).await.expect("the right token");
         refused(&at(&bad), &["authorization", "auth"]).await;
+    }
+}
+
+#[cfg(feature = "nats")]
+mod nkey {
+    use super::secured::{Server, fixtures, not_run, refused, round_trip};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_nkey_seed_read_from_a_file() {
+        if not_run() {
+            return;
+        }
+        let user = nkeys::KeyPair::new_user();
+        let server = Server::start(&format!("users = [ {{ nkey: {:?} }} ]", user.public_key()));
+        let dir = tempfile::tempdir().unwrap();
+        let (seed, other) = (dir.path().join("seed"), dir.path().join("other"));
+        std::fs::write(&seed, user.seed().unwrap()).unwrap();
+        std::fs::write(&other, nkeys::KeyPair::new_user().seed().unwrap()).unwrap();
+        let ca = fixtures().join("test-only-ca.pem");
+        let at = |seed: &std::path::Path| {
+            format!(
+                "nats://127.0.0.1:{}?tls=required&tls_ca={}&nkey={}&namespace=secured",
+                server.port,
+                ca.display(),
+                seed.display()
+            )
+        };
+        round_trip(&at(&seed)).await.expect("the user's seed");
+        refused(&at(&other), &["authorization", "auth"]).await;
     }
 }
 
