@@ -1,7 +1,7 @@
 //! The o200k_harmony encoding: o200k_base byte-pair ranks plus the Harmony special tokens.
 //!
-//! The ranks are embedded at build time (see `build.rs`) and indexed once, on first use, by
-//! [`encoding`]. Encoding text never yields a special token; only
+//! The ranks are bpe-openai's o200k_base dictionary (a token's id is its rank), the one copy of
+//! the vocabulary in the binary, indexed once, on first use, by [`encoding`]. Encoding text never yields a special token; only
 //! [`Encoding::encode_with_special_tokens`] turns literal `<|...|>` names into special ids.
 
 use std::sync::LazyLock;
@@ -16,8 +16,6 @@ use crate::tokens::{self, Rank};
 /// byte-pair merge here, which is faster on the short pieces of ordinary text.
 const LINEAR_FROM: usize = 256;
 
-/// The embedded rank table written by `build.rs`.
-static RANKS_BIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ranks.bin"));
 /// Number of ordinary tokens in the rank table.
 const ORDINARY_TOKENS: usize = tokens::FIRST_SPECIAL as usize;
 
@@ -249,25 +247,30 @@ impl Encoding {
     }
 }
 
-/// The bytes of ordinary token `rank` in the embedded table.
+/// The bytes of ordinary token `rank` (below [`ORDINARY_TOKENS`]), from bpe-openai's o200k_base
+/// dictionary: chorus embeds no table of its own (it once embedded a 2.2 MB copy of these bytes).
 fn ordinary_bytes(rank: usize) -> &'static [u8] {
-    let offset = |i: usize| -> usize {
-        let at = i * 4;
-        u32::from_le_bytes([
-            RANKS_BIN[at],
-            RANKS_BIN[at + 1],
-            RANKS_BIN[at + 2],
-            RANKS_BIN[at + 3],
-        ]) as usize
-    };
-    let data = ORDINARY_TOKENS * 4;
-    let start = if rank == 0 { 0 } else { offset(rank - 1) };
-    &RANKS_BIN[data + start..data + offset(rank)]
+    bpe_openai::o200k_base().bpe.token_bytes(rank as u32)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_vocabulary_is_tiktokens_o200k_base_token_by_token() {
+        let bpe = &bpe_openai::o200k_base().bpe;
+        assert_eq!(
+            bpe.num_tokens(),
+            ORDINARY_TOKENS,
+            "every ordinary token, no more"
+        );
+        let tiktoken = tiktoken_rs::o200k_base().unwrap();
+        for rank in 0..ORDINARY_TOKENS {
+            let theirs = tiktoken.decode_bytes(&[rank as u32]).unwrap();
+            assert_eq!(ordinary_bytes(rank), theirs.as_slice(), "rank {rank}");
+        }
+    }
 
     proptest::proptest! {
         /// Long pieces go to bpe-openai: the tokens are the byte-pair merge's, exactly.
