@@ -65,6 +65,11 @@ fn earlier(cut: Option<i64>, oldest_waiting: Option<i64>) -> Option<i64> {
     }
 }
 
+/// How long records are kept: `records_secs`, else as long as messages.
+fn records_secs(config: &RetentionConfig) -> f64 {
+    config.records_secs.unwrap_or(config.messages_secs)
+}
+
 /// Applies `config` once as of `now`: prunes every kind, counts what went in the metrics and
 /// logs it. A kind that fails is logged and the others go on.
 pub async fn prune_once(app: &AppState, config: &RetentionConfig, now: i64) -> PruneReport {
@@ -81,7 +86,7 @@ pub async fn prune_once(app: &AppState, config: &RetentionConfig, now: i64) -> P
     let before = PruneBefore {
         messages_ms: cut(now, config.messages_secs),
         dead_letters_ms: cut(now, config.dead_letters_secs),
-        effects_ms: oldest_waiting.and_then(|w| earlier(cut(now, config.records_secs), w)),
+        effects_ms: oldest_waiting.and_then(|w| earlier(cut(now, records_secs(config)), w)),
     };
     match app.bus.prune(before).await {
         Ok(p) => {

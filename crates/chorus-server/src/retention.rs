@@ -34,9 +34,10 @@ pub struct RetentionConfig {
     pub confirmations_secs: f64,
     /// Agents' journal records, delivery histories and handlers' once-only records (the
     /// store's effect records), after they were written; kept while an older message still
-    /// waits in an inbox. Default 30 days.
-    #[serde(default = "default_records_secs")]
-    pub records_secs: f64,
+    /// waits in an inbox. Default: as long as acknowledged messages (`messages_secs`), whose
+    /// histories they hold.
+    #[serde(default)]
+    pub records_secs: Option<f64>,
     /// How often the pruner runs (each wait varies by up to a tenth either way). Default 60.
     #[serde(default = "default_interval_secs")]
     pub interval_secs: f64,
@@ -58,10 +59,6 @@ fn default_confirmations_secs() -> f64 {
     7.0 * DAY
 }
 
-fn default_records_secs() -> f64 {
-    30.0 * DAY
-}
-
 fn default_interval_secs() -> f64 {
     60.0
 }
@@ -74,7 +71,7 @@ impl Default for RetentionConfig {
             blobs_secs: None,
             traces_secs: default_traces_secs(),
             confirmations_secs: default_confirmations_secs(),
-            records_secs: default_records_secs(),
+            records_secs: None,
             interval_secs: default_interval_secs(),
         }
     }
@@ -102,7 +99,7 @@ impl RetentionConfig {
             ("blobs_secs", self.blobs_secs),
             ("traces_secs", Some(self.traces_secs)),
             ("confirmations_secs", Some(self.confirmations_secs)),
-            ("records_secs", Some(self.records_secs)),
+            ("records_secs", self.records_secs),
         ];
         for (key, value) in kept {
             if let Some(v) = value

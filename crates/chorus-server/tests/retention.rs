@@ -152,7 +152,7 @@ async fn the_pruner_removes_old_entries_of_every_kind_and_keeps_fresh_ones() {
     config.retention.dead_letters_secs = RETENTION_SECS;
     config.retention.traces_secs = RETENTION_SECS;
     config.retention.confirmations_secs = RETENTION_SECS;
-    config.retention.records_secs = RETENTION_SECS;
+    config.retention.records_secs = Some(RETENTION_SECS);
     config.retention.interval_secs = 0.2;
     let server = TestServer::start(&db(dir.path()), &config).await;
     let (old_blob, old_handoff, old_confirmation) = one_of_each(&server, "old", 1).await;

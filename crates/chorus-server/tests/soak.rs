@@ -50,7 +50,7 @@ fn child_config() -> ServerConfig {
     c.retention.traces_secs = KEEP_SECS;
     c.retention.confirmations_secs = KEEP_SECS;
     // The delivery history and journal records, which grow with the messages.
-    c.retention.records_secs = KEEP_SECS;
+    c.retention.records_secs = Some(KEEP_SECS);
     c.retention.interval_secs = 0.5;
     for agent in ["sink"]
         .into_iter()
