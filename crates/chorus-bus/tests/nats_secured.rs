@@ -8,6 +8,9 @@
 //! not run.
 
 #[cfg(feature = "nats")]
+mod nats_cluster;
+
+#[cfg(feature = "nats")]
 mod secured {
     use std::net::TcpStream;
     use std::path::{Path, PathBuf};
@@ -16,19 +19,13 @@ mod secured {
 
     use chorus_bus::{BusConfig, Envelope, StoreAddress};
 
+    use super::nats_cluster::{free_port, server_binary};
+
     /// How long opening a store may take before the test calls it a hang.
     const OPEN_LIMIT: Duration = Duration::from_secs(30);
 
     pub(crate) fn fixtures() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../chorus-server/tests/tls")
-    }
-
-    fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
     }
 
     /// A `nats-server` with JetStream, TLS and `authorization` (a block of its config file),
@@ -55,10 +52,7 @@ mod secured {
             );
             let file = dir.path().join("nats.conf");
             std::fs::write(&file, config).unwrap();
-            let binary = std::env::var("CHORUS_TEST_NATS_SERVER")
-                .ok()
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| "nats-server".to_owned());
+            let binary = server_binary();
             let child = Command::new(&binary)
                 .arg("-c")
                 .arg(&file)

@@ -58,7 +58,8 @@ pub struct Cluster {
     _dir: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
+/// A port on 127.0.0.1 free a moment ago.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
