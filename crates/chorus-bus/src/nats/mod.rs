@@ -219,6 +219,7 @@ impl NatsBus {
             replicas,
         )
         .await?;
+        let mut ensured = Vec::new();
         for (suffix, subjects) in [
             ("LOG", &["log.>"][..]),
             ("DLQ", &["dlq", "dlq.>"][..]),
@@ -233,16 +234,9 @@ impl NatsBus {
                 duplicate_window: RETRY_WINDOW,
                 ..Default::default()
             };
-            setup::ensure_stream(&js, config, replicas).await?;
+            ensured.push(setup::ensure_stream(&js, config, replicas).await?);
         }
-        let done = js
-            .get_stream(format!("{ns}_DONE"))
-            .await
-            .map_err(nats_error)?;
-        let log = js
-            .get_stream(format!("{ns}_LOG"))
-            .await
-            .map_err(nats_error)?;
+        let [log, _, _, done] = <[_; 4]>::try_from(ensured).expect("four streams ensured");
         let seen = Seen::open(&js, ns, config.dedupe_window, replicas).await?;
         let listener = listen_for_wakes(&client, ns, &wakers).await?;
         Ok(NatsBus {

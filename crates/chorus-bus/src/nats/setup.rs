@@ -11,7 +11,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use async_nats::jetstream::{Context, stream};
+use async_nats::jetstream::context::GetStreamErrorKind;
+use async_nats::jetstream::{Context, ErrorCode, stream};
 
 use super::wire::nats_error;
 use crate::error::{BusError, BusResult};
@@ -197,11 +198,11 @@ pub(super) async fn ensure_stream(
     replicas: usize,
 ) -> BusResult<stream::Stream> {
     config.num_replicas = replicas;
-    let mut found = js
-        .get_or_create_stream(config.clone())
+    js.get_or_create_stream(config.clone())
         .await
         .map_err(|e| replicas_error(&config.name, replicas, e))?;
-    let has = found.info().await.map_err(nats_error)?.config.clone();
+    let mut found = settled(js, &config.name).await?;
+    let has = found.cached_info().config.clone();
     let subjects_missing = config.subjects.iter().any(|s| !has.subjects.contains(s));
     let differs = has.num_replicas.max(1) != replicas
         || has.max_age != config.max_age
@@ -218,9 +219,36 @@ pub(super) async fn ensure_stream(
         js.update_stream(wanted)
             .await
             .map_err(|e| replicas_error(&config.name, replicas, e))?;
-        found = js.get_stream(&config.name).await.map_err(nats_error)?;
+        found = settled(js, &config.name).await?;
     }
     Ok(found)
+}
+
+/// How long a stream just created or updated may stay unknown to the server this client is
+/// connected to.
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// Stream `name` as the server this client is connected to sees it. In a cluster a stream just
+/// created is assigned by the meta leader, and each other server learns of it a moment later:
+/// until then it answers "stream not found" (10059), so the lookup is repeated for up to
+/// [`SETTLE`]. Every later request of this bus then finds the stream.
+async fn settled(js: &Context, name: &str) -> BusResult<stream::Stream> {
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match js.get_stream(name).await {
+            Ok(found) => return Ok(found),
+            Err(e)
+                if matches!(e.kind(), GetStreamErrorKind::JetStream(j)
+                    if j.error_code() == ErrorCode::STREAM_NOT_FOUND)
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+            Err(e) => return Err(nats_error(format!("stream {name}: {e}"))),
+        }
+    }
 }
 
 /// A failure to create or update stream `name` with `replicas` copies, said plainly when the
