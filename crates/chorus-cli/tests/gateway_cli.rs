@@ -178,9 +178,18 @@ fn the_openai_sdk_runs_a_tool_loop_through_the_gateway() {
     );
     assert_eq!(seen["call_stream"]["finish"], "tool_calls");
     assert_eq!(seen["answer"], "It is sunny in Paris, 21 °C.");
+    let hello = "Hello! How can I help?";
+    assert_eq!(
+        seen["choices"],
+        json!([[0, hello, "stop"], [1, hello, "stop"]])
+    );
+    assert_eq!(
+        seen["choices_stream"],
+        json!({"0": {"content": hello, "finish": "stop"}, "1": {"content": hello, "finish": "stop"}})
+    );
     assert_eq!(
         seen["bad_request"],
-        json!({"status": 400, "param": "/n", "code": "unsupported_parameter"})
+        json!({"status": 400, "param": "/n", "code": "invalid_value"})
     );
     assert_eq!(
         seen["not_found"],

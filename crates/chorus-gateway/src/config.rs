@@ -28,7 +28,7 @@ pub struct GatewayConfig {
     pub strict: bool,
     /// The largest request body, bytes.
     pub max_body_bytes: usize,
-    /// Requests served at once; more get 429.
+    /// Generations served at once (a request of `n` choices takes `n`); more get 429.
     pub max_concurrent: usize,
     /// Seconds to wait for the upstream's answer to start.
     pub first_byte_timeout_secs: u64,

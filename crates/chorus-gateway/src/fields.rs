@@ -29,6 +29,22 @@ pub struct ChatRequest {
     pub include_usage: bool,
     /// Sampling settings sent to the upstream as they are (`temperature`, `max_tokens`, ...).
     pub sampling: Map<String, Value>,
+    /// Choices to generate (`n`; 1 in the Responses API).
+    pub choices: usize,
+}
+
+impl ChatRequest {
+    /// The sampling settings of choice `index`: a `seed` is moved on by the index, so that the
+    /// choices of a seeded request differ from each other and each is the same on a retry.
+    pub fn sampling_of(&self, index: usize) -> Map<String, Value> {
+        let mut sampling = self.sampling.clone();
+        if index > 0
+            && let Some(seed) = sampling.get("seed").and_then(Value::as_i64)
+        {
+            sampling.insert("seed".into(), json!(seed.wrapping_add(index as i64)));
+        }
+        sampling
+    }
 }
 
 /// gpt-oss reads text only: an image, audio or file part is refused, not dropped.

@@ -109,12 +109,19 @@ impl<'a> Generation<'a> {
 /// The header listing the kinds of repair made to the model's output.
 pub const REPAIRS_HEADER: &str = "x-chorus-repairs";
 
-/// Names the repairs of `finished` in [`REPAIRS_HEADER`] of `response` (when it made any).
-pub fn mark_repairs(response: &mut Response, finished: &Finished) {
-    if finished.repair_kinds.is_empty() {
+/// Names the kinds of repair of every reply in `finished` (each kind once) in
+/// [`REPAIRS_HEADER`] of `response`, when they made any.
+pub fn mark_repairs<'a>(response: &mut Response, finished: impl IntoIterator<Item = &'a Finished>) {
+    let mut kinds: Vec<&str> = Vec::new();
+    for kind in finished.into_iter().flat_map(|f| &f.repair_kinds) {
+        if !kinds.contains(&kind.as_str()) {
+            kinds.push(kind);
+        }
+    }
+    if kinds.is_empty() {
         return;
     }
-    if let Ok(value) = HeaderValue::from_str(&finished.repair_kinds.join(", ")) {
+    if let Ok(value) = HeaderValue::from_str(&kinds.join(", ")) {
         response.headers_mut().insert(REPAIRS_HEADER, value);
     }
 }

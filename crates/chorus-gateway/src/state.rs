@@ -96,15 +96,27 @@ impl Gateway {
 
     /// A slot for one request, or a 429 when `max_concurrent` are being served.
     pub fn permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
-        self.slots.clone().try_acquire_owned().map_err(|_| {
+        self.permits(1)
+    }
+
+    /// `count` slots, one for each generation of a request (its `n` choices), or a 429 when
+    /// fewer than `count` are free.
+    pub fn permits(&self, count: usize) -> Result<OwnedSemaphorePermit, ApiError> {
+        let count = u32::try_from(count).unwrap_or(u32::MAX);
+        self.slots.clone().try_acquire_many_owned(count).map_err(|_| {
+            let max = self.config.max_concurrent;
+            let message = if count == 1 {
+                format!("{max} requests are being served already (max_concurrent)")
+            } else {
+                format!(
+                    "the request's {count} more choices need as many of the {max} slots (max_concurrent), and fewer are free"
+                )
+            };
             let mut e = ApiError::status(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limit_error",
                 "too_many_concurrent_requests",
-                format!(
-                    "{} requests are being served already (max_concurrent)",
-                    self.config.max_concurrent
-                ),
+                message,
             );
             e.retry_after = Some(1);
             e

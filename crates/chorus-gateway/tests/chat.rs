@@ -286,6 +286,133 @@ async fn an_unreachable_upstream_is_a_502() {
     assert_eq!(error["error"]["code"], "upstream_unreachable");
 }
 
+/// `n` choices: one generation each, the seed moved on by the choice's index, the prompt
+/// counted once and the generated tokens of every choice; streamed, each choice's chunks carry
+/// its index, with a role chunk and a finish reason of its own, and one usage chunk at the end.
+#[tokio::test]
+async fn several_choices_are_generated_whole_and_streamed() {
+    let stack = Stack::default().await;
+    let answer = |word: &str| {
+        Answer::text(&format!(
+            "<|channel|>analysis<|message|>Say {word}.<|end|><|start|>assistant<|channel|>final<|message|>{word}!"
+        ))
+    };
+    let words = ["alpha", "beta", "gamma"];
+    stack.engine.script(words.map(answer));
+    let mut body = ask("Pick a word");
+    body["n"] = json!(3);
+    body["seed"] = json!(41);
+    let whole: Value = stack.chat(&body).await.json().await.unwrap();
+    let choices = whole["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 3, "{whole}");
+    let mut contents: Vec<&str> = Vec::new();
+    for (index, choice) in choices.iter().enumerate() {
+        assert_eq!(choice["index"], index);
+        assert_eq!(choice["finish_reason"], "stop");
+        let content = choice["message"]["content"].as_str().unwrap();
+        let word = content.trim_end_matches('!');
+        assert_eq!(
+            choice["message"]["reasoning_content"],
+            format!("Say {word}.")
+        );
+        contents.push(word);
+    }
+    contents.sort();
+    assert_eq!(contents, words, "each scripted generation is one choice");
+    let mut seeds: Vec<i64> = (0..3)
+        .map(|i| stack.engine.requests()[i]["seed"].as_i64().unwrap())
+        .collect();
+    seeds.sort();
+    assert_eq!(seeds, [41, 42, 43]);
+    assert_eq!(stack.engine.prompt(0), stack.engine.prompt(1));
+    assert_eq!(stack.engine.prompt(0), stack.engine.prompt(2));
+    let usage = &whole["usage"];
+    assert_eq!(
+        usage["prompt_tokens"].as_u64().unwrap() as usize,
+        stack.engine.prompt(0).len(),
+        "the prompt is counted once"
+    );
+    // The fake engine reports one completion token a generation.
+    assert_eq!(usage["completion_tokens"], 3);
+
+    stack.engine.script(words[..2].iter().map(|w| answer(w)));
+    let mut body = ask("Pick a word");
+    body["n"] = json!(2);
+    body["stream"] = json!(true);
+    body["stream_options"] = json!({"include_usage": true});
+    let (status, data) = stack.chat_stream(&body).await;
+    assert_eq!(status, 200);
+    assert_eq!(data.iter().filter(|d| *d == "[DONE]").count(), 1);
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let usage: Vec<&Value> = chunks.iter().filter(|c| !c["usage"].is_null()).collect();
+    assert_eq!(usage.len(), 1);
+    assert_eq!(usage[0]["usage"]["completion_tokens"], 2);
+    assert!(
+        usage[0] == chunks.last().unwrap(),
+        "the usage chunk comes last"
+    );
+    let mut streamed = Vec::new();
+    for index in 0..2 {
+        let mine: Vec<&Value> = chunks
+            .iter()
+            .filter_map(|c| c["choices"].get(0))
+            .filter(|c| c["index"] == index)
+            .collect();
+        assert_eq!(mine[0]["delta"]["role"], "assistant", "choice {index}");
+        assert_eq!(
+            mine.iter()
+                .filter(|c| c["delta"]["role"] == "assistant")
+                .count(),
+            1
+        );
+        let finishes: Vec<&Value> = mine
+            .iter()
+            .map(|c| &c["finish_reason"])
+            .filter(|f| !f.is_null())
+            .collect();
+        assert_eq!(finishes, [&json!("stop")], "choice {index}");
+        assert!(
+            mine.last().unwrap()["finish_reason"] == "stop",
+            "its finish is its last chunk"
+        );
+        let content: String = mine
+            .iter()
+            .filter_map(|c| c["delta"]["content"].as_str())
+            .collect();
+        streamed.push(content);
+    }
+    streamed.sort();
+    assert_eq!(streamed, ["alpha!", "beta!"]);
+}
+
+/// More choices than the gateway may generate at once is refused before the engine is asked.
+#[tokio::test]
+async fn more_choices_than_concurrent_slots_are_refused() {
+    let stack = Stack::start(chorus_gateway::GatewayConfig {
+        max_concurrent: 2,
+        ..config()
+    })
+    .await;
+    let mut body = ask("x");
+    body["n"] = json!(3);
+    let response = stack.chat(&body).await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["param"], "/n");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_concurrent"),
+        "{error}"
+    );
+    assert!(stack.engine.requests().is_empty());
+}
+
 #[tokio::test]
 async fn invalid_requests_are_400s_naming_the_field() {
     let stack = Stack::default().await;
@@ -297,7 +424,7 @@ async fn invalid_requests_are_400s_naming_the_field() {
             "/messages/0/role",
         ),
         (
-            json!({"model": "gpt-oss", "messages": [{"role": "user", "content": "x"}], "n": 3}),
+            json!({"model": "gpt-oss", "messages": [{"role": "user", "content": "x"}], "n": 9}),
             400,
             "/n",
         ),

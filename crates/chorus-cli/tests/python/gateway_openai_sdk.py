@@ -92,9 +92,20 @@ messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(
 completion, _ = whole(messages=messages, tools=TOOLS)
 seen["answer"] = completion.choices[0].message.content
 
+# Several choices (`n`), whole and streamed: each its own generation, chunks interleaved.
+completion, _ = whole(messages=hello, n=2, seed=5)
+seen["choices"] = [[c.index, c.message.content, c.finish_reason] for c in completion.choices]
+per_choice = {}
+for chunk in streamed(messages=hello, n=2):
+    for choice in chunk["choices"]:
+        entry = per_choice.setdefault(str(choice["index"]), {"content": "", "finish": None})
+        entry["content"] += choice["delta"].get("content") or ""
+        entry["finish"] = choice.get("finish_reason") or entry["finish"]
+seen["choices_stream"] = per_choice
+
 # Errors arrive as the SDK's exception types, with OpenAI's error body.
 try:
-    client.chat.completions.create(model=MODEL, messages=hello, n=2)
+    client.chat.completions.create(model=MODEL, messages=hello, n=9)
 except openai.BadRequestError as e:
     seen["bad_request"] = {"status": e.status_code, "param": e.body.get("param"), "code": e.code}
 try:

@@ -55,12 +55,35 @@ async fn serve(
         gen_ai.usage.output_tokens = tracing::field::Empty,
         stream = request.stream,
     );
-    let body = gateway.upstream.body(&prompt.tokens, &request.sampling)?;
-    let upstream = gateway
-        .upstream
-        .open(&body)
-        .instrument(span.clone())
-        .await?;
+    if request.choices > 1 && request.choices > config.max_concurrent {
+        return Err(ApiError::invalid(
+            "/n",
+            "invalid_value",
+            format!(
+                "`n` is {}, above this gateway's max_concurrent ({}): each choice is a generation of its own",
+                request.choices, config.max_concurrent
+            ),
+        ));
+    }
+    let more = match request.choices {
+        1 => None,
+        n => Some(gateway.permits(n - 1)?),
+    };
+    // One upstream generation a choice, opened together: the engine shares the prompt's
+    // cached prefix between them.
+    let opened = futures::future::join_all((0..request.choices).map(|index| {
+        let gateway = &gateway;
+        let (prompt, request) = (&prompt, &request);
+        async move {
+            let body = gateway
+                .upstream
+                .body(&prompt.tokens, &request.sampling_of(index))?;
+            gateway.upstream.open(&body).await
+        }
+    }))
+    .instrument(span.clone())
+    .await;
+    let upstreams = opened.into_iter().collect::<Result<Vec<_>, _>>()?;
     let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
     let created = chrono::Utc::now().timestamp();
     if request.stream {
@@ -75,8 +98,8 @@ async fn serve(
         };
         tokio::spawn(
             async move {
-                let _permit = permit;
-                task.run(upstream, tx).await;
+                let _permits = (permit, more);
+                task.run(upstreams, tx).await;
             }
             .instrument(span),
         );
@@ -89,16 +112,38 @@ async fn serve(
         headers.insert("cache-control", HeaderValue::from_static("no-cache"));
         return Ok(response);
     }
-    let generated = Generation::new(&gateway, &prompt, request.stop.clone(), upstream, started)
-        .run()
-        .instrument(span.clone())
-        .await?;
-    drop(permit);
-    let finished = generated.finished;
-    let (usage, reason) = (
-        usage(&prompt, &finished),
-        finish_reason(&finished, generated.upstream_reason.as_deref()),
-    );
+    let generated = futures::future::join_all(upstreams.into_iter().map(|upstream| {
+        Generation::new(&gateway, &prompt, request.stop.clone(), upstream, started).run()
+    }))
+    .instrument(span.clone())
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    drop((permit, more));
+    let finished: Vec<&Finished> = generated.iter().map(|g| &g.finished).collect();
+    let choices: Vec<Value> = generated
+        .iter()
+        .enumerate()
+        .map(|(index, g)| choice(index, &g.finished, g.upstream_reason.as_deref()))
+        .collect();
+    let mut out = json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": request.model,
+        "choices": choices,
+        "usage": usage(&prompt, &finished),
+    });
+    if let Some(repairs) = repairs(&finished) {
+        out["chorus"] = json!({ "repairs": repairs });
+    }
+    let mut response = (StatusCode::OK, axum::Json(out)).into_response();
+    mark_repairs(&mut response, finished);
+    Ok(response)
+}
+
+/// Choice `index` of a whole reply: its message and finish reason.
+fn choice(index: usize, finished: &Finished, upstream_reason: Option<&str>) -> Value {
     let mut message = json!({"role": "assistant", "content": finished.content, "refusal": null});
     if let Some(reasoning) = &finished.reasoning {
         message["reasoning_content"] = json!(reasoning);
@@ -111,29 +156,33 @@ async fn serve(
             .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
             .collect();
     }
-    let mut out = json!({
-        "id": id,
-        "object": "chat.completion",
-        "created": created,
-        "model": request.model,
-        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": reason}],
-        "usage": usage,
-    });
-    if !finished.repairs.is_empty() {
-        out["chorus"] = json!({"repairs": finished.repairs});
-    }
-    let mut response = (StatusCode::OK, axum::Json(out)).into_response();
-    mark_repairs(&mut response, &finished);
-    Ok(response)
+    let reason = finish_reason(finished, upstream_reason);
+    json!({"index": index, "message": message, "logprobs": null, "finish_reason": reason})
 }
 
-fn usage(prompt: &Prompt, finished: &Finished) -> Value {
+/// The repairs of every choice (`None` when there were none), each line of a choice past the
+/// first prefixed with its index.
+fn repairs(choices: &[&Finished]) -> Option<Vec<String>> {
+    let mut all = Vec::new();
+    for (index, finished) in choices.iter().enumerate() {
+        all.extend(finished.repairs.iter().map(|line| match index {
+            0 => line.clone(),
+            _ => format!("choice {index}: {line}"),
+        }));
+    }
+    (!all.is_empty()).then_some(all)
+}
+
+/// The usage of a reply: the prompt once, the tokens of every choice.
+fn usage(prompt: &Prompt, choices: &[&Finished]) -> Value {
     let prompt_tokens = prompt.tokens.len();
+    let generated: usize = choices.iter().map(|f| f.generated).sum();
+    let reasoning: usize = choices.iter().map(|f| f.reasoning_tokens).sum();
     json!({
         "prompt_tokens": prompt_tokens,
-        "completion_tokens": finished.generated,
-        "total_tokens": prompt_tokens + finished.generated,
-        "completion_tokens_details": {"reasoning_tokens": finished.reasoning_tokens},
+        "completion_tokens": generated,
+        "total_tokens": prompt_tokens + generated,
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
     })
 }
 
@@ -162,13 +211,13 @@ struct Streaming {
 type Sender = mpsc::Sender<Result<String, std::convert::Infallible>>;
 
 impl Streaming {
-    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+    fn chunk(&self, index: usize, delta: Value, finish: Option<&str>) -> Value {
         let mut chunk = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.request.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+            "choices": [{"index": index, "delta": delta, "logprobs": null, "finish_reason": finish}],
         });
         if self.request.include_usage {
             chunk["usage"] = Value::Null;
@@ -176,64 +225,22 @@ impl Streaming {
         chunk
     }
 
-    async fn run(self, upstream: Streamed, mut tx: Sender) {
-        let first = self.chunk(json!({"role": "assistant", "content": ""}), None);
-        if send(&mut tx, &first).await.is_err() {
+    /// Streams every choice, their chunks interleaved as their tokens come, then the usage
+    /// and `[DONE]`. An error in any choice is sent and ends the stream.
+    async fn run(self, upstreams: Vec<Streamed>, tx: Sender) {
+        let streamed = futures::future::join_all(
+            upstreams
+                .into_iter()
+                .enumerate()
+                .map(|(index, upstream)| self.run_choice(index, upstream, tx.clone())),
+        )
+        .await;
+        let Some(finished) = streamed.into_iter().collect::<Option<Vec<_>>>() else {
             return;
-        }
-        let mut generation = Generation::new(
-            &self.gateway,
-            &self.prompt,
-            self.request.stop.clone(),
-            upstream,
-            self.started,
-        );
-        loop {
-            match generation.next().await {
-                Ok(Some(deltas)) => {
-                    for delta in deltas {
-                        if send(&mut tx, &self.chunk(delta_json(&delta), None))
-                            .await
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-                Ok(None) => break,
-                Err(error) => {
-                    let _ = send(&mut tx, &error.body()).await;
-                    return;
-                }
-            }
-        }
-        let Generated {
-            finished,
-            upstream_reason,
-        } = match generation.finish() {
-            Ok(generated) => generated,
-            Err(error) => {
-                let _ = send(&mut tx, &error.body()).await;
-                return;
-            }
         };
-        for delta in &finished.tail {
-            if send(&mut tx, &self.chunk(delta_json(delta), None))
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-        let reason = finish_reason(&finished, upstream_reason.as_deref());
-        let mut last = self.chunk(json!({}), Some(reason));
-        if !finished.repairs.is_empty() {
-            last["chorus"] = json!({"repairs": finished.repairs});
-        }
-        if send(&mut tx, &last).await.is_err() {
-            return;
-        }
+        let mut tx = tx;
         if self.request.include_usage {
+            let finished: Vec<&Finished> = finished.iter().collect();
             let usage = json!({
                 "id": self.id,
                 "object": "chat.completion.chunk",
@@ -248,6 +255,61 @@ impl Streaming {
         }
         let _ = tx.send(Ok("data: [DONE]\n\n".to_owned())).await;
     }
+
+    /// Streams choice `index` to its finish chunk: the finished reply, or `None` when the
+    /// client left or an error was sent (the channel is then closed for every choice).
+    async fn run_choice(
+        &self,
+        index: usize,
+        upstream: Streamed,
+        mut tx: Sender,
+    ) -> Option<Finished> {
+        let chunk = |delta: Value| self.chunk(index, delta, None);
+        let first = chunk(json!({"role": "assistant", "content": ""}));
+        send(&mut tx, &first).await.ok()?;
+        let mut generation = Generation::new(
+            &self.gateway,
+            &self.prompt,
+            self.request.stop.clone(),
+            upstream,
+            self.started,
+        );
+        loop {
+            match generation.next().await {
+                Ok(Some(deltas)) => {
+                    for delta in deltas {
+                        send(&mut tx, &chunk(delta_json(&delta))).await.ok()?;
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => return fail(tx, &error).await,
+            }
+        }
+        let Generated {
+            finished,
+            upstream_reason,
+        } = match generation.finish() {
+            Ok(generated) => generated,
+            Err(error) => return fail(tx, &error).await,
+        };
+        for delta in &finished.tail {
+            send(&mut tx, &chunk(delta_json(delta))).await.ok()?;
+        }
+        let reason = finish_reason(&finished, upstream_reason.as_deref());
+        let mut last = self.chunk(index, json!({}), Some(reason));
+        if let Some(repairs) = repairs(&[&finished]) {
+            last["chorus"] = json!({ "repairs": repairs });
+        }
+        send(&mut tx, &last).await.ok()?;
+        Some(finished)
+    }
+}
+
+/// Sends `error` as the stream's last event and closes the stream for every choice.
+async fn fail(mut tx: Sender, error: &ApiError) -> Option<Finished> {
+    let _ = send(&mut tx, &error.body()).await;
+    tx.close_channel();
+    None
 }
 
 fn delta_json(delta: &Delta) -> Value {

@@ -22,6 +22,9 @@ const SAMPLING: [&str; 6] = [
     "max_tokens",
 ];
 
+/// The most choices (`n`) a request may ask for: each is a generation of its own upstream.
+pub const MAX_CHOICES: u64 = 8;
+
 /// Fields accepted and not used: they change nothing a raw completions engine does.
 const IGNORED: [&str; 6] = [
     "user",
@@ -193,16 +196,21 @@ pub fn read(body: Value) -> Result<ChatRequest, ApiError> {
             sampling.entry(key).or_insert(value);
         }
     }
-    match map.remove("n") {
-        None | Some(Value::Null) => {}
-        Some(n) if n.as_u64() == Some(1) => {}
-        Some(_) => {
-            return Err(ApiError::unsupported(
-                "/n",
-                "this gateway answers one choice a request (`n: 1`); send several requests for several choices",
-            ));
-        }
-    }
+    let choices = match map.remove("n") {
+        None | Some(Value::Null) => 1,
+        Some(n) => match n.as_u64() {
+            Some(n @ 1..=MAX_CHOICES) => n as usize,
+            _ => {
+                return Err(ApiError::invalid(
+                    "/n",
+                    "invalid_value",
+                    format!(
+                        "`n` must be a whole number from 1 to {MAX_CHOICES} (each choice is one request to the engine), found {n}"
+                    ),
+                ));
+            }
+        },
+    };
     match map.remove("logprobs") {
         None | Some(Value::Null) | Some(Value::Bool(false)) => {}
         Some(_) => {
@@ -261,6 +269,7 @@ pub fn read(body: Value) -> Result<ChatRequest, ApiError> {
         stream,
         include_usage,
         sampling,
+        choices,
     })
 }
 
@@ -358,7 +367,9 @@ mod tests {
         let ok = read(with("max_completion_tokens", json!(64))).unwrap();
         assert_eq!(ok.sampling["max_tokens"], 64);
         let cases = [
-            (with("n", json!(2)), "/n"),
+            (with("n", json!(0)), "/n"),
+            (with("n", json!(9)), "/n"),
+            (with("n", json!(1.5)), "/n"),
             (with("logprobs", json!(true)), "/logprobs"),
             (with("tool_choice", json!("required")), "/tool_choice"),
             (

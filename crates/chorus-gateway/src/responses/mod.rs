@@ -148,7 +148,7 @@ async fn serve(
     drop(permit);
     let body = response.complete(&gateway, &generated, output_items(&generated.finished));
     let mut out = (StatusCode::OK, Json(body)).into_response();
-    mark_repairs(&mut out, &generated.finished);
+    mark_repairs(&mut out, [&generated.finished]);
     Ok(out)
 }
 

@@ -232,6 +232,7 @@ pub fn read(body: Value) -> Result<ResponsesRequest, ApiError> {
             stream,
             include_usage: false,
             sampling,
+            choices: 1,
         },
         instructions,
         previous_response_id,
