@@ -98,7 +98,9 @@ pub fn to_chorus(
         _ => Map::new(),
     };
     metadata.insert("task_id".into(), json!(task_id));
-    metadata.insert("conversation_id".into(), json!(context_id));
+    // A chorus message's conversation is its `metadata.session_id`: the task keeps the A2A
+    // context there, and reads it back from the stored message.
+    metadata.insert("session_id".into(), json!(context_id));
     document.insert("metadata".into(), Value::Object(metadata));
     Ok(Inbound {
         document: Value::Object(document),
@@ -239,6 +241,7 @@ mod tests {
         );
         assert_eq!(d["metadata"]["task_id"], "t-new");
         assert_eq!(inbound.context_id, "t-new");
+        assert_eq!(d["metadata"]["session_id"], "t-new");
     }
 
     #[test]

@@ -35,12 +35,21 @@ pub(super) async fn publish(
     params: &Value,
 ) -> Result<String, RpcError> {
     let agent = publisher(caller.clone()).map_err(refusal)?;
-    let fresh = uuid::Uuid::new_v4().to_string();
+    let message_id = params.pointer("/message/messageId").and_then(Value::as_str);
+    let fresh = new_task_id(&agent, message_id);
     let inbound = to_chorus(params, &agent, inbox, &fresh)?;
+    let timeline = timeline(app, &inbound.task_id).await?;
+    // The same message sent again (a client's retry) finds the task its first copy started:
+    // it is published again, the same document, and the hub answers it as a duplicate.
+    let retry = !inbound.continues
+        && inbound.task_id == fresh
+        && timeline.first().is_some_and(|first| {
+            Some(first.id.as_str()) == message_id && first.sender.as_deref() == Some(&agent)
+        });
     // A message for a task that exists (named by taskId, or a handoff's task_id already in
     // use): only into one the caller may see, and still open — a handoff cannot join or take
     // over another party's task by choosing its id.
-    if inbound.continues || !timeline(app, &inbound.task_id).await?.is_empty() {
+    if !retry && (inbound.continues || !timeline.is_empty()) {
         let view = load(app, caller, &inbound.task_id).await?;
         if view.state.is_terminal() {
             return Err(RpcError::new(
@@ -60,6 +69,19 @@ pub(super) async fn publish(
         .await
         .map_err(refusal)?;
     Ok(inbound.task_id)
+}
+
+/// The id of the task a message without `taskId` starts: the same for the same sender and
+/// `messageId`, so that a retry of the message is the same document (a fresh id for one with
+/// no `messageId`, which the decoder refuses anyway).
+fn new_task_id(agent: &str, message_id: Option<&str>) -> String {
+    match message_id {
+        Some(id) => {
+            let name = format!("chorus a2a task\0{agent}\0{id}");
+            uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes()).to_string()
+        }
+        None => uuid::Uuid::new_v4().to_string(),
+    }
 }
 
 /// `SendMessage`: publishes, then (unless `configuration.returnImmediately`) waits until the
@@ -227,6 +249,7 @@ pub(super) async fn load(app: &AppState, caller: &Caller, id: &str) -> Result<Ta
         })
         .collect();
     let mut view = TaskView::new(id, &context, &entries);
+    view.opened_to = envelopes[0].recipients.clone();
     if view.state == State::Submitted {
         // Only then is the store looked at: did the client's latest message become a dead
         // letter (rejected), or has the recipient not taken it yet (submitted)?
@@ -304,7 +327,7 @@ fn task_id(params: &Value) -> Result<String, RpcError> {
 }
 
 /// An optional non-negative `historyLength` at `pointer`.
-fn history_length(params: &Value, pointer: &str) -> Result<Option<usize>, RpcError> {
+pub(super) fn history_length(params: &Value, pointer: &str) -> Result<Option<usize>, RpcError> {
     match params.pointer(pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
