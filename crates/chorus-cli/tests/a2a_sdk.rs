@@ -111,6 +111,26 @@ fn the_a2a_sdk_client_drives_a_chorus_agent_to_completed_and_cancels_a_task() {
         (Some("TASK_STATE_COMPLETED"), Some(2)),
         "{seen}"
     );
+    // ListTasks through the SDK, two pages over the two bindings: the four tasks sent to the
+    // desk, the one answered last first, each once.
+    let listed = &seen["listed"];
+    assert_eq!(listed["total"], 4, "{seen}");
+    assert_eq!(listed["last_token"], "", "{seen}");
+    assert_eq!(listed["first"][0], seen["hub"]["id"], "{seen}");
+    let mut got: Vec<&str> = [&listed["first"], &listed["next"]]
+        .iter()
+        .flat_map(|page| page.as_array().unwrap())
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    let mut sent: Vec<&str> = listed["sent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    got.sort();
+    sent.sort();
+    assert_eq!(got, sent, "{seen}");
 }
 
 /// The A2A agent of `examples/a2a/sdk_agent.py` (the a2a-sdk server) on a free port of

@@ -46,6 +46,7 @@ pub use codecs::{
     OpenAiResponses, Qwen3, convert,
 };
 pub use common::pairing::is_paired;
+pub use common::spelling::to_camel;
 pub use error::Error;
 pub use format::Format;
 pub use loss::{Encoded, Loss, Policy};

@@ -170,6 +170,215 @@ async fn a_message_is_published_as_the_caller_and_its_task_follows_delivery_and_
     server.stop().await;
 }
 
+/// A client that retries `SendMessage` (a timeout, a lost answer) sends the same message
+/// again: it gets the task the first copy started, before and after that task ended, and the
+/// agent gets the message once. The same `messageId` with other content is refused.
+#[tokio::test]
+async fn a_retried_send_gets_the_same_task_and_is_delivered_once() {
+    let (_dir, server) = fresh(30).await;
+    let message = text_message("m-retry", "Is my order on its way?");
+    let first = send_now(&server, ALICE, message.clone()).await;
+    let task_id = first["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let again = send_now(&server, ALICE, message.clone()).await;
+    assert_eq!(again["result"]["task"]["id"], task_id.as_str(), "{again}");
+    let (status, rest) = rest_send(&server, ALICE, message.clone()).await;
+    assert_eq!(status, 200, "{rest}");
+    assert_eq!(rest["task"]["id"], task_id.as_str(), "{rest}");
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let delivery = inbox.next().await.json();
+    assert_eq!(delivery["message"]["id"], "m-retry");
+    let reply = json!({"role": "assistant", "id": "r-retry", "name": "bob", "recipient": "alice",
+        "content": "Yes, tomorrow", "metadata": {"task_id": task_id}});
+    assert_eq!(publish(&server, BOB, &reply).await.status(), 201);
+    assert_eq!(
+        state_of(&server, ALICE, &task_id).await["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    // A retry after the task ended still finds it, ended, and publishes nothing new.
+    let late = send_now(&server, ALICE, message.clone()).await;
+    assert_eq!(late["result"]["task"]["id"], task_id.as_str(), "{late}");
+    assert_eq!(
+        late["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    let timeline = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "GetTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    let history = timeline["result"]["history"].as_array().unwrap();
+    assert_eq!(
+        history.len(),
+        2,
+        "the message once, the answer once: {timeline}"
+    );
+    assert!(
+        dead_letters(&server).await["items"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "a retry is no dead letter"
+    );
+    // The same id with other content is a conflict, not a second message.
+    let changed = send_now(
+        &server,
+        ALICE,
+        text_message("m-retry", "Where is my refund?"),
+    )
+    .await;
+    assert!(
+        changed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("m-retry"),
+        "{changed}"
+    );
+    server.stop().await;
+}
+
+/// ProtoJSON parsers take a field's proto name as well as its JSON name: a request written
+/// with `message_id`, `return_immediately` and `history_length` is read as its camelCase twin,
+/// over both bindings; keys inside a message's metadata are the sender's and stay as given.
+#[tokio::test]
+async fn proto_field_names_are_read_like_json_names() {
+    let (_dir, server) = fresh(30).await;
+    let message = json!({"message_id": "m-proto", "role": "ROLE_USER",
+        "parts": [{"text": "snake case"}], "metadata": {"order_ref": "A-1"}});
+    let params = json!({"message": message, "configuration": {"return_immediately": true}});
+    let sent = rpc(&server, "/a2a/bob", ALICE, "SendMessage", params).await;
+    let task_id = sent["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{sent}"));
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"],
+        "TASK_STATE_SUBMITTED"
+    );
+    let got = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "GetTask",
+        json!({"id": task_id, "history_length": 1}),
+    )
+    .await;
+    let history = got["result"]["history"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{got}"));
+    assert_eq!(history[0]["messageId"], "m-proto");
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let delivery = inbox.next().await.json();
+    assert_eq!(delivery["message"]["id"], "m-proto");
+    assert_eq!(
+        delivery["message"]["x-a2a"]["metadata"]["order_ref"], "A-1",
+        "{delivery}"
+    );
+    let rest =
+        json!({"message_id": "m-proto-2", "role": "ROLE_USER", "parts": [{"text": "again"}]});
+    let (status, body) = rest_send(&server, ALICE, rest).await;
+    assert_eq!(status, 200, "{body}");
+    let both = json!({"message": {"messageId": "m-3", "message_id": "m-4", "role": "ROLE_USER",
+        "parts": [{"text": "x"}]}});
+    let refused = rpc(&server, "/a2a/bob", ALICE, "SendMessage", both).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["data"][1]["fieldViolations"][0]["field"], "/message/message_id",
+        "{refused}"
+    );
+    server.stop().await;
+}
+
+/// `ListTasks` lists the tasks the caller may see at that endpoint, most recently active first,
+/// filtered by state and context, a page at a time with a token, over both bindings; a bad page
+/// size is refused at its pointer.
+#[tokio::test]
+async fn list_tasks_pages_through_the_callers_tasks_with_filters() {
+    let (_dir, server) = fresh(30).await;
+    let mut tasks = Vec::new();
+    for i in 1..=3 {
+        let mut message = text_message(&format!("m-list-{i}"), "please look");
+        message["contextId"] = json!(if i == 2 { "ctx-two" } else { "ctx-other" });
+        let sent = send_now(&server, ALICE, message).await;
+        tasks.push(sent["result"]["task"]["id"].as_str().unwrap().to_owned());
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let list = |token: &'static str, path: &'static str, params: Value| {
+        let server = &server;
+        async move { rpc(server, path, token, "ListTasks", params).await["result"].clone() }
+    };
+    let ids = |listing: &Value| -> Vec<String> {
+        listing["tasks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listing}"))
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let newest_first: Vec<String> = tasks.iter().rev().cloned().collect();
+    let all = list(ALICE, "/a2a/bob", json!({})).await;
+    assert_eq!(ids(&all), newest_first);
+    assert_eq!(all["totalSize"], 3);
+    assert_eq!(all["nextPageToken"], "");
+    let first = list(
+        ALICE,
+        "/a2a/bob",
+        json!({"pageSize": 2, "historyLength": 0}),
+    )
+    .await;
+    assert_eq!(ids(&first), newest_first[..2]);
+    assert_eq!(first["tasks"][0]["history"], json!([]));
+    assert_eq!(
+        (first["pageSize"].clone(), first["totalSize"].clone()),
+        (json!(2), json!(3))
+    );
+    let token = first["nextPageToken"].as_str().unwrap().to_owned();
+    assert!(!token.is_empty());
+    let second = list(
+        ALICE,
+        "/a2a/bob",
+        json!({"pageSize": 2, "pageToken": token}),
+    )
+    .await;
+    assert_eq!(ids(&second), newest_first[2..]);
+    assert_eq!(second["nextPageToken"], "");
+    // Bob reads his inbox: a party of all three. Bob answers the first task, which completes.
+    assert_eq!(ids(&list(BOB, "/a2a/bob", json!({})).await).len(), 3);
+    let reply = json!({"role": "assistant", "id": "r-list", "name": "bob", "recipient": "alice",
+        "content": "done", "metadata": {"task_id": tasks[0]}});
+    assert_eq!(publish(&server, BOB, &reply).await.status(), 201);
+    let completed = list(ALICE, "/a2a/bob", json!({"status": "TASK_STATE_COMPLETED"})).await;
+    let everything = list(ALICE, "/a2a/bob", json!({})).await;
+    assert_eq!(ids(&completed), [tasks[0].clone()], "{everything}");
+    assert_eq!(completed["totalSize"], 1);
+    let by_context = list(ALICE, "/a2a/bob", json!({"contextId": "ctx-two"})).await;
+    assert_eq!(ids(&by_context), [tasks[1].clone()], "{everything}");
+    // The answered task is now the most recently active.
+    assert_eq!(ids(&list(ALICE, "/a2a/bob", json!({})).await)[0], tasks[0]);
+    // At alice's own endpoint: none of these tasks was opened to her.
+    assert!(ids(&list(ALICE, "/a2a/alice", json!({})).await).is_empty());
+    let url = server.url("/a2a/bob/tasks?page_size=1&status=TASK_STATE_SUBMITTED");
+    let (status, rest) = call("GET", &url, Some(ALICE), None).await;
+    assert_eq!(status, 200, "{rest}");
+    assert_eq!(rest["tasks"].as_array().unwrap().len(), 1, "{rest}");
+    assert_eq!(rest["totalSize"], 2, "{rest}");
+    let bad = rpc(
+        &server,
+        "/a2a/bob",
+        ALICE,
+        "ListTasks",
+        json!({"pageSize": 0}),
+    )
+    .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!(
+        bad["error"]["data"][1]["fieldViolations"][0]["field"],
+        "/pageSize"
+    );
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn nobody_sends_as_another_agent_through_a2a() {
     let (_dir, server) = fresh(30).await;

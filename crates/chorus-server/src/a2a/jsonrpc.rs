@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::in_time;
+use super::listing::list;
 use super::operations::{cancel, get, publish, send, subscribable};
 use super::rpc::{self, RpcError};
 use super::stream::{Framing, open_stream, stream_task};
@@ -55,10 +56,7 @@ pub async fn answer(app: AppState, caller: Caller, inbox: Option<String>, body: 
         }
         "GetTask" => in_time(&app, get(&app, &caller, params)).await,
         "CancelTask" => in_time(&app, cancel(&app, &caller, params)).await,
-        "ListTasks" => Err(RpcError::new(
-            rpc::UNSUPPORTED_OPERATION,
-            "ListTasks is not supported; the admin API lists tasks at GET /v1/tasks",
-        )),
+        "ListTasks" => in_time(&app, list(&app, &caller, inbox.as_deref(), params)).await,
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"
         | "ListTaskPushNotificationConfigs"

@@ -14,9 +14,11 @@
 mod card;
 mod inbound;
 mod jsonrpc;
+mod listing;
 mod operations;
 mod rest;
 mod rpc;
+mod spelling;
 mod stream;
 mod task;
 
@@ -47,6 +49,7 @@ pub fn routes() -> Router<AppState> {
         .route("/a2a/{inbox}/.well-known/agent-card.json", get(inbox_card))
         .route("/a2a/{inbox}/message:send", post(rest::message_send))
         .route("/a2a/{inbox}/message:stream", post(rest::message_stream))
+        .route("/a2a/{inbox}/tasks", get(rest::tasks_list))
         .route(
             "/a2a/{inbox}/tasks/{task}",
             get(rest::task_get).post(rest::task_action),

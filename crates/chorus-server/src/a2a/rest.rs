@@ -1,5 +1,5 @@
 //! The HTTP+JSON binding under an agent's or pool's URL: `POST …/message:send`,
-//! `POST …/message:stream`, `GET …/tasks/{id}`, `POST …/tasks/{id}:cancel` and
+//! `POST …/message:stream`, `GET …/tasks`, `GET …/tasks/{id}`, `POST …/tasks/{id}:cancel` and
 //! `POST|GET …/tasks/{id}:subscribe`; refusals are `google.rpc.Status` bodies.
 
 use std::collections::HashMap;
@@ -25,10 +25,14 @@ fn refused(e: &RpcError) -> Response {
     (status, Json(json!({"error": e.to_status()}))).into_response()
 }
 
-/// The request body: a JSON object (a `SendMessageRequest`).
+/// The request body: a JSON object (a `SendMessageRequest`), its fields under their JSON
+/// names whichever ProtoJSON spelling it used.
 fn body_object(body: &Bytes) -> Result<Value, RpcError> {
     match serde_json::from_slice::<Value>(body) {
-        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(mut v @ Value::Object(_)) => {
+            super::spelling::json_names(&mut v).map_err(RpcError::params)?;
+            Ok(v)
+        }
         Ok(other) => Err(RpcError::params(Problem::expected(
             "",
             "a SendMessageRequest object",
@@ -88,6 +92,35 @@ pub async fn message_stream(
     }
 }
 
+/// `GET /a2a/{name}/tasks` (`ListTasks`): its fields as query parameters, under either
+/// ProtoJSON spelling; numbers are read as numbers.
+pub async fn tasks_list(
+    State(app): State<AppState>,
+    Path(inbox): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    caller: Caller,
+) -> Response {
+    const NUMBERS: [&str; 4] = ["pageSize", "page_size", "historyLength", "history_length"];
+    let mut params = serde_json::Map::new();
+    for (key, value) in query {
+        let value = match value.parse::<u64>() {
+            Ok(n) if NUMBERS.contains(&key.as_str()) => json!(n),
+            _ => json!(value),
+        };
+        params.insert(key, value);
+    }
+    let listed = async {
+        let mut params = Value::Object(params);
+        super::spelling::json_names(&mut params).map_err(RpcError::params)?;
+        super::known_inbox(&app, &inbox)?;
+        super::listing::list(&app, &caller, Some(&inbox), &params).await
+    };
+    match super::in_time(&app, listed).await {
+        Ok(listing) => Json(listing).into_response(),
+        Err(e) => refused(&e),
+    }
+}
+
 /// `GET /a2a/{name}/tasks/{id}` (with `historyLength`), and `GET …/tasks/{id}:subscribe`.
 pub async fn task_get(
     State(app): State<AppState>,
@@ -99,7 +132,10 @@ pub async fn task_get(
         return subscribe(app, caller, &inbox, id).await;
     }
     let mut params = json!({"id": task});
-    if let Some(n) = query.get("historyLength") {
+    if let Some(n) = query
+        .get("historyLength")
+        .or_else(|| query.get("history_length"))
+    {
         params["historyLength"] = n.parse::<u64>().map_or_else(|_| json!(n), |n| json!(n));
     }
     let got = async {

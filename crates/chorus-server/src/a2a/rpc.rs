@@ -242,7 +242,7 @@ pub fn parse(body: &[u8]) -> Result<Request, Refused> {
             )));
         }
     };
-    let params = match map.get("params") {
+    let mut params = match map.get("params") {
         None | Some(Value::Null) => json!({}),
         Some(p @ Value::Object(_)) => p.clone(),
         Some(other) => {
@@ -253,6 +253,8 @@ pub fn parse(body: &[u8]) -> Result<Request, Refused> {
             )));
         }
     };
+    super::spelling::json_names(&mut params)
+        .map_err(|problem| Box::new((id.clone(), RpcError::params(problem))))?;
     Ok(Request { id, method, params })
 }
 

@@ -82,6 +82,8 @@ pub struct TaskView {
     pub history: Vec<Value>,
     /// The latest message of the answering side, if any.
     pub answer: Option<Value>,
+    /// The inboxes the task's first message went to.
+    pub opened_to: Vec<String>,
 }
 
 impl TaskView {
@@ -131,6 +133,7 @@ impl TaskView {
             state,
             history,
             answer,
+            opened_to: Vec::new(),
         }
     }
 
