@@ -1,12 +1,8 @@
 //! Token counting and trimming for `chorus.context` (chorus-context), JSON in and out.
 
-use std::collections::HashMap;
-use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex};
-
 use chorus_context::data::{data_parts, merge_parts, render_all};
 use chorus_context::trim::trim_chorus;
-use chorus_context::{CostTable, HfTokenizer, TokenCounter};
+use chorus_context::{CostTable, TokenCounter};
 use chorus_core::{Conversation, Message};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -33,12 +29,29 @@ fn counter(
     let table = CostTable::default();
     match tokenizer {
         None => TokenCounter::with_table(model, &table),
+        #[cfg(feature = "hf")]
         Some(path) => TokenCounter::with_tokenizer(loaded(path)?, model, &table),
+        #[cfg(not(feature = "hf"))]
+        Some(path) => Err(chorus_context::ContextError::Tokenizer {
+            path: path.into(),
+            message: "this build of chorus reads no tokenizer.json (built without the `hf` \
+                      feature of chorus-py)"
+                .into(),
+        }),
     }
 }
 
 /// The tokenizer.json at `path`, read once per process (a large file takes a while to load).
-fn loaded(path: &str) -> Result<Arc<HfTokenizer>, chorus_context::ContextError> {
+#[cfg(feature = "hf")]
+fn loaded(
+    path: &str,
+) -> Result<std::sync::Arc<chorus_context::HfTokenizer>, chorus_context::ContextError> {
+    use std::collections::HashMap;
+    use std::path::Path;
+    use std::sync::{Arc, LazyLock, Mutex};
+
+    use chorus_context::HfTokenizer;
+
     static LOADED: LazyLock<Mutex<HashMap<String, Arc<HfTokenizer>>>> =
         LazyLock::new(Default::default);
     if let Some(found) = LOADED.lock().ok().and_then(|map| map.get(path).cloned()) {
