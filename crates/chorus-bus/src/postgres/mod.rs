@@ -51,6 +51,8 @@ pub struct PostgresBus {
     wakers: Arc<Wakers>,
     announcer: listen::Announcer,
     _listener: Listener,
+    /// The server runs no autovacuum: [`Backend::prune`] vacuums the namespace's tables.
+    vacuums: bool,
 }
 
 /// The longest name PostgreSQL keeps for a schema or a notification channel.
@@ -77,9 +79,16 @@ impl PostgresBus {
             },
             other => other,
         };
-        {
+        let vacuums = {
             let mut client = pool.get().await.map_err(pool_error).map_err(unreachable)?;
             migrations::migrate(&mut client, ns).await?;
+            !retention::autovacuum_runs(&client).await?
+        };
+        if vacuums {
+            tracing::warn!(
+                schema = ns,
+                "PostgreSQL's autovacuum is off on this server: chorus vacuums its own tables after each prune, or they would keep the space of every deleted row"
+            );
         }
         let wakers = Arc::new(Wakers::default());
         let listener = listen::listen(&options, ns, &wakers)
@@ -96,6 +105,7 @@ impl PostgresBus {
             binding_cache: BindingCache::default(),
             wakers,
             _listener: listener,
+            vacuums,
         })
     }
 
@@ -422,6 +432,9 @@ impl Backend for PostgresBus {
         }
         if let Some(cut) = before.effects_cut(now) {
             pruned.effects = retention::prune_effects(&self.pool, cut).await?;
+        }
+        if self.vacuums {
+            retention::vacuum(&self.pool, &self.schema).await;
         }
         Ok(pruned)
     }

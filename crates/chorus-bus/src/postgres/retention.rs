@@ -1,6 +1,7 @@
 //! Pruning of the PostgreSQL store: old rows deleted from the oldest on, a bounded batch per
 //! statement (each its own short transaction, so no lock is held for long and autovacuum
-//! reclaims the space behind it), with a pause as long as the batch took between two.
+//! reclaims the space behind it), with a pause as long as the batch took between two; on a
+//! server without autovacuum, the namespace's tables vacuumed after each prune.
 
 use std::time::Instant;
 
@@ -48,6 +49,44 @@ WITH old AS (
     DELETE FROM handled h USING gone g WHERE h.handler = g.handler AND h.message_id = g.message_id
 )
 SELECT COUNT(*) FROM gone";
+
+/// Whether the server vacuums tables by itself (`autovacuum`, on by default and on every
+/// managed service).
+pub(super) async fn autovacuum_runs(c: &tokio_postgres::Client) -> BusResult<bool> {
+    let row = c
+        .query_one("SELECT current_setting('autovacuum') = 'on'", &[])
+        .await
+        .map_err(pg_error)?;
+    Ok(row.get(0))
+}
+
+/// Vacuums every table of schema `schema` (for a server without autovacuum): the space of
+/// the rows pruned and acknowledged since becomes free for new rows. A failure is logged, not
+/// returned: the prune it follows has happened.
+pub(super) async fn vacuum(pool: &Pool, schema: &str) {
+    let done = async {
+        let c = pool.get().await.map_err(pool_error)?;
+        let rows = c
+            .query(
+                "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables \
+                 WHERE schemaname = $1 ORDER BY tablename",
+                &[&schema],
+            )
+            .await
+            .map_err(pg_error)?;
+        let tables: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        if !tables.is_empty() {
+            // Outside a transaction (VACUUM refuses one), as a simple query.
+            c.batch_execute(&format!("VACUUM {}", tables.join(", ")))
+                .await
+                .map_err(pg_error)?;
+        }
+        BusResult::Ok(())
+    };
+    if let Err(e) = done.await {
+        tracing::warn!(schema, error = %e, "vacuum after the prune failed");
+    }
+}
 
 /// Deletes the messages published before `cut` that no queue holds; returns how many.
 pub(super) async fn prune_messages(pool: &Pool, cut: i64) -> BusResult<u64> {
