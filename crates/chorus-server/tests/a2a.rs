@@ -379,6 +379,107 @@ async fn list_tasks_pages_through_the_callers_tasks_with_filters() {
     server.stop().await;
 }
 
+/// `A2A-Version` naming another major version is refused in each binding's shape before
+/// anything is published (1.x and no header are served); the endpoints answer with a trailing
+/// slash; a card has an `ETag`, and a request naming it gets 304 with no body.
+#[tokio::test]
+async fn versions_trailing_slashes_and_card_etags() {
+    let (_dir, server) = fresh(30).await;
+    let send = |version: Option<&'static str>, path: &'static str, id: &'static str| {
+        let server = &server;
+        async move {
+            let mut request = client()
+                .post(server.url(path))
+                .bearer_auth(ALICE)
+                .json(&json!({
+                "jsonrpc": "2.0", "id": 7, "method": "SendMessage",
+                "params": {"message": text_message(id, "hi"),
+                    "configuration": {"returnImmediately": true}}}));
+            if let Some(v) = version {
+                request = request.header("A2A-Version", v);
+            }
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    let (status, refused) = send(Some("99.0"), "/a2a/bob", "m-v1").await;
+    assert_eq!(
+        (status, refused["error"]["code"].clone()),
+        (200, json!(-32009)),
+        "{refused}"
+    );
+    assert_eq!(
+        refused["error"]["data"][0]["reason"],
+        "VERSION_NOT_SUPPORTED"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1.0"),
+        "{refused}"
+    );
+    let (_, old) = send(Some("0.3"), "/a2a/bob", "m-v2").await;
+    assert_eq!(old["error"]["code"], -32009, "{old}");
+    for (version, id) in [(Some("1.0"), "m-v3"), (None, "m-v4")] {
+        let (_, sent) = send(version, "/a2a/bob", id).await;
+        assert!(
+            sent["result"]["task"]["id"].is_string(),
+            "{version:?}: {sent}"
+        );
+    }
+    let (_, slashed) = send(Some("1.0"), "/a2a/bob/", "m-v5").await;
+    assert!(slashed["result"]["task"]["id"].is_string(), "{slashed}");
+    let rest = client()
+        .post(server.url("/a2a/bob/message:send"))
+        .bearer_auth(ALICE)
+        .header("A2A-Version", "2.0")
+        .json(&json!({"message": text_message("m-v6", "hi")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), 400);
+    let body: Value = rest.json().await.unwrap();
+    assert_eq!(body["error"]["status"], "FAILED_PRECONDITION", "{body}");
+    // Nothing of the refused requests was published: bob's inbox holds the three served ones.
+    let mut inbox = SseReader::open(&server, "bob", BOB, None).await;
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push(
+            inbox.next().await.json()["message"]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    got.sort();
+    assert_eq!(got, ["m-v3", "m-v4", "m-v5"]);
+    let card_url = server.url("/a2a/bob/.well-known/agent-card.json");
+    let first = client().get(&card_url).send().await.unwrap();
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    assert!(etag.starts_with('"') && etag.len() > 10, "{etag}");
+    let again = client()
+        .get(&card_url)
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
+    assert!(again.bytes().await.unwrap().is_empty());
+    let other = client()
+        .get(&card_url)
+        .header("If-None-Match", "\"stale\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn nobody_sends_as_another_agent_through_a2a() {
     let (_dir, server) = fresh(30).await;

@@ -21,6 +21,7 @@ mod rpc;
 mod spelling;
 mod stream;
 mod task;
+mod version;
 
 use axum::Extension;
 use axum::Router;
@@ -28,6 +29,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
@@ -42,11 +44,15 @@ pub const HANDOFF_EXTENSION: &str = chorus_formats::A2a::HANDOFF_EXTENSION;
 
 /// The A2A routes: the cards and the JSON-RPC endpoints.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/.well-known/agent-card.json", get(hub_card))
+    // The endpoints answer at their card's URL with a trailing slash too, as clients that
+    // join a base URL and a path send them.
+    let json_rpc = Router::new()
         .route("/a2a", post(hub_rpc))
+        .route("/a2a/", post(hub_rpc))
         .route("/a2a/{inbox}", post(inbox_rpc))
-        .route("/a2a/{inbox}/.well-known/agent-card.json", get(inbox_card))
+        .route("/a2a/{inbox}/", post(inbox_rpc))
+        .route_layer(middleware::from_fn(version::json_rpc));
+    let http_json = Router::new()
         .route("/a2a/{inbox}/message:send", post(rest::message_send))
         .route("/a2a/{inbox}/message:stream", post(rest::message_stream))
         .route("/a2a/{inbox}/tasks", get(rest::tasks_list))
@@ -54,6 +60,12 @@ pub fn routes() -> Router<AppState> {
             "/a2a/{inbox}/tasks/{task}",
             get(rest::task_get).post(rest::task_action),
         )
+        .route_layer(middleware::from_fn(version::http_json));
+    Router::new()
+        .route("/.well-known/agent-card.json", get(hub_card))
+        .route("/a2a/{inbox}/.well-known/agent-card.json", get(inbox_card))
+        .merge(json_rpc)
+        .merge(http_json)
 }
 
 /// Task `id` as `caller` may see it, as an A2A `Task` with at most `history` of its latest
@@ -121,16 +133,26 @@ fn known(app: &AppState, name: &str) -> Result<(), ApiError> {
 
 /// A card, cacheable for a minute by its client only: its URLs come from the request's `Host`
 /// and `X-Forwarded-Proto`, so a shared cache must neither serve one client's card to another
-/// nor keep a card a forged `Host` made.
-fn card_response(card: serde_json::Value) -> Response {
-    (
-        [
-            (header::CACHE_CONTROL, "private, max-age=60"),
-            (header::VARY, "Host, X-Forwarded-Proto"),
-        ],
-        axum::Json(card),
-    )
-        .into_response()
+/// nor keep a card a forged `Host` made. Its `ETag` is a digest of its bytes: a request whose
+/// `If-None-Match` names it is answered 304 with no body.
+fn card_response(request: &HeaderMap, card: serde_json::Value) -> Response {
+    use sha2::{Digest, Sha256};
+    let body = card.to_string();
+    let digest = Sha256::digest(body.as_bytes());
+    let etag = format!("\"{}\"", hex::encode(&digest[..16]));
+    let cached = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let headers = [
+        (header::CACHE_CONTROL, "private, max-age=60".to_owned()),
+        (header::VARY, "Host, X-Forwarded-Proto".to_owned()),
+        (header::ETAG, etag),
+    ];
+    if cached {
+        return (StatusCode::NOT_MODIFIED, headers).into_response();
+    }
+    (headers, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 async fn hub_card(
@@ -139,7 +161,7 @@ async fn hub_card(
     headers: HeaderMap,
 ) -> Response {
     let base = card::base_url(&headers, scheme.map(|s| s.0));
-    card_response(card::hub_card(&base, &inboxes(&app)))
+    card_response(&headers, card::hub_card(&base, &inboxes(&app)))
 }
 
 async fn inbox_card(
@@ -150,7 +172,7 @@ async fn inbox_card(
 ) -> Result<Response, ApiError> {
     known(&app, &inbox)?;
     let base = card::base_url(&headers, scheme.map(|s| s.0));
-    Ok(card_response(card::agent_card(&base, &inbox)))
+    Ok(card_response(&headers, card::agent_card(&base, &inbox)))
 }
 
 /// The request body, or the answer to one that could not be read, as on every route: 413 too

@@ -20,7 +20,7 @@ use crate::auth::Caller;
 use crate::state::AppState;
 
 /// A refusal as the binding answers it: its HTTP status and `{"error": Status}`.
-fn refused(e: &RpcError) -> Response {
+pub(super) fn refused(e: &RpcError) -> Response {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (status, Json(json!({"error": e.to_status()}))).into_response()
 }

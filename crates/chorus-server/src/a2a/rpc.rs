@@ -27,6 +27,8 @@ pub const PUSH_NOT_SUPPORTED: i64 = -32003;
 pub const UNSUPPORTED_OPERATION: i64 = -32004;
 /// A2A `ExtendedAgentCardNotConfiguredError`.
 pub const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
+/// A2A `VersionNotSupportedError`.
+pub const VERSION_NOT_SUPPORTED: i64 = -32009;
 
 /// The HTTP status, its `google.rpc.Code` name and the A2A reason of a JSON-RPC error code.
 fn mapping(code: i64) -> (u16, &'static str, &'static str) {
@@ -44,6 +46,7 @@ fn mapping(code: i64) -> (u16, &'static str, &'static str) {
             "FAILED_PRECONDITION",
             "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
         ),
+        VERSION_NOT_SUPPORTED => (400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"),
         INVALID_PARAMS => (400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
         INVALID_REQUEST | PARSE_ERROR => (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
         METHOD_NOT_FOUND => (404, "NOT_FOUND", "METHOD_NOT_FOUND"),
