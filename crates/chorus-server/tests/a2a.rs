@@ -69,6 +69,11 @@ fn escalation_data() -> Value {
         "technical_details": {"symptoms": "drops hourly"}})
 }
 
+/// The JSON pointer of the first field violation of a JSON-RPC error answer.
+fn violated(answer: &Value) -> &Value {
+    &answer["error"]["data"][1]["fieldViolations"][0]["field"]
+}
+
 /// `SendMessage` to bob that returns at once; the JSON-RPC answer.
 async fn send_now(server: &common::TestServer, token: &str, message: Value) -> Value {
     let params = json!({"message": message, "configuration": {"returnImmediately": true}});
@@ -283,10 +288,7 @@ async fn proto_field_names_are_read_like_json_names() {
         "parts": [{"text": "x"}]}});
     let refused = rpc(&server, "/a2a/bob", ALICE, "SendMessage", both).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    assert_eq!(
-        refused["error"]["data"][1]["fieldViolations"][0]["field"], "/message/message_id",
-        "{refused}"
-    );
+    assert_eq!(violated(&refused), "/message/message_id", "{refused}");
     server.stop().await;
 }
 
@@ -372,10 +374,7 @@ async fn list_tasks_pages_through_the_callers_tasks_with_filters() {
     )
     .await;
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
-    assert_eq!(
-        bad["error"]["data"][1]["fieldViolations"][0]["field"],
-        "/pageSize"
-    );
+    assert_eq!(violated(&bad), "/pageSize");
     server.stop().await;
 }
 
@@ -699,15 +698,9 @@ async fn malformed_requests_get_json_rpc_errors_with_pointers() {
     .await;
     assert_eq!(bad["error"]["code"], -32602);
     assert_eq!(bad["error"]["data"][0]["reason"], "INVALID_PARAMS");
-    assert_eq!(
-        bad["error"]["data"][1]["fieldViolations"][0]["field"],
-        "/message/role"
-    );
+    assert_eq!(violated(&bad), "/message/role");
     let get = rpc(&server, "/a2a/bob", ALICE, "GetTask", json!({})).await;
-    assert_eq!(
-        get["error"]["data"][1]["fieldViolations"][0]["field"],
-        "/id"
-    );
+    assert_eq!(violated(&get), "/id");
     server.stop().await;
 }
 
