@@ -55,7 +55,7 @@ async fn serve(
         gen_ai.usage.output_tokens = tracing::field::Empty,
         stream = request.stream,
     );
-    if request.choices > 1 && request.choices > config.max_concurrent {
+    if request.choices > config.max_concurrent {
         return Err(ApiError::invalid(
             "/n",
             "invalid_value",
