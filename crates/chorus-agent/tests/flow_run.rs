@@ -4,10 +4,13 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chorus_agent::agents::Item;
 use chorus_agent::confirm::MemoryConfirmations;
 use chorus_agent::flow::{Flow, FlowError, FlowSpec};
+use chorus_agent::journal::{Book, BusJournal, Journal};
+use chorus_bus::{Backend, Bus, BusConfig, MemoryBus};
 use chorus_core::{Kind, Validator};
 use support::desk::{SUPPORT_DESK_CHAIN, assert_coherent_story, handoff_chain};
 
@@ -399,4 +402,87 @@ async fn fan_out_and_hub_modes_run_the_bus_orchestrations() {
         "agents speak in turn, each hearing the last reply"
     );
     assert_eq!(seen.len(), 5, "the input and four replies");
+}
+
+/// A flow of one rule agent `a` answering the person, for a run on a store.
+fn stored_flow() -> Flow {
+    let text = format!(
+        "name = \"stored\"\nmode = \"handoffs\"\ntask_id = \"task-stored\"\n\
+         [input]\nfrom = \"person\"\nto = \"a\"\ntext = \"hello\"\n{}",
+        replying_agents(&[("a", "!")])
+    );
+    let spec = FlowSpec::parse(&text).unwrap();
+    Flow::new(spec, None, Arc::new(MemoryConfirmations::new())).unwrap()
+}
+
+/// The journal key of the outputs of the delivery of message `id`.
+fn outputs_key(id: &str) -> String {
+    let digest = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, id.as_bytes()).simple();
+    format!("outputs-{digest}")
+}
+
+/// The texts waiting in `queue`, acked.
+async fn texts_in(bus: &dyn Bus, queue: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    for d in bus.receive(queue, 10, Duration::ZERO).await.unwrap() {
+        let item = Item::from_json(&serde_json::from_slice(&d.envelope.bytes).unwrap()).unwrap();
+        texts.push(item.text());
+        bus.ack(&d).await.unwrap();
+    }
+    texts
+}
+
+#[tokio::test]
+async fn a_stored_run_records_each_deliverys_outputs_with_them_stored() {
+    let bus = Arc::new(MemoryBus::new(BusConfig::default()));
+    let flow = stored_flow();
+    let first = flow.first_message();
+    let report = flow
+        .run_stored(&*bus, first.clone(), &mut |_: &Item| {})
+        .await
+        .unwrap();
+    assert_eq!(report.outputs.len(), 1);
+    assert_eq!(report.outputs[0].text(), "hello!");
+    let records = bus.effects("journal/a/task-stored").await.unwrap();
+    let key = outputs_key(first.id.as_deref().unwrap());
+    let record = records
+        .iter()
+        .find(|e| e.message_id == key)
+        .expect("the outputs recorded");
+    let record: serde_json::Value = serde_json::from_slice(&record.record).unwrap();
+    assert_eq!(record["stored"], true, "{record}");
+    assert_eq!(record["items"][0]["content"], "hello!", "{record}");
+    assert_eq!(texts_in(&*bus, "person").await, ["hello!"]);
+    assert_eq!(bus.depth("a").await.unwrap(), 0, "the delivery was acked");
+}
+
+/// A store an earlier chorus wrote: the outputs were recorded before they were sent, and the
+/// delivery was left unacked. The resumed run sends the recorded items (not the agent's) and
+/// acks.
+#[tokio::test]
+async fn a_stored_run_sends_outputs_an_earlier_run_recorded_but_did_not_send() {
+    let bus = Arc::new(MemoryBus::new(BusConfig::default()));
+    let flow = stored_flow();
+    let first = flow.first_message();
+    let recorded = serde_json::json!({"items": [{
+        "id": "reply-recorded", "role": "assistant", "name": "a", "recipient": "person",
+        "content": "recorded earlier", "metadata": {"task_id": "task-stored"}
+    }]});
+    let journal = BusJournal::new(bus.clone());
+    let book = Book::new("a", "task-stored");
+    let key = outputs_key(first.id.as_deref().unwrap());
+    assert!(journal.record(&book, &key, &recorded).await.unwrap());
+    let report = flow
+        .run_stored(&*bus, first, &mut |_: &Item| {})
+        .await
+        .unwrap();
+    assert_eq!(report.outputs.len(), 1);
+    assert_eq!(report.outputs[0].text(), "recorded earlier");
+    assert_eq!(texts_in(&*bus, "person").await, ["recorded earlier"]);
+    assert_eq!(
+        bus.effects("journal/a/task-stored").await.unwrap().len(),
+        1,
+        "the agent did not run again"
+    );
+    assert_eq!(bus.depth("a").await.unwrap(), 0, "the delivery was acked");
 }

@@ -121,20 +121,22 @@ pub trait Backend: Send + Sync {
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool>;
 
-    /// [`Backend::commit_once`] for the message of `delivery`, then [`Backend::ack`] of it. A
-    /// store that can do both in one transaction does (PostgreSQL): the effect record and the
-    /// settled delivery commit together, so neither is ever kept without the other. When the
-    /// delivery is no longer held (its lease ran out), the effect is still recorded (it
+    /// [`Backend::commit_once`] of `message_id` (the message of `delivery`, or a key of the
+    /// handler's own for its handling), then [`Backend::ack`] of `delivery`. A store that can
+    /// do both in one transaction does (PostgreSQL): the effect record, its outgoing messages
+    /// and the settled delivery commit together, so none is ever kept without the others. When
+    /// the delivery is no longer held (its lease ran out), the effect is still recorded (it
     /// happened) and the answer is [`BusError::StaleDelivery`](crate::BusError::StaleDelivery).
     async fn commit_once_and_ack(
         &self,
         delivery: &Delivery,
         handler: &str,
+        message_id: &str,
         record: &[u8],
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
         let applied = self
-            .commit_once(handler, &delivery.envelope.id, record, outgoing)
+            .commit_once(handler, message_id, record, outgoing)
             .await?;
         self.ack(delivery).await?;
         Ok(applied)

@@ -77,22 +77,19 @@ pub trait Bus: Backend {
     /// content is the same, and [`BusError::Conflict`] (nothing stored, no dead letter) when not.
     async fn publish(&self, bytes: Vec<u8>) -> BusResult<Receipt> {
         let bytes = Bytes::from(bytes);
-        let document: Value = match serde_json::from_slice(&bytes) {
-            Ok(v) => v,
-            Err(e) => {
-                let issue = Problem::expected(
-                    "",
-                    "a JSON document",
-                    format!(
-                        "invalid JSON at line {} column {}: {e}",
-                        e.line(),
-                        e.column()
-                    ),
-                );
-                return Err(reject(self, &bytes, None, vec![issue], None).await);
-            }
-        };
+        let document = parsed(self, &bytes).await?;
         self.publish_parsed(bytes, &document).await
+    }
+
+    /// Reads, checks and routes `bytes` as [`Bus::publish`] does, without storing them: the
+    /// envelope and the queues it goes to, for a commit that stores it together with an effect
+    /// ([`Backend::commit_once_and_ack`]). What `publish` refuses is refused the same way, and
+    /// kept as a dead letter.
+    async fn route_document(&self, bytes: Vec<u8>) -> BusResult<(Envelope, Vec<String>)> {
+        let bytes = Bytes::from(bytes);
+        let document = parsed(self, &bytes).await?;
+        let env = checked(self, bytes, &document, None, None).await?;
+        routed(self, env, Some(&document)).await
     }
 
     /// As [`Bus::publish`], for a caller that has already parsed `bytes` into `document`
@@ -112,31 +109,8 @@ pub trait Bus: Backend {
         read: Option<Envelope>,
         publisher: Option<&str>,
     ) -> BusResult<Receipt> {
-        // Schema problems first: they explain a missing routing key better than extraction.
-        let mut issues = match &self.config().validator {
-            Some(v) => v.validate(document),
-            None => Vec::new(),
-        };
-        let env = match read {
-            _ if !issues.is_empty() => None,
-            Some(env) => Some(Envelope {
-                bytes: bytes.clone(),
-                ..env
-            }),
-            None => Envelope::from_document(document, bytes.clone())
-                .map_err(|found| issues = found)
-                .ok(),
-        };
-        match env {
-            Some(env) => self.publish_routed(env, Some(document)).await,
-            None => {
-                let id = document
-                    .pointer("/metadata/message_id")
-                    .or_else(|| document.get("id"))
-                    .and_then(Value::as_str);
-                Err(reject(self, &bytes, id, issues, publisher).await)
-            }
-        }
+        let env = checked(self, bytes, document, read, publisher).await?;
+        self.publish_routed(env, Some(document)).await
     }
 
     /// Publishes an envelope built by the caller; its bytes are validated when a validator
@@ -169,39 +143,8 @@ pub trait Bus: Backend {
     }
 
     /// Routes an accepted envelope and stores it; used by `publish` and `publish_envelope`.
-    async fn publish_routed(
-        &self,
-        mut env: Envelope,
-        document: Option<&Value>,
-    ) -> BusResult<Receipt> {
-        if let Some(issue) = expired(&env, now_ms()) {
-            let reason = DeadReason::Expired {
-                expired_at_ms: env.expires_at_ms.unwrap_or_default(),
-            };
-            let id = self
-                .record_rejected(&env.bytes, Some(&env.id), reason)
-                .await?;
-            return Err(BusError::Invalid {
-                issues: vec![issue],
-                dead_letter_id: id,
-            });
-        }
-        let bindings = self.bindings().await?;
-        let queues = resolve(&mut env, document, &self.config().rules, &bindings);
-        if queues.is_empty() {
-            let id = self
-                .record_rejected(&env.bytes, Some(&env.id), DeadReason::NoRoute)
-                .await?;
-            let issue = Problem::expected(
-                "/metadata/recipient_id",
-                "a recipient or a binding matching the message",
-                "no route",
-            );
-            return Err(BusError::Invalid {
-                issues: vec![issue],
-                dead_letter_id: id,
-            });
-        }
+    async fn publish_routed(&self, env: Envelope, document: Option<&Value>) -> BusResult<Receipt> {
+        let (env, queues) = routed(self, env, document).await?;
         let id = env.id.clone();
         let stored = self.store_owned(env, &queues, true).await?;
         crate::crash::reached(crate::crash::points::STORED);
@@ -352,6 +295,99 @@ async fn publish_checked<B: Bus + ?Sized>(bus: &B, env: Envelope) -> BusResult<R
     bus.publish_routed(env, document.as_ref()).await
 }
 
+/// The JSON document in `bytes`, or their refusal (kept as a dead letter).
+async fn parsed<B: Bus + ?Sized>(bus: &B, bytes: &Bytes) -> BusResult<Value> {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let issue = Problem::expected(
+                "",
+                "a JSON document",
+                format!(
+                    "invalid JSON at line {} column {}: {e}",
+                    e.line(),
+                    e.column()
+                ),
+            );
+            Err(reject(bus, bytes, None, vec![issue], None).await)
+        }
+    }
+}
+
+/// The envelope of `document` (`read` when the caller has it) once the validator took it, or
+/// its refusal (kept as a dead letter, filed under `publisher`).
+async fn checked<B: Bus + ?Sized>(
+    bus: &B,
+    bytes: Bytes,
+    document: &Value,
+    read: Option<Envelope>,
+    publisher: Option<&str>,
+) -> BusResult<Envelope> {
+    // Schema problems first: they explain a missing routing key better than extraction.
+    let mut issues = match &bus.config().validator {
+        Some(v) => v.validate(document),
+        None => Vec::new(),
+    };
+    let env = match read {
+        _ if !issues.is_empty() => None,
+        Some(env) => Some(Envelope {
+            bytes: bytes.clone(),
+            ..env
+        }),
+        None => Envelope::from_document(document, bytes.clone())
+            .map_err(|found| issues = found)
+            .ok(),
+    };
+    match env {
+        Some(env) => Ok(env),
+        None => {
+            let id = document
+                .pointer("/metadata/message_id")
+                .or_else(|| document.get("id"))
+                .and_then(Value::as_str);
+            Err(reject(bus, &bytes, id, issues, publisher).await)
+        }
+    }
+}
+
+/// An accepted envelope with the queues its routing gives, or its refusal as expired or
+/// without a route (kept as a dead letter).
+async fn routed<B: Bus + ?Sized>(
+    bus: &B,
+    mut env: Envelope,
+    document: Option<&Value>,
+) -> BusResult<(Envelope, Vec<String>)> {
+    if let Some(issue) = expired(&env, now_ms()) {
+        let reason = DeadReason::Expired {
+            expired_at_ms: env.expires_at_ms.unwrap_or_default(),
+        };
+        let id = bus
+            .record_rejected(&env.bytes, Some(&env.id), reason)
+            .await?;
+        return Err(BusError::Invalid {
+            issues: vec![issue],
+            dead_letter_id: id,
+        });
+    }
+    let bindings = bus.bindings().await?;
+    let queues = resolve(&mut env, document, &bus.config().rules, &bindings);
+    if queues.is_empty() {
+        let id = bus
+            .record_rejected(&env.bytes, Some(&env.id), DeadReason::NoRoute)
+            .await?;
+        let issue = Problem::expected(
+            "/metadata/recipient_id",
+            "a recipient or a binding matching the message",
+            "no route",
+        );
+        return Err(BusError::Invalid {
+            issues: vec![issue],
+            dead_letter_id: id,
+        });
+    }
+    Ok((env, queues))
+}
+
 async fn reject<B: Bus + ?Sized>(
     bus: &B,
     bytes: &[u8],
@@ -413,7 +449,7 @@ where
         })
         .collect();
     let applied = bus
-        .commit_once_and_ack(delivery, handler, &effect.record, &outgoing)
+        .commit_once_and_ack(delivery, handler, id, &effect.record, &outgoing)
         .await?;
     Ok(if applied {
         Handled::Applied

@@ -157,7 +157,7 @@ mod postgres_only {
         assert_eq!(held.len(), 2);
         // Held: the record and the ack land together.
         assert!(
-            bus.commit_once_and_ack(&held[0], "h", b"one", &[])
+            bus.commit_once_and_ack(&held[0], "h", &held[0].envelope.id, b"one", &[])
                 .await
                 .unwrap()
         );
@@ -170,7 +170,7 @@ mod postgres_only {
             .unwrap();
         assert_eq!(again[0].envelope.id, held[1].envelope.id);
         let err = bus
-            .commit_once_and_ack(&held[1], "h", b"two", &[])
+            .commit_once_and_ack(&held[1], "h", &held[1].envelope.id, b"two", &[])
             .await
             .unwrap_err();
         assert!(matches!(err, BusError::StaleDelivery { .. }), "{err}");
@@ -181,7 +181,7 @@ mod postgres_only {
         );
         // The holder's own commit finds it done and settles it.
         assert!(
-            !bus.commit_once_and_ack(&again[0], "h", b"two", &[])
+            !bus.commit_once_and_ack(&again[0], "h", &again[0].envelope.id, b"two", &[])
                 .await
                 .unwrap()
         );

@@ -343,6 +343,9 @@ async fn interrupted(at: Kill, store: &[&str]) -> tempfile::TempDir {
     .await
     .unwrap();
     assert!(!waited.success(), "killed");
+    if let Kill::AfterItem(_) = at {
+        settled_with_their_outputs(dir.path(), store, at).await;
+    }
     // Killed in the middle: part of the transcript, the ticket opened only past model call 2.
     let sent = std::fs::read_to_string(dir.path().join("t.jsonl"))
         .unwrap_or_default()
@@ -361,6 +364,57 @@ async fn interrupted(at: Kill, store: &[&str]) -> tempfile::TempDir {
     let again = usize::from(matches!(at, Kill::InModelCall(_)));
     assert_eq!(state.requests.load(Ordering::SeqCst), 6 + again, "{at:?}");
     dir
+}
+
+/// What a killed run left in its store: no delivery whose outputs were recorded is still
+/// waiting (the record, the outputs and the ack commit together), and every recorded output is
+/// stored.
+async fn settled_with_their_outputs(dir: &Path, store: &[&str], at: Kill) {
+    let address = match store {
+        ["--store", address] => address.to_string(),
+        _ => format!("sqlite:{}", dir.join("t.store.db").display()),
+    };
+    let bus = chorus_bus::StoreAddress::parse(&address)
+        .unwrap()
+        .open(chorus_bus::BusConfig::default())
+        .await
+        .unwrap();
+    let runs = bus.effects("journal/chorus-run/runs").await.unwrap();
+    let run: Value = serde_json::from_slice(&runs.last().expect("a run recorded").record).unwrap();
+    let task = run["task_id"].as_str().unwrap();
+    for agent in &AGENTS[1..] {
+        let recorded: std::collections::HashMap<String, Value> = bus
+            .effects(&format!("journal/{agent}/{task}"))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.message_id.starts_with("outputs-"))
+            .map(|e| (e.message_id, serde_json::from_slice(&e.record).unwrap()))
+            .collect();
+        for waiting in bus.peek(agent, 100).await.unwrap() {
+            let id = &waiting.envelope.id;
+            let key = format!(
+                "outputs-{}",
+                uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, id.as_bytes()).simple()
+            );
+            assert!(
+                !recorded.contains_key(&key),
+                "killed {at:?}: {agent}'s delivery {id} waits again though its outputs were recorded"
+            );
+        }
+        for (key, record) in &recorded {
+            for item in record["items"].as_array().unwrap() {
+                let id = item["id"]
+                    .as_str()
+                    .or(item["metadata"]["message_id"].as_str())
+                    .unwrap();
+                assert!(
+                    bus.locate(id).await.unwrap().is_some(),
+                    "killed {at:?}: {agent}'s output {id} ({key}) was recorded but not stored"
+                );
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -15,7 +15,7 @@ use super::build::{ModelFactory, build_journaled_agents};
 use super::error::FlowError;
 use super::failure::handle_with_strategy;
 use super::lease::with_lease;
-use super::outputs::{in_task, once};
+use super::outputs::{self, Recorded, in_task, once};
 use super::remote::{InboxDelivery, Remote, Settlement};
 use super::spec::{FlowSpec, Mode, SpecError};
 use crate::agents::{BusAgent, FlowAgent, Item, new_message_id};
@@ -180,7 +180,7 @@ impl Flow {
         let report = match self.spec.mode {
             Mode::Handoffs => {
                 let bus = MemoryBus::new(BusConfig::default());
-                self.run_handoffs(&bus, Some(first), observe).await?
+                self.run_handoffs(&bus, Some(first), false, observe).await?
             }
             _ => self.run_in_process(first, observe).await?,
         };
@@ -205,7 +205,7 @@ impl Flow {
                 message: "only mode = \"handoffs\" flows run on a store".into(),
             }));
         }
-        let report = self.run_handoffs(bus, Some(first), observe).await?;
+        let report = self.run_handoffs(bus, Some(first), true, observe).await?;
         self.finish(report).await
     }
 
@@ -315,6 +315,25 @@ impl Flow {
                 remote.publish(&sender, &item.to_json()).await?;
             }
         }
+        self.keep_output(item, report);
+        Ok(())
+    }
+
+    /// Shows `item`, stored already, to `observe`, and keeps it as an output as [`Flow::send`]
+    /// does.
+    fn sent_already(
+        &self,
+        item: Item,
+        report: &mut FlowReport,
+        observe: &mut (dyn FnMut(&Item) + Send),
+    ) {
+        let item = self.in_task(item);
+        observe(&item);
+        self.keep_output(item, report);
+    }
+
+    /// Keeps `item` as an output when it is addressed to someone outside the flow.
+    fn keep_output(&self, item: Item, report: &mut FlowReport) {
         if !item
             .recipients()
             .iter()
@@ -322,7 +341,6 @@ impl Flow {
         {
             report.outputs.push(item);
         }
-        Ok(())
     }
 
     /// `item` with the run's task id as `metadata.task_id` when it is a message without one:
@@ -343,10 +361,14 @@ impl Flow {
         Ok(report)
     }
 
+    /// Runs a `handoffs` flow on `bus`. `in_store` when `bus` is the run's durable store: a
+    /// delivery's outputs are then recorded, stored and acked in one commit there
+    /// ([`outputs::commit`]; not while approvals are awaited, whose outputs go out as they come).
     async fn run_handoffs(
         &self,
         bus: &dyn Bus,
         first: Option<Message>,
+        in_store: bool,
         observe: &mut (dyn FnMut(&Item) + Send),
     ) -> Result<FlowReport, FlowError> {
         let failed = |e: BusError| FlowError::Failed(e.to_string());
@@ -398,9 +420,65 @@ impl Flow {
                             tracing::warn!(error = %e, "the lease was not extended");
                         }
                     };
+                    let renew = bus.config().ack_wait_for(name) / 3;
+                    let task_id = &self.task_id;
+                    if in_store && self.approval.is_none() {
+                        let items =
+                            match outputs::recorded(bus, agent.name(), &input, task_id).await? {
+                                // Stored with the record: only the ack may be missing.
+                                Some(Recorded {
+                                    items,
+                                    stored: true,
+                                }) => {
+                                    bus.ack(&delivery).await.map_err(failed)?;
+                                    items
+                                }
+                                // Recorded by a run that sent its outputs itself.
+                                Some(Recorded { items, .. }) => {
+                                    for item in items {
+                                        self.send(channel, item, &mut report, observe).await?;
+                                    }
+                                    bus.ack(&delivery).await.map_err(failed)?;
+                                    continue;
+                                }
+                                None => {
+                                    let handled = with_lease(
+                                        handle_with_strategy(agent.as_ref(), &input, task_id),
+                                        renew,
+                                        extend,
+                                    )
+                                    .await;
+                                    let items = match handled {
+                                        Ok(items) => items,
+                                        Err(e) => {
+                                            let e = FlowError::Failed(e.to_string());
+                                            return Err(give_up(e).await);
+                                        }
+                                    };
+                                    let committed = outputs::commit(
+                                        bus,
+                                        &delivery,
+                                        agent.name(),
+                                        &input,
+                                        task_id,
+                                        items,
+                                    );
+                                    match committed.await {
+                                        Ok(items) => items,
+                                        // An output the bus refuses fails the delivery, as a
+                                        // publish's refusal does.
+                                        Err(e) => return Err(give_up(e).await),
+                                    }
+                                }
+                            };
+                        for item in items {
+                            self.sent_already(item, &mut report, observe);
+                        }
+                        continue;
+                    }
                     let delivered = with_lease(
                         self.deliver(agent.as_ref(), &input, channel, &mut report, observe),
-                        bus.config().ack_wait_for(name) / 3,
+                        renew,
                         extend,
                     )
                     .await;
@@ -490,18 +568,10 @@ enum Channel<'a> {
 async fn publish_on_bus(bus: &dyn Bus, item: &Item) -> Result<(), FlowError> {
     let bytes =
         serde_json::to_vec(&item.to_json()).map_err(|e| FlowError::Failed(e.to_string()))?;
-    match bus.publish(bytes).await {
-        Ok(_) => Ok(()),
-        Err(BusError::Invalid { issues, .. }) => {
-            let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            Err(FlowError::Failed(format!(
-                "the bus refused {}: {}",
-                item.describe(),
-                issues.join("; ")
-            )))
-        }
-        Err(e) => Err(FlowError::Failed(e.to_string())),
-    }
+    bus.publish(bytes)
+        .await
+        .map(drop)
+        .map_err(|e| outputs::refused(item, e))
 }
 
 /// Publishes a delivery's items on the flow's channel.

@@ -351,17 +351,12 @@ impl Backend for PostgresBus {
         &self,
         delivery: &Delivery,
         handler: &str,
+        message_id: &str,
         record: &[u8],
         outgoing: &[(Envelope, Vec<String>)],
     ) -> BusResult<bool> {
         let (applied, settled) = self
-            .commit(
-                handler,
-                &delivery.envelope.id,
-                record,
-                outgoing,
-                Some(delivery),
-            )
+            .commit(handler, message_id, record, outgoing, Some(delivery))
             .await?;
         match settled {
             true => Ok(applied),

@@ -82,6 +82,7 @@ macro_rules! conformance_tests {
             the_last_attempts_nack_is_a_dead_letter_at_once,
             peek_shows_a_queue_without_claiming,
             duplicate_ids_are_delivered_once, handle_once_does_not_repeat_effects,
+            routed_documents_commit_with_an_effect_and_an_ack,
             expired_messages_never_reach_handlers, priority_order_and_fairness,
             route_to_one_id, pool_has_competing_consumers, competing_receives_end_promptly,
             list_gets_one_copy_each, a_waiting_consumer_sleeps_until_a_message_arrives_from_anywhere,
@@ -820,6 +821,76 @@ pub async fn handle_once_does_not_repeat_effects(f: &Fixture) {
         .expect("nacked after the failure");
     assert_eq!(back.envelope.id, id3);
     bus.ack(&back).await.unwrap();
+}
+
+/// `route_document` checks and routes as `publish` does without storing; the envelopes it gives
+/// are stored by `commit_once_and_ack` together with the effect, under the caller's key, and the
+/// delivery is settled.
+pub async fn routed_documents_commit_with_an_effect_and_an_ack(f: &Fixture) {
+    let bus = (f.open)(quick()).await;
+    let input = mid();
+    publish(
+        &bus,
+        &packet(&input, json!("worker"), "LOW", "TASK_TRANSFER"),
+    )
+    .await;
+    let d = one(&bus, "worker", LONG).await.unwrap();
+    let out = mid();
+    let (env, queues) = bus
+        .route_document(bytes(&packet(&out, json!("next"), "HIGH", "TASK_TRANSFER")))
+        .await
+        .expect("a valid packet is routed");
+    assert_eq!(
+        (env.id.as_str(), queues.as_slice()),
+        (out.as_str(), &["next".to_owned()][..])
+    );
+    assert!(
+        bus.locate(&out).await.unwrap().is_none(),
+        "routed, not stored"
+    );
+    // What publish refuses is refused here, kept as a dead letter, and not stored.
+    let mut no_recipient = packet(&mid(), json!("next"), "HIGH", "TASK_TRANSFER");
+    no_recipient["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("recipient_id");
+    for refused in [b"not json".to_vec(), bytes(&no_recipient)] {
+        let err = bus.route_document(refused).await.unwrap_err();
+        let BusError::Invalid { dead_letter_id, .. } = err else {
+            panic!("refused as invalid: {err}");
+        };
+        assert!(
+            bus.find_dead_letter(&dead_letter_id)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+    assert!(
+        bus.commit_once_and_ack(&d, "outputs", "key-1", b"rec", &[(env, queues)])
+            .await
+            .unwrap()
+    );
+    let effects = bus.effects("outputs").await.unwrap();
+    assert_eq!(
+        effects
+            .iter()
+            .map(|e| (e.message_id.as_str(), e.record.as_slice()))
+            .collect::<Vec<_>>(),
+        [("key-1", &b"rec"[..])]
+    );
+    assert!(bus.already_handled("outputs", "key-1").await.unwrap());
+    assert!(
+        !bus.already_handled("outputs", &input).await.unwrap(),
+        "keyed by the caller's key"
+    );
+    assert_eq!(drain(&bus, "next").await, [out], "stored once");
+    assert!(
+        one(&bus, "worker", Duration::from_millis(600))
+            .await
+            .is_none(),
+        "the delivery was acked"
+    );
 }
 
 pub async fn expired_messages_never_reach_handlers(f: &Fixture) {
